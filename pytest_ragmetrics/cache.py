@@ -1,0 +1,298 @@
+"""Content-addressed on-disk cache: keyed by what determines the content, written atomically.
+
+Layout: ``<root>/<kind>/<key>/manifest.json`` plus ``<name>.npy`` (arrays) or ``value.json``.
+``key`` is the sha256 of the canonical JSON of the entry's identity, and the manifest repeats
+the identity: an entry whose identity differs from the one asked for is a miss, never a stale
+hit. An entry is built in a temporary folder and renamed into place, so readers see a complete
+entry or none. Arrays are ``.npy`` read with ``allow_pickle=False``: nothing read executes code.
+A file lock per key lets one process compute while others (xdist workers) wait and then read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_ragmetrics.errors import CacheError, RagMetricsWarning
+from pytest_ragmetrics.fileio import atomic_write_text
+
+SCHEMA = 1
+Arrays = dict[str, npt.NDArray[Any]]
+
+
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON (sorted keys, no spaces) of an identity."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default
+    )
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    raise TypeError(f"cache identity value {value!r} is not JSON-serialisable")
+
+
+def identity_key(kind: str, identity: Mapping[str, Any]) -> str:
+    """sha256 hex of the kind plus the canonical identity."""
+    return hashlib.sha256(f"{kind}\n{canonical_json(identity)}".encode()).hexdigest()
+
+
+class Cache:
+    """A cache folder; ``Cache(None)`` or ``enabled=False`` is a cache that never hits."""
+
+    def __init__(self, root: str | os.PathLike[str] | None, *, enabled: bool = True) -> None:
+        self.root = None if root is None else Path(root)
+        self.enabled = enabled and root is not None
+        self.hits = 0
+        self.misses = 0
+
+    def __repr__(self) -> str:
+        state = "enabled" if self.enabled else "disabled"
+        return f"Cache({str(self.root)!r}, {state})"
+
+    def _entry(self, kind: str, identity: Mapping[str, Any]) -> Path:
+        assert self.root is not None
+        return self.root / kind / identity_key(kind, identity)
+
+    @contextlib.contextmanager
+    def lock(self, kind: str, identity: Mapping[str, Any], timeout: float = 3600) -> Iterator[None]:
+        """Hold the per-entry file lock (a no-op when the cache is disabled)."""
+        if not self.enabled:
+            yield
+            return
+        from filelock import FileLock, Timeout
+
+        entry = self._entry(kind, identity)
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(entry) + ".lock", timeout=timeout)
+        try:
+            with lock:
+                yield
+        except Timeout:
+            raise CacheError(
+                f"waited {timeout:.0f} s for the cache lock {entry}.lock; another process holds "
+                "it. If no other run is active, delete the .lock file"
+            ) from None
+
+    def _read_manifest(self, entry: Path, identity: Mapping[str, Any]) -> dict[str, Any] | None:
+        manifest_path = entry / "manifest.json"
+        if not manifest_path.exists():
+            return None
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+            if not isinstance(manifest, dict):
+                raise ValueError("manifest is not an object")
+        except (OSError, ValueError) as exc:
+            self._unreadable(entry, f"manifest unreadable ({exc})")
+            return None
+        if manifest.get("schema") != SCHEMA or canonical_json(
+            manifest.get("identity")
+        ) != canonical_json(identity):
+            # Same key, different identity: a hash collision or a hand edit. Never reuse it.
+            return None
+        return manifest
+
+    def _unreadable(self, entry: Path, why: str) -> None:
+        warnings.warn(
+            f"cache entry {entry} is unreadable ({why}); treating it as a miss and rewriting it",
+            RagMetricsWarning,
+            stacklevel=4,
+        )
+        self._discard(entry)
+
+    def _discard(self, entry: Path) -> None:
+        trash = entry.with_name(f".{entry.name}.trash.{os.getpid()}.{time.monotonic_ns()}")
+        with contextlib.suppress(OSError):
+            os.replace(entry, trash)
+            shutil.rmtree(trash, ignore_errors=True)
+
+    def get_arrays(self, kind: str, identity: Mapping[str, Any]) -> Arrays | None:
+        """The cached arrays for ``identity``, or None (miss, disabled, or unreadable)."""
+        if not self.enabled:
+            return None
+        entry = self._entry(kind, identity)
+        manifest = self._read_manifest(entry, identity)
+        if manifest is None:
+            self.misses += 1
+            return None
+        arrays: Arrays = {}
+        try:
+            for name, meta in manifest.get("arrays", {}).items():
+                array = np.load(entry / f"{name}.npy", allow_pickle=False)
+                if list(array.shape) != meta["shape"] or str(array.dtype) != meta["dtype"]:
+                    raise ValueError(
+                        f"{name}.npy has shape {array.shape} / {array.dtype}, "
+                        f"manifest says {meta['shape']} / {meta['dtype']}"
+                    )
+                arrays[name] = array
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            self._unreadable(entry, str(exc))
+            self.misses += 1
+            return None
+        self.hits += 1
+        return arrays
+
+    def get_json(self, kind: str, identity: Mapping[str, Any]) -> Any | None:
+        """The cached JSON value for ``identity``, or None."""
+        if not self.enabled:
+            return None
+        entry = self._entry(kind, identity)
+        manifest = self._read_manifest(entry, identity)
+        if manifest is None or "value" not in manifest:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return manifest["value"]
+
+    def put_arrays(
+        self,
+        kind: str,
+        identity: Mapping[str, Any],
+        arrays: Mapping[str, Any],
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Store arrays for ``identity`` (object arrays are refused: they would need pickle)."""
+        if not self.enabled:
+            return
+        prepared = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
+        for name, array in prepared.items():
+            if array.dtype.hasobject:
+                raise CacheError(
+                    f"cache: array {name!r} has dtype object; it cannot be stored without pickle"
+                )
+
+        def write(folder: Path) -> dict[str, Any]:
+            for name, array in prepared.items():
+                with open(folder / f"{name}.npy", "wb") as handle:
+                    np.save(handle, array, allow_pickle=False)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            return {
+                "arrays": {
+                    n: {"shape": list(a.shape), "dtype": str(a.dtype)} for n, a in prepared.items()
+                }
+            }
+
+        self._publish(kind, identity, write, meta)
+
+    def put_json(
+        self,
+        kind: str,
+        identity: Mapping[str, Any],
+        value: Any,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Store a JSON-serialisable value for ``identity``."""
+        if not self.enabled:
+            return
+        canonical_json(value)  # fail early on values JSON cannot hold
+        self._publish(kind, identity, lambda folder: {"value": value}, meta)
+
+    def _publish(
+        self,
+        kind: str,
+        identity: Mapping[str, Any],
+        write: Callable[[Path], dict[str, Any]],
+        meta: Mapping[str, Any] | None,
+    ) -> None:
+        entry = self._entry(kind, identity)
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", suffix=".tmp", dir=entry.parent))
+        try:
+            body = write(staging)
+            manifest = {
+                "schema": SCHEMA,
+                "kind": kind,
+                "identity": identity,
+                "meta": dict(meta or {}),
+                **body,
+            }
+            atomic_write_text(staging / "manifest.json", canonical_json(manifest))
+            if entry.exists():
+                self._discard(entry)
+            try:
+                os.replace(staging, entry)
+            except OSError:
+                # Another process published the same entry first; theirs is equally valid.
+                if not (entry / "manifest.json").exists():
+                    raise
+        except OSError as exc:
+            raise CacheError(f"cannot write cache entry {entry}: {exc}") from None
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+
+    def arrays(
+        self,
+        kind: str,
+        identity: Mapping[str, Any],
+        compute: Callable[[], Arrays],
+        meta: Mapping[str, Any] | None = None,
+    ) -> Arrays:
+        """Get the arrays, computing and storing them under the lock on a miss.
+
+        Under xdist the first worker computes; the others wait on the lock and then read.
+        """
+        found = self.get_arrays(kind, identity)
+        if found is not None:
+            return found
+        with self.lock(kind, identity):
+            found = self.get_arrays(kind, identity)
+            self.misses -= 1  # the first look-up already counted this miss
+            if found is not None:
+                return found
+            value = compute()
+            self.put_arrays(kind, identity, value, meta)
+            return value
+
+    def json(
+        self,
+        kind: str,
+        identity: Mapping[str, Any],
+        compute: Callable[[], Any],
+        meta: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Get the JSON value, computing and storing it under the lock on a miss."""
+        found = self.get_json(kind, identity)
+        if found is not None:
+            return found
+        with self.lock(kind, identity):
+            found = self.get_json(kind, identity)
+            self.misses -= 1  # the first look-up already counted this miss
+            if found is not None:
+                return found
+            value = compute()
+            self.put_json(kind, identity, value, meta)
+            return value
+
+    def clear(self) -> int:
+        """Remove every entry; returns how many were removed."""
+        if self.root is None or not self.root.exists():
+            return 0
+        removed = 0
+        for kind_dir in self.root.iterdir():
+            if not kind_dir.is_dir():
+                continue
+            for entry in kind_dir.iterdir():
+                if entry.is_dir():
+                    shutil.rmtree(entry, ignore_errors=True)
+                    removed += 1
+                else:
+                    with contextlib.suppress(OSError):
+                        entry.unlink()
+        return removed

@@ -1,0 +1,179 @@
+"""Dataset folder layouts: BEIR and FlagEmbedding's local layout."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries
+from pytest_ragmetrics.data.textfile import (
+    PathLike,
+    optional_text,
+    read_jsonl,
+    require_str,
+    resolve,
+)
+from pytest_ragmetrics.data.trec import parse_grade, read_qrels
+from pytest_ragmetrics.errors import DataFormatError, RagMetricsWarning
+
+_ID_KEYS = ("_id", "id")
+
+
+def read_corpus(path: PathLike) -> Corpus:
+    """Read ``corpus.jsonl`` (``{"_id" or "id", "title"?, "text"}`` per line)."""
+    p = resolve(path)
+    ids: list[str] = []
+    titles: list[str] = []
+    texts: list[str] = []
+    first_line: dict[str, int] = {}
+    for lineno, record in read_jsonl(p):
+        doc_id = require_str(record, _ID_KEYS, p, lineno, what="document id")
+        if doc_id in first_line:
+            raise DataFormatError(
+                f"document id {doc_id!r} appears twice (first at line {first_line[doc_id]})",
+                p,
+                lineno,
+            )
+        first_line[doc_id] = lineno
+        if "text" not in record:
+            raise DataFormatError(f"document {doc_id!r} has no 'text'", p, lineno)
+        ids.append(doc_id)
+        titles.append(optional_text(record, "title", p, lineno))
+        texts.append(optional_text(record, "text", p, lineno))
+    if not ids:
+        raise DataFormatError("no documents in corpus file (it is empty)", p)
+    return Corpus(ids, titles, texts, source=str(p))
+
+
+def read_queries(path: PathLike) -> Queries:
+    """Read ``queries.jsonl`` (``{"_id" or "id", "text"}`` per line)."""
+    p = resolve(path)
+    ids: list[str] = []
+    texts: list[str] = []
+    first_line: dict[str, int] = {}
+    for lineno, record in read_jsonl(p):
+        qid = require_str(record, _ID_KEYS, p, lineno, what="query id")
+        if qid in first_line:
+            raise DataFormatError(
+                f"query id {qid!r} appears twice (first at line {first_line[qid]})", p, lineno
+            )
+        first_line[qid] = lineno
+        if "text" not in record:
+            raise DataFormatError(f"query {qid!r} has no 'text'", p, lineno)
+        ids.append(qid)
+        texts.append(optional_text(record, "text", p, lineno))
+    if not ids:
+        raise DataFormatError("no queries in queries file (it is empty)", p)
+    return Queries(ids, texts, source=str(p))
+
+
+def read_qrels_jsonl(path: PathLike) -> Qrels:
+    """Read FlagEmbedding's ``<split>_qrels.jsonl`` (``{"qid", "docid", "relevance"}``)."""
+    p = resolve(path)
+    by_query: dict[str, dict[str, int]] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    for lineno, record in read_jsonl(p):
+        qid = require_str(record, ("qid", "query_id", "query-id"), p, lineno, what="query id")
+        doc = require_str(record, ("docid", "doc_id", "corpus-id"), p, lineno, what="doc id")
+        raw = record.get("relevance", record.get("score"))
+        if raw is None or isinstance(raw, bool):
+            raise DataFormatError("missing integer 'relevance'", p, lineno)
+        grade = parse_grade(str(raw), p, lineno)
+        if (qid, doc) in first_line:
+            raise DataFormatError(
+                f"document {doc!r} is judged twice for query {qid!r} (first at line "
+                f"{first_line[(qid, doc)]})",
+                p,
+                lineno,
+            )
+        first_line[(qid, doc)] = lineno
+        by_query.setdefault(qid, {})[doc] = grade
+    if not by_query:
+        raise DataFormatError("no judgments in qrels file (it is empty)", p)
+    return Qrels.from_dict(by_query)
+
+
+def _exists(path: Path) -> bool:
+    return resolve(path).exists()
+
+
+def detect_layout(folder: Path, split: str) -> str:
+    """'beir' or 'flagembedding', from the files present; an error says what is missing."""
+    if _exists(folder / f"{split}_queries.jsonl") or _exists(folder / f"{split}_qrels.jsonl"):
+        return "flagembedding"
+    if _exists(folder / "queries.jsonl") or (folder / "qrels").is_dir():
+        return "beir"
+    raise DataFormatError(
+        "not a dataset folder: expected BEIR files (corpus.jsonl, queries.jsonl, "
+        f"qrels/{split}.tsv) or FlagEmbedding files (corpus.jsonl, {split}_queries.jsonl, "
+        f"{split}_qrels.jsonl)",
+        folder,
+    )
+
+
+def available_splits(folder: Path) -> list[str]:
+    """Splits present in a dataset folder (either layout)."""
+    names: set[str] = set()
+    qrels_dir = folder / "qrels"
+    if qrels_dir.is_dir():
+        for f in qrels_dir.iterdir():
+            if f.name.endswith((".tsv", ".tsv.gz")):
+                names.add(f.name.split(".")[0])
+    for f in folder.glob("*_qrels.jsonl*"):
+        names.add(f.name.split("_qrels")[0])
+    return sorted(names)
+
+
+def load_dataset(folder: PathLike, split: str = "test", *, name: str | None = None) -> Dataset:
+    """Load a BEIR or FlagEmbedding folder; queries are restricted to those judged in the split.
+
+    Judged documents missing from the corpus ("stale labels") give a warning with their count.
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        raise DataFormatError("dataset folder not found", root)
+    layout = detect_layout(root, split)
+    if layout == "beir":
+        qrels_path = root / "qrels" / f"{split}.tsv"
+        queries_path = root / "queries.jsonl"
+    else:
+        qrels_path = root / f"{split}_qrels.jsonl"
+        queries_path = root / f"{split}_queries.jsonl"
+    if not _exists(qrels_path):
+        splits = available_splits(root)
+        raise DataFormatError(
+            f"split {split!r} not found (no {qrels_path.relative_to(root)}); available splits: "
+            f"{', '.join(splits) or 'none'}",
+            root,
+        )
+    qrels = read_qrels(qrels_path) if layout == "beir" else read_qrels_jsonl(qrels_path)
+    corpus = read_corpus(root / "corpus.jsonl")
+    all_queries = read_queries(queries_path)
+    judged = [q for q in qrels if q in all_queries]
+    missing = [q for q in qrels if q not in all_queries]
+    notes: list[str] = []
+    if missing:
+        raise DataFormatError(
+            f"{len(missing)} judged queries have no text in {resolve(queries_path).name} "
+            f"(e.g. {', '.join(repr(q) for q in missing[:5])})",
+            resolve(qrels_path),
+        )
+    queries = all_queries.subset(judged)
+    stale = _stale_labels(qrels, corpus)
+    if stale:
+        message = (
+            f"{resolve(qrels_path)}: {stale} judged documents are not in the corpus (stale "
+            "labels); they count as relevant but can never be retrieved"
+        )
+        notes.append(message)
+        warnings.warn(message, RagMetricsWarning, stacklevel=2)
+    return Dataset(
+        corpus, queries, qrels, name=name or root.name, split=split, source=str(root), notes=notes
+    )
+
+
+def _stale_labels(qrels: Qrels, corpus: Corpus) -> int:
+    known = np.isin(qrels.doc_ids, corpus.doc_ids)
+    return int((~known[qrels.doc_codes]).sum())

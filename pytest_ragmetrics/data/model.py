@@ -1,0 +1,707 @@
+"""The data model: Qrels, Run, Corpus, Queries and Dataset, backed by numpy arrays."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_ragmetrics.errors import DataFormatError
+
+IntArray: TypeAlias = npt.NDArray[np.int64]
+FloatArray: TypeAlias = npt.NDArray[np.float64]
+StrArray: TypeAlias = npt.NDArray[np.str_]
+
+
+def as_str_array(values: Iterable[str]) -> StrArray:
+    """Turn ids into a numpy unicode array (code-point order equals UTF-8 byte order)."""
+    items = values if isinstance(values, (list, tuple)) else list(values)
+    if len(items) == 0:
+        return np.empty(0, dtype="<U1")
+    array = np.asarray(items)
+    if array.dtype.kind != "U":
+        array = np.asarray([str(item) for item in items])
+    return array
+
+
+def encode_ids(groups: Sequence[Iterable[str]]) -> tuple[StrArray, IntArray, IntArray]:
+    """Map the ids of several groups to codes into one vocabulary.
+
+    Returns (vocabulary, codes of all ids concatenated, group offsets). One pass in C through
+    ``dict.fromkeys`` and ``map``: no Python-level loop per entry.
+    """
+    flat: list[str] = []
+    offsets = np.zeros(len(groups) + 1, dtype=np.int64)
+    for i, group in enumerate(groups):
+        flat.extend(group)
+        offsets[i + 1] = len(flat)
+    unique = list(dict.fromkeys(flat))
+    index = {doc: code for code, doc in enumerate(unique)}
+    codes = np.fromiter(map(index.__getitem__, flat), dtype=np.int64, count=len(flat))
+    return as_str_array(unique), codes, offsets
+
+
+def _segment_ids(offsets: IntArray) -> IntArray:
+    """Index of the segment (query) of every entry, from CSR offsets."""
+    return np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
+
+
+def _check_unique_query_ids(query_ids: StrArray, what: str) -> None:
+    if len(np.unique(query_ids)) != len(query_ids):
+        values, counts = np.unique(query_ids, return_counts=True)
+        raise DataFormatError(f"{what}: query id {values[counts > 1][0]!r} appears twice")
+
+
+def _check_no_duplicate_docs(
+    query_ids: StrArray, offsets: IntArray, doc_ids: StrArray, codes: IntArray, what: str
+) -> None:
+    """Raise naming query and doc when a doc appears twice within one query."""
+    if len(codes) < 2:
+        return
+    seg = _segment_ids(offsets)
+    keys = seg * max(len(doc_ids), 1) + codes
+    order = np.argsort(keys, kind="stable")
+    same = keys[order][1:] == keys[order][:-1]
+    if same.any():
+        where = order[1:][same][0]
+        raise DataFormatError(
+            f"{what}: document {doc_ids[codes[where]]!r} appears twice for query "
+            f"{query_ids[seg[where]]!r}; each (query, document) pair may appear once"
+        )
+
+
+def _sha256_lines(lines: Iterable[str]) -> str:
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(line.encode("utf-8", "surrogatepass"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+class Qrels:
+    """Relevance judgments: query id -> document id -> integer grade, stored as CSR arrays."""
+
+    __slots__ = ("__dict__", "doc_codes", "doc_ids", "grades", "offsets", "query_ids")
+
+    def __init__(
+        self,
+        query_ids: StrArray,
+        offsets: IntArray,
+        doc_ids: StrArray,
+        doc_codes: IntArray,
+        grades: IntArray,
+        *,
+        validate: bool = True,
+    ) -> None:
+        self.query_ids = query_ids
+        self.offsets = offsets
+        self.doc_ids = doc_ids
+        self.doc_codes = doc_codes
+        self.grades = grades
+        if validate:
+            _check_unique_query_ids(query_ids, "qrels")
+            _check_no_duplicate_docs(query_ids, offsets, doc_ids, doc_codes, "qrels")
+
+    @classmethod
+    def from_dict(cls, judgments: Mapping[str, Mapping[str, int]]) -> Qrels:
+        """Build from ``{query_id: {doc_id: grade}}``; grades must be integers."""
+        if isinstance(judgments, Qrels):
+            return judgments
+        query_ids = [str(q) for q in judgments]
+        groups = [[str(d) for d in docs] for docs in judgments.values()]
+        vocab, codes, offsets = encode_ids(groups)
+        grades = np.empty(len(codes), dtype=np.int64)
+        position = 0
+        for qid, docs in zip(query_ids, judgments.values(), strict=True):
+            for doc, grade in docs.items():
+                grades[position] = _as_grade(grade, qid, doc)
+                position += 1
+        return cls(as_str_array(query_ids), offsets, vocab, codes, grades, validate=False)
+
+    @classmethod
+    def from_triples(
+        cls, triples: Iterable[tuple[str, str, int]], *, source: str = "qrels"
+    ) -> Qrels:
+        """Build from (query id, doc id, grade) triples; duplicates are an error."""
+        by_query: dict[str, dict[str, int]] = {}
+        for qid, doc, grade in triples:
+            docs = by_query.setdefault(qid, {})
+            if doc in docs:
+                raise DataFormatError(f"{source}: document {doc!r} appears twice for query {qid!r}")
+            docs[doc] = grade
+        return cls.from_dict(by_query)
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.query_ids.tolist())
+
+    def __contains__(self, query_id: object) -> bool:
+        return query_id in self._position
+
+    def __repr__(self) -> str:
+        return f"Qrels({len(self)} queries, {len(self.grades)} judgments)"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Qrels):
+            return NotImplemented
+        return self.fingerprint == other.fingerprint
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @cached_property
+    def _position(self) -> dict[str, int]:
+        return {qid: i for i, qid in enumerate(self.query_ids.tolist())}
+
+    def judgments(self, query_id: str) -> dict[str, int]:
+        """The judged documents of one query with their grades."""
+        i = self._position.get(query_id)
+        if i is None:
+            return {}
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return dict(
+            zip(
+                self.doc_ids[self.doc_codes[lo:hi]].tolist(),
+                self.grades[lo:hi].tolist(),
+                strict=True,
+            )
+        )
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        """``{query_id: {doc_id: grade}}``."""
+        return {qid: self.judgments(qid) for qid in self.query_ids.tolist()}
+
+    @property
+    def num_judgments(self) -> int:
+        return len(self.grades)
+
+    def num_relevant(self, relevance_level: int = 1) -> IntArray:
+        """Number of documents with grade >= relevance_level, per query (aligned with query_ids)."""
+        seg = _segment_ids(self.offsets)
+        relevant = (self.grades >= relevance_level).astype(np.int64)
+        return np.bincount(seg, weights=relevant, minlength=len(self)).astype(np.int64)
+
+    def restrict(self, query_ids: Iterable[str]) -> Qrels:
+        """The judgments of the given queries only (unknown ids are ignored)."""
+        wanted = [q for q in query_ids if q in self._position]
+        return Qrels.from_dict({q: self.judgments(q) for q in wanted})
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 of the judgments, independent of their order in the file."""
+        seg = _segment_ids(self.offsets)
+        rows = sorted(
+            zip(
+                self.query_ids[seg].tolist(),
+                self.doc_ids[self.doc_codes].tolist(),
+                self.grades.tolist(),
+                strict=True,
+            )
+        )
+        return _sha256_lines(f"{q}\t{d}\t{g}" for q, d, g in rows)
+
+
+def _as_grade(grade: object, query_id: str, doc_id: str) -> int:
+    if isinstance(grade, bool) or not isinstance(grade, (int, np.integer, float, np.floating)):
+        raise DataFormatError(
+            f"qrels: grade {grade!r} of query {query_id!r}, document {doc_id!r} is not an integer"
+        )
+    if isinstance(grade, (float, np.floating)) and not float(grade).is_integer():
+        raise DataFormatError(
+            f"qrels: grade {grade!r} of query {query_id!r}, document {doc_id!r} is not an integer"
+        )
+    return int(grade)
+
+
+class Run:
+    """Ranked results: per query, documents with float scores, in canonical order.
+
+    Canonical order is trec_eval's: score descending, ties broken by document id descending
+    (byte order). Entries are CSR arrays: ``doc_codes`` index ``doc_ids`` (the vocabulary, for
+    instance the corpus ids), ``offsets`` delimit queries.
+    """
+
+    __slots__ = ("__dict__", "doc_codes", "doc_ids", "offsets", "query_ids", "scores")
+
+    def __init__(
+        self,
+        query_ids: StrArray,
+        offsets: IntArray,
+        doc_ids: StrArray,
+        doc_codes: IntArray,
+        scores: FloatArray,
+        *,
+        check_duplicates: bool = True,
+        canonical: bool = False,
+        source: str = "run",
+    ) -> None:
+        _check_unique_query_ids(query_ids, source)
+        if len(scores) and not np.isfinite(scores).all():
+            bad = int(np.flatnonzero(~np.isfinite(scores))[0])
+            seg = int(np.searchsorted(offsets, bad, side="right") - 1)
+            raise DataFormatError(
+                f"{source}: score {scores[bad]!r} of document {doc_ids[doc_codes[bad]]!r} for "
+                f"query {query_ids[seg]!r} is not a finite number"
+            )
+        if check_duplicates:
+            _check_no_duplicate_docs(query_ids, offsets, doc_ids, doc_codes, source)
+        order = None if canonical else _canonical_order(offsets, doc_ids, doc_codes, scores)
+        if order is not None:
+            doc_codes = doc_codes[order]
+            scores = scores[order]
+        self.query_ids = query_ids
+        self.offsets = offsets
+        self.doc_ids = doc_ids
+        self.doc_codes = doc_codes
+        self.scores = scores
+
+    @classmethod
+    def from_dict(cls, results: Mapping[str, Mapping[str, float]]) -> Run:
+        """Build from ``{query_id: {doc_id: score}}``."""
+        if isinstance(results, Run):
+            return results
+        query_ids = [str(q) for q in results]
+        vocab, codes, offsets = encode_ids([docs.keys() for docs in results.values()])
+        try:
+            scores = (
+                np.concatenate(
+                    [
+                        np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
+                        for docs in results.values()
+                    ]
+                )
+                if results
+                else np.empty(0)
+            )
+        except (TypeError, ValueError) as exc:
+            for qid, docs in results.items():
+                for doc, score in docs.items():
+                    if not isinstance(score, (int, float, np.integer, np.floating)):
+                        raise DataFormatError(
+                            f"run: score {score!r} of document {doc!r} for query {qid!r} is not "
+                            "a number"
+                        ) from exc
+            raise
+        return cls(as_str_array(query_ids), offsets, vocab, codes, scores, check_duplicates=False)
+
+    @classmethod
+    def from_rankings(
+        cls, rankings: Mapping[str, Sequence[str] | Sequence[tuple[str, float]]]
+    ) -> Run:
+        """Build from ``{query_id: [doc_id, ...]}`` (best first) or ``[(doc_id, score), ...]``.
+
+        Plain lists get scores that keep their order (n, n-1, ..., 1).
+        """
+        results: dict[str, dict[str, float]] = {}
+        for qid, ranking in rankings.items():
+            docs: dict[str, float] = {}
+            n = len(ranking)
+            for position, item in enumerate(ranking):
+                if isinstance(item, str):
+                    doc, score = item, float(n - position)
+                else:
+                    doc, score = str(item[0]), float(item[1])
+                if doc in docs:
+                    raise DataFormatError(
+                        f"run: document {doc!r} appears twice for query {qid!r}; each "
+                        "(query, document) pair may appear once"
+                    )
+                docs[doc] = score
+            results[str(qid)] = docs
+        return cls.from_dict(results)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        query_ids: Sequence[str] | StrArray,
+        indices: npt.ArrayLike,
+        scores: npt.ArrayLike,
+        doc_ids: Sequence[str] | StrArray,
+    ) -> Run:
+        """Build from a search result matrix, e.g. faiss's ``(n_queries, k)`` output.
+
+        ``indices[i, j]`` is a position in ``doc_ids``; negative positions (faiss's -1 padding)
+        are skipped. No Python loop per entry.
+        """
+        qids = as_str_array(list(query_ids))
+        vocab = doc_ids if isinstance(doc_ids, np.ndarray) else as_str_array(list(doc_ids))
+        idx = np.asarray(indices)
+        sc = np.asarray(scores, dtype=np.float64)
+        if idx.ndim != 2 or sc.shape != idx.shape or idx.shape[0] != len(qids):
+            raise DataFormatError(
+                f"run arrays: indices {idx.shape} and scores {sc.shape} must both be "
+                f"(n_queries={len(qids)}, k)"
+            )
+        if not np.issubdtype(idx.dtype, np.integer):
+            raise DataFormatError(f"run arrays: indices must be integers, got {idx.dtype}")
+        idx = idx.astype(np.int64, copy=False)
+        if idx.size and int(idx.max()) >= len(vocab):
+            raise DataFormatError(
+                f"run arrays: index {int(idx.max())} is out of range for {len(vocab)} documents"
+            )
+        valid = idx >= 0
+        if valid.all():
+            offsets = np.arange(0, idx.size + 1, idx.shape[1], dtype=np.int64)
+            codes, flat_scores = idx.ravel(), sc.ravel()
+        else:
+            counts = valid.sum(axis=1)
+            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            codes, flat_scores = idx[valid], sc[valid]
+        canonical = False
+        if idx.shape[1] > 1:
+            # int32 sorts twice as fast; padding becomes distinct negatives so it never matches.
+            narrow = idx.astype(np.int32) if len(vocab) < 2**31 else idx
+            if not valid.all():
+                narrow = np.where(valid, narrow, -1 - np.arange(idx.shape[1], dtype=narrow.dtype))
+            rows = np.sort(narrow, axis=1)
+            dup = rows[:, 1:] == rows[:, :-1]
+            if dup.any():
+                r, c = np.argwhere(dup)[0]
+                raise DataFormatError(
+                    f"run arrays: document {vocab[rows[r, c]]!r} appears twice for query "
+                    f"{qids[r]!r}; each (query, document) pair may appear once"
+                )
+            # faiss rows come sorted; strictly decreasing rows need no reordering at all.
+            canonical = bool(valid.all() and (sc[:, 1:] < sc[:, :-1]).all())
+        return cls(
+            qids, offsets, vocab, codes, flat_scores, check_duplicates=False, canonical=canonical
+        )
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.query_ids.tolist())
+
+    def __contains__(self, query_id: object) -> bool:
+        return query_id in self._position
+
+    def __repr__(self) -> str:
+        return f"Run({len(self)} queries, {len(self.scores)} entries)"
+
+    @cached_property
+    def _position(self) -> dict[str, int]:
+        return {qid: i for i, qid in enumerate(self.query_ids.tolist())}
+
+    @property
+    def num_entries(self) -> int:
+        return len(self.scores)
+
+    def ranking(self, query_id: str) -> list[tuple[str, float]]:
+        """This query's ranked (doc id, score) pairs, best first; [] for an unknown query."""
+        i = self._position.get(query_id)
+        if i is None:
+            return []
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return list(
+            zip(
+                self.doc_ids[self.doc_codes[lo:hi]].tolist(),
+                self.scores[lo:hi].tolist(),
+                strict=True,
+            )
+        )
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        """``{query_id: {doc_id: score}}`` in rank order."""
+        return {qid: dict(self.ranking(qid)) for qid in self.query_ids.tolist()}
+
+    def depths(self) -> IntArray:
+        """Number of retrieved documents per query."""
+        return np.diff(self.offsets)
+
+    def truncate(self, k: int) -> Run:
+        """Keep the top ``k`` documents of every query."""
+        seg = _segment_ids(self.offsets)
+        rank = np.arange(len(self.scores)) - self.offsets[seg]
+        keep = rank < k
+        counts = np.bincount(seg[keep], minlength=len(self))
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return Run(
+            self.query_ids,
+            offsets,
+            self.doc_ids,
+            self.doc_codes[keep],
+            self.scores[keep],
+            check_duplicates=False,
+        )
+
+    def restrict(self, query_ids: Iterable[str]) -> Run:
+        """The results of the given queries only, in the given order (unknown ids are ignored)."""
+        keep = [self._position[q] for q in query_ids if q in self._position]
+        lo, hi = self.offsets[keep], self.offsets[np.asarray(keep, dtype=np.int64) + 1]
+        counts = hi - lo
+        take = (
+            np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])
+            if keep
+            else np.empty(0, dtype=np.int64)
+        )
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return Run(
+            self.query_ids[keep],
+            offsets,
+            self.doc_ids,
+            self.doc_codes[take],
+            self.scores[take],
+            check_duplicates=False,
+        )
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 of the ranked entries in canonical order."""
+        seg = _segment_ids(self.offsets)
+        return _sha256_lines(
+            f"{q}\t{d}\t{s!r}"
+            for q, d, s in zip(
+                self.query_ids[seg].tolist(),
+                self.doc_ids[self.doc_codes].tolist(),
+                self.scores.tolist(),
+                strict=True,
+            )
+        )
+
+
+def _canonical_order(
+    offsets: IntArray, doc_ids: StrArray, codes: IntArray, scores: FloatArray
+) -> IntArray | None:
+    """Permutation that sorts each query by score desc, doc id desc; None when already sorted."""
+    n = len(scores)
+    if n < 2:
+        return None
+    seg = _segment_ids(offsets)
+    same_query = seg[1:] == seg[:-1]
+    descending = scores[1:] < scores[:-1]
+    tied = same_query & (scores[1:] == scores[:-1])
+    if not (same_query & ~descending & ~tied).any():
+        order = None  # sorted by score already; only ties may need fixing
+    else:
+        order = np.lexsort((-scores, seg))
+        scores_sorted = scores[order]
+        tied = same_query & (scores_sorted[1:] == scores_sorted[:-1])
+    if not tied.any():
+        return order
+    # Break ties by doc id descending, sorting only the entries that take part in a tie.
+    current: IntArray = np.arange(n, dtype=np.int64) if order is None else order
+    in_tie = np.zeros(n, dtype=bool)
+    in_tie[1:] |= tied
+    in_tie[:-1] |= tied
+    positions = np.flatnonzero(in_tie)
+    entries = current[positions]
+    tie_codes = codes[entries]
+    unique_codes, inverse = np.unique(tie_codes, return_inverse=True)
+    name_rank = np.argsort(np.argsort(doc_ids[unique_codes], kind="stable"), kind="stable")
+    doc_rank = name_rank[inverse]
+    # Tie groups are runs of equal scores; group id = position of the group's first entry.
+    starts = np.ones(len(positions), dtype=bool)
+    starts[1:] = ~tied[positions[1:] - 1]
+    group = np.cumsum(starts)
+    within = np.lexsort((-doc_rank, group))
+    current = current.copy()
+    current[positions] = entries[within]
+    return current
+
+
+@dataclass(frozen=True)
+class Document:
+    """One corpus document."""
+
+    id: str
+    title: str
+    text: str
+
+
+class Corpus:
+    """The documents a retriever searches: ids, titles and texts in file order."""
+
+    __slots__ = ("__dict__", "doc_ids", "texts", "titles")
+
+    def __init__(
+        self,
+        doc_ids: Sequence[str] | StrArray,
+        titles: Sequence[str],
+        texts: Sequence[str],
+        *,
+        source: str = "corpus",
+    ) -> None:
+        ids = doc_ids if isinstance(doc_ids, np.ndarray) else as_str_array(list(doc_ids))
+        if not len(ids) == len(titles) == len(texts):
+            raise DataFormatError(f"{source}: ids, titles and texts differ in length")
+        if len(np.unique(ids)) != len(ids):
+            values, counts = np.unique(ids, return_counts=True)
+            raise DataFormatError(f"{source}: document id {values[counts > 1][0]!r} appears twice")
+        self.doc_ids = ids
+        self.titles = list(titles)
+        self.texts = list(texts)
+
+    @classmethod
+    def from_dict(cls, documents: Mapping[str, str | Mapping[str, str]]) -> Corpus:
+        """Build from ``{doc_id: text}`` or ``{doc_id: {"title": ..., "text": ...}}``."""
+        ids, titles, texts = [], [], []
+        for doc_id, value in documents.items():
+            ids.append(str(doc_id))
+            if isinstance(value, str):
+                titles.append("")
+                texts.append(value)
+            else:
+                titles.append(str(value.get("title", "") or ""))
+                texts.append(str(value.get("text", "") or ""))
+        return cls(ids, titles, texts)
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def __iter__(self) -> Iterator[Document]:
+        for doc_id, title, text in zip(self.doc_ids.tolist(), self.titles, self.texts, strict=True):
+            yield Document(doc_id, title, text)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self.position
+
+    def __getitem__(self, doc_id: str) -> Document:
+        i = self.position[doc_id]
+        return Document(doc_id, self.titles[i], self.texts[i])
+
+    def __repr__(self) -> str:
+        return f"Corpus({len(self)} documents)"
+
+    @cached_property
+    def position(self) -> dict[str, int]:
+        """doc id -> row in this corpus (and in its embedding matrix)."""
+        return {doc_id: i for i, doc_id in enumerate(self.doc_ids.tolist())}
+
+    def passages(self, separator: str = " ") -> list[str]:
+        """``title + separator + text`` per document, stripped (MTEB's convention)."""
+        return [
+            (title + separator + text).strip() if title else text.strip()
+            for title, text in zip(self.titles, self.texts, strict=True)
+        ]
+
+    def subset(self, doc_ids: Iterable[str]) -> Corpus:
+        """A corpus of the given documents (in the given order)."""
+        rows = [self.position[d] for d in doc_ids]
+        return Corpus(
+            self.doc_ids[rows], [self.titles[i] for i in rows], [self.texts[i] for i in rows]
+        )
+
+    @cached_property
+    def doc_digests(self) -> dict[str, str]:
+        """doc id -> short digest of its title and text, to say which documents changed."""
+        return {
+            doc_id: hashlib.blake2b(
+                f"{title}\x00{text}".encode("utf-8", "surrogatepass"), digest_size=8
+            ).hexdigest()
+            for doc_id, title, text in zip(
+                self.doc_ids.tolist(), self.titles, self.texts, strict=True
+            )
+        }
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """sha256 over documents sorted by id: the same texts give the same fingerprint."""
+        digests = self.doc_digests
+        return _sha256_lines(f"{d}\t{digests[d]}" for d in sorted(digests))
+
+    @cached_property
+    def text_fingerprint(self) -> str:
+        """sha256 of the exact texts in corpus order (what an embedding matrix depends on)."""
+        return _sha256_lines(
+            f"{d}\x00{t}\x00{x}"
+            for d, t, x in zip(self.doc_ids.tolist(), self.titles, self.texts, strict=True)
+        )
+
+
+class Queries:
+    """Query ids and texts in file order."""
+
+    __slots__ = ("__dict__", "query_ids", "texts")
+
+    def __init__(
+        self, query_ids: Sequence[str] | StrArray, texts: Sequence[str], *, source: str = "queries"
+    ) -> None:
+        ids = query_ids if isinstance(query_ids, np.ndarray) else as_str_array(list(query_ids))
+        if len(ids) != len(texts):
+            raise DataFormatError(f"{source}: ids and texts differ in length")
+        if len(np.unique(ids)) != len(ids):
+            values, counts = np.unique(ids, return_counts=True)
+            raise DataFormatError(f"{source}: query id {values[counts > 1][0]!r} appears twice")
+        self.query_ids = ids
+        self.texts = list(texts)
+
+    @classmethod
+    def from_dict(cls, queries: Mapping[str, str]) -> Queries:
+        """Build from ``{query_id: text}``."""
+        return cls([str(q) for q in queries], [str(t) for t in queries.values()])
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.query_ids.tolist())
+
+    def __contains__(self, query_id: object) -> bool:
+        return query_id in self.position
+
+    def __getitem__(self, query_id: str) -> str:
+        return self.texts[self.position[query_id]]
+
+    def __repr__(self) -> str:
+        return f"Queries({len(self)} queries)"
+
+    def items(self) -> Iterator[tuple[str, str]]:
+        return zip(self.query_ids.tolist(), self.texts, strict=True)
+
+    @cached_property
+    def position(self) -> dict[str, int]:
+        return {q: i for i, q in enumerate(self.query_ids.tolist())}
+
+    def subset(self, query_ids: Iterable[str]) -> Queries:
+        """The given queries, in the given order (unknown ids are an error)."""
+        rows = [self.position[q] for q in query_ids]
+        return Queries(self.query_ids[rows], [self.texts[i] for i in rows])
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return _sha256_lines(f"{q}\t{t}" for q, t in sorted(self.items()))
+
+
+@dataclass
+class Dataset:
+    """A corpus, its queries and their relevance judgments, plus where they came from."""
+
+    corpus: Corpus
+    queries: Queries
+    qrels: Qrels
+    name: str = "dataset"
+    split: str = "test"
+    source: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fingerprints(self) -> dict[str, str]:
+        """Separate fingerprints of corpus, queries and qrels."""
+        return {
+            "corpus": self.corpus.fingerprint,
+            "queries": self.queries.fingerprint,
+            "qrels": self.qrels.fingerprint,
+        }
+
+    @property
+    def fingerprint(self) -> str:
+        """One fingerprint over all three parts."""
+        parts = self.fingerprints
+        return _sha256_lines(f"{k}\t{parts[k]}" for k in sorted(parts))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "split": self.split,
+            "documents": len(self.corpus),
+            "queries": len(self.queries),
+            "judgments": self.qrels.num_judgments,
+            **{f"{k}_fingerprint": v for k, v in self.fingerprints.items()},
+        }

@@ -1,0 +1,103 @@
+"""Reading text files line by line, gzip-transparent, with file:line in every error."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pytest_ragmetrics.errors import DataFormatError
+
+PathLike = str | os.PathLike[str]
+
+
+def resolve(path: PathLike) -> Path:
+    """``path`` itself, or ``path.gz`` when only the gzipped file exists."""
+    p = Path(path)
+    if not p.exists() and p.suffix != ".gz" and p.with_name(p.name + ".gz").exists():
+        return p.with_name(p.name + ".gz")
+    return p
+
+
+def read_lines(path: PathLike) -> Iterator[tuple[int, str]]:
+    """Yield (line number, text without newline) for every non-blank line.
+
+    Decoding happens per line so that a bad byte is reported with its line number.
+    """
+    p = resolve(path)
+    try:
+        handle = gzip.open(p, "rb") if p.name.endswith(".gz") else open(p, "rb")  # noqa: SIM115
+    except FileNotFoundError:
+        raise DataFormatError("file not found", p) from None
+    except OSError as exc:
+        raise DataFormatError(f"cannot open: {exc.strerror or exc}", p) from None
+    lineno = 0
+    try:
+        with handle:
+            for lineno, raw in enumerate(handle, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DataFormatError(
+                        f"not valid UTF-8 (byte {raw[exc.start]:#04x} at column {exc.start + 1})",
+                        p,
+                        lineno,
+                    ) from None
+                text = text.rstrip("\r\n")
+                if text.strip():
+                    yield lineno, text
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise DataFormatError(
+            f"corrupt gzip data after line {lineno}: {exc}", p, lineno + 1
+        ) from None
+
+
+def read_jsonl(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for every JSON-object line."""
+    p = resolve(path)
+    for lineno, text in read_lines(p):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataFormatError(
+                f"not valid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON "
+                "object",
+                p,
+                lineno,
+            ) from None
+        if not isinstance(value, dict):
+            raise DataFormatError(f"expected a JSON object, got {type(value).__name__}", p, lineno)
+        yield lineno, value
+
+
+def require_str(
+    record: dict[str, Any], keys: tuple[str, ...], path: PathLike, line: int, *, what: str
+) -> str:
+    """The first of ``keys`` present in ``record``, as a non-empty string."""
+    for key in keys:
+        if key in record:
+            value = record[key]
+            if isinstance(value, bool) or not isinstance(value, (str, int)):
+                raise DataFormatError(
+                    f"{what} {key!r} must be a string, got {type(value).__name__}", path, line
+                )
+            text = str(value)
+            if not text:
+                raise DataFormatError(f"{what} {key!r} is empty", path, line)
+            return text
+    names = " or ".join(repr(k) for k in keys)
+    raise DataFormatError(f"missing {names} ({what})", path, line)
+
+
+def optional_text(record: dict[str, Any], key: str, path: PathLike, line: int) -> str:
+    """``record[key]`` as text; missing or null is ''."""
+    value = record.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise DataFormatError(f"{key!r} must be a string, got {type(value).__name__}", path, line)
+    return value

@@ -1,0 +1,145 @@
+"""TREC qrels and run files: read and write."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from pytest_ragmetrics.data.model import Qrels, Run
+from pytest_ragmetrics.data.textfile import PathLike, read_lines, resolve
+from pytest_ragmetrics.errors import DataFormatError
+from pytest_ragmetrics.fileio import atomic_write_text
+
+
+def parse_grade(token: str, path: PathLike, line: int) -> int:
+    """An integer grade, or an error naming file and line."""
+    try:
+        return int(token)
+    except ValueError:
+        try:
+            value = float(token)
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value.is_integer():
+            return int(value)
+        raise DataFormatError(f"grade {token!r} is not an integer", path, line) from None
+
+
+def read_qrels(path: PathLike) -> Qrels:
+    """Read TREC qrels (``qid iter docno grade``) or BEIR qrels TSV (``qid docno grade``).
+
+    A BEIR header line (``query-id corpus-id score``) is skipped. A (query, doc) pair judged
+    twice is an error, as in trec_eval.
+    """
+    p = resolve(path)
+    by_query: dict[str, dict[str, int]] = {}
+    seen_line: dict[tuple[str, str], int] = {}
+    columns = 0
+    for lineno, text in read_lines(p):
+        fields = text.split()
+        if lineno == 1 and len(fields) == 3 and fields[0] in {"query-id", "query_id", "qid"}:
+            continue
+        if columns == 0:
+            columns = len(fields)
+            if columns not in (3, 4):
+                raise DataFormatError(
+                    f"expected 4 columns 'qid iter docno grade' (TREC) or 3 columns "
+                    f"'qid docno grade' (BEIR), got {len(fields)}",
+                    p,
+                    lineno,
+                )
+        if len(fields) != columns:
+            raise DataFormatError(
+                f"expected {columns} columns like the first line, got {len(fields)}", p, lineno
+            )
+        qid, doc = fields[0], fields[columns - 2]
+        grade = parse_grade(fields[-1], p, lineno)
+        key = (qid, doc)
+        if key in seen_line:
+            raise DataFormatError(
+                f"document {doc!r} is judged twice for query {qid!r} (first at line "
+                f"{seen_line[key]})",
+                p,
+                lineno,
+            )
+        seen_line[key] = lineno
+        by_query.setdefault(qid, {})[doc] = grade
+    if not by_query:
+        raise DataFormatError("no judgments in qrels file (it is empty)", p)
+    return Qrels.from_dict(by_query)
+
+
+def read_run(path: PathLike) -> Run:
+    """Read a TREC run (``qid Q0 docno rank score [tag ...]``).
+
+    The rank column is ignored (as trec_eval does): order comes from the scores.
+    """
+    p = resolve(path)
+    by_query: dict[str, dict[str, float]] = {}
+    seen_line: dict[tuple[str, str], int] = {}
+    for lineno, text in read_lines(p):
+        fields = text.split()
+        if len(fields) < 5:
+            raise DataFormatError(
+                f"expected 'qid Q0 docno rank score tag', got {len(fields)} columns", p, lineno
+            )
+        qid, doc, score_token = fields[0], fields[2], fields[4]
+        try:
+            score = float(score_token)
+        except ValueError:
+            raise DataFormatError(f"score {score_token!r} is not a number", p, lineno) from None
+        if not math.isfinite(score):
+            raise DataFormatError(f"score {score_token!r} is not a finite number", p, lineno)
+        docs = by_query.setdefault(qid, {})
+        if doc in docs:
+            raise DataFormatError(
+                f"document {doc!r} appears twice for query {qid!r} (first at line "
+                f"{seen_line[(qid, doc)]})",
+                p,
+                lineno,
+            )
+        seen_line[(qid, doc)] = lineno
+        docs[doc] = score
+    if not by_query:
+        raise DataFormatError("no results in run file (it is empty)", p)
+    return Run.from_dict(by_query)
+
+
+def format_run(run: Run, tag: str = "ragmetrics") -> Iterable[str]:
+    """Lines of a TREC run, ranks 1.. in canonical order."""
+    tag = tag.replace(" ", "_") or "ragmetrics"
+    doc_ids = run.doc_ids
+    for i, qid in enumerate(run.query_ids.tolist()):
+        lo, hi = int(run.offsets[i]), int(run.offsets[i + 1])
+        docs = doc_ids[run.doc_codes[lo:hi]].tolist()
+        scores = run.scores[lo:hi].tolist()
+        for rank, (doc, score) in enumerate(zip(docs, scores, strict=True), start=1):
+            yield f"{qid} Q0 {doc} {rank} {score!r} {tag}\n"
+
+
+def write_run(run: Run, path: PathLike, tag: str = "ragmetrics") -> None:
+    """Write a TREC run atomically."""
+    _check_ids_writable(run.query_ids, "query")
+    _check_ids_writable(run.doc_ids, "document")
+    atomic_write_text(path, "".join(format_run(run, tag)))
+
+
+def write_qrels(qrels: Qrels, path: PathLike) -> None:
+    """Write TREC qrels (``qid 0 docno grade``) atomically."""
+    _check_ids_writable(qrels.query_ids, "query")
+    _check_ids_writable(qrels.doc_ids, "document")
+    lines = []
+    for qid in qrels:
+        for doc, grade in qrels.judgments(qid).items():
+            lines.append(f"{qid} 0 {doc} {grade}\n")
+    atomic_write_text(path, "".join(lines))
+
+
+def _check_ids_writable(ids: np.ndarray, what: str) -> None:
+    for value in ids.tolist():
+        if not value or any(ch.isspace() for ch in value):
+            raise DataFormatError(
+                f"{what} id {value!r} is empty or contains whitespace; TREC files cannot hold it"
+            )

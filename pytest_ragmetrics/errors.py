@@ -1,0 +1,53 @@
+"""Exceptions raised by pytest-ragmetrics; every one says what was wrong, where, and what to do."""
+
+from __future__ import annotations
+
+import os
+
+
+class RagMetricsError(Exception):
+    """Base class of every error pytest-ragmetrics raises on purpose."""
+
+
+class DataFormatError(RagMetricsError, ValueError):
+    """A dataset, qrels or run file (or in-memory equivalent) is malformed."""
+
+    def __init__(
+        self, message: str, path: str | os.PathLike[str] | None = None, line: int | None = None
+    ) -> None:
+        self.path = None if path is None else os.fspath(path)
+        self.line = line
+        self.reason = message
+        where = ""
+        if self.path is not None:
+            where = self.path if line is None else f"{self.path}:{line}"
+            where += ": "
+        super().__init__(where + message)
+
+
+class MetricError(RagMetricsError, ValueError):
+    """An unknown metric name, a bad cutoff, or a metric that cannot be computed."""
+
+
+class ConfigError(RagMetricsError, ValueError):
+    """An invalid option, ini value or argument."""
+
+
+class BaselineError(RagMetricsError):
+    """The baseline file cannot be read or written."""
+
+
+class CacheError(RagMetricsError):
+    """A cache entry cannot be written."""
+
+
+class RetrieverError(RagMetricsError):
+    """A retriever could not be built or returned an invalid result."""
+
+
+class JudgeError(RagMetricsError):
+    """A judge could not be built or returned an invalid verdict."""
+
+
+class RagMetricsWarning(UserWarning):
+    """Something is suspicious but the numbers can still be computed (e.g. stale labels)."""

@@ -1,0 +1,83 @@
+"""Atomic file writes: a reader sees the complete old file or the complete new one, never half."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from pytest_ragmetrics.errors import ConfigError
+
+PathLike = str | os.PathLike[str]
+
+
+@contextlib.contextmanager
+def atomic_writer(path: PathLike, mode: str = "w") -> Iterator[IO[str] | IO[bytes]]:
+    """Write to a temporary file in the target's folder, fsync, then ``os.replace`` it.
+
+    On any error (or a crash) the target is untouched; the temporary file is removed when
+    Python still can.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        binary = "b" in mode
+        with os.fdopen(
+            fd,
+            "wb" if binary else "w",
+            encoding=None if binary else "utf-8",
+            newline=None if binary else "\n",
+        ) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(target.parent)
+
+
+def atomic_write_text(path: PathLike, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: PathLike, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically."""
+    with atomic_writer(path, "wb") as handle:
+        handle.write(data)  # type: ignore[arg-type]
+
+
+def _fsync_dir(folder: Path) -> None:
+    # Makes the rename durable on POSIX; not supported (nor needed) on Windows.
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def path_inside(root: PathLike, configured: PathLike, *, option: str) -> Path:
+    """Resolve a configured output path against ``root``; refuse one that escapes it with ``..``.
+
+    Absolute paths are the user's explicit choice and are allowed; relative ones must stay in
+    the project.
+    """
+    raw = Path(configured)
+    if raw.is_absolute():
+        return raw
+    base = Path(root).resolve()
+    resolved = (base / raw).resolve()
+    if resolved != base and base not in resolved.parents:
+        raise ConfigError(
+            f"{option}: {os.fspath(configured)!r} points outside the project ({base}); use a "
+            "path inside it, or an absolute path if you really mean another place"
+        )
+    return resolved

@@ -1,0 +1,189 @@
+"""Metric names (``ndcg_at_10``, ``map``, ``groundedness``): parsing, validation, registry."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_ragmetrics.errors import MetricError
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.metrics.retrieval import RankedJudgments
+
+Layer = Literal["retrieval", "answer"]
+Cutoff = Literal["required", "optional", "none"]
+MetricFunction = Callable[["RankedJudgments", "int | None"], npt.NDArray[np.float64]]
+
+
+@dataclass(frozen=True)
+class Family:
+    """A metric family such as ``ndcg``; with a cutoff it becomes ``ndcg_at_10``."""
+
+    name: str
+    cutoff: Cutoff
+    layer: Layer
+    description: str
+    function: MetricFunction | None = None  # None: computed by the built-in engine
+    builtin: bool = True
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One parsed metric: family plus optional cutoff."""
+
+    name: str
+    family: str
+    k: int | None
+    layer: Layer
+
+
+_FAMILIES: dict[str, Family] = {}
+
+
+def _builtin(name: str, cutoff: Cutoff, layer: Layer, description: str) -> None:
+    _FAMILIES[name] = Family(name, cutoff, layer, description)
+
+
+_builtin("precision", "required", "retrieval", "relevant docs in the top k / k")
+_builtin("recall", "required", "retrieval", "relevant docs in the top k / all relevant docs")
+_builtin("ndcg", "optional", "retrieval", "normalised discounted cumulative gain (graded)")
+_builtin("map", "optional", "retrieval", "average precision over all relevant docs")
+_builtin("mrr", "optional", "retrieval", "1 / rank of the first relevant doc")
+_builtin("recall_cap", "required", "retrieval", "relevant docs in the top k / min(R, k)")
+_builtin("hit_rate", "required", "retrieval", "1 if any relevant doc is in the top k")
+_builtin("judged", "required", "retrieval", "share of the top k that has any judgment")
+_builtin("r_precision", "none", "retrieval", "relevant docs in the top R / R")
+_builtin("groundedness", "none", "answer", "supported claims / judged claims")
+_builtin("answer_relevance", "none", "answer", "does the answer address the question")
+
+_NAME = re.compile(r"^(?P<family>[a-z][a-z0-9_]*?)(?:(?:_at_|@)(?P<k>[^_@]*))?$")
+# trec_eval / pytrec_eval / ranx spellings, accepted and turned into ours.
+_ALIASES = {
+    "p": "precision",
+    "ndcg_cut": "ndcg",
+    "map_cut": "map",
+    "recip_rank": "mrr",
+    "rprec": "r_precision",
+    "success": "hit_rate",
+    "hits": "hit_rate",
+    "recall": "recall",
+    "ndcg": "ndcg",
+    "map": "map",
+    "r-precision": "r_precision",
+}
+_TREC_NAME = re.compile(r"^(?P<family>[a-z_-]+?)(?:[._](?P<k>\d+))?$")
+
+
+def families() -> dict[str, Family]:
+    """All known families, built-in and registered."""
+    return dict(_FAMILIES)
+
+
+def register_metric(
+    name: str,
+    function: MetricFunction,
+    *,
+    cutoff: Cutoff = "optional",
+    description: str = "",
+) -> None:
+    """Register an extra retrieval metric family.
+
+    ``function(ranked, k)`` gets the ranked judgments of every query (see
+    :class:`~pytest_ragmetrics.metrics.retrieval.RankedJudgments`) and the cutoff (None when
+    uncut) and returns one float per query. Registering a built-in name is an error.
+    """
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or "_at_" in name or name.endswith("_at"):
+        raise MetricError(
+            f"metric name {name!r} must be lowercase letters, digits and '_' (no '_at_')"
+        )
+    existing = _FAMILIES.get(name)
+    if existing is not None and existing.builtin:
+        raise MetricError(f"metric {name!r} is built in and cannot be replaced")
+    _FAMILIES[name] = Family(
+        name, cutoff, "retrieval", description or name, function, builtin=False
+    )
+
+
+def unregister_metric(name: str) -> None:
+    """Remove a registered (not built-in) metric family."""
+    family = _FAMILIES.get(name)
+    if family is not None and not family.builtin:
+        del _FAMILIES[name]
+
+
+def valid_names_hint() -> str:
+    """A one-line list of valid metric forms, for error messages."""
+    forms = []
+    for fam in _FAMILIES.values():
+        if fam.cutoff == "required":
+            forms.append(f"{fam.name}_at_K")
+        elif fam.cutoff == "optional":
+            forms.append(f"{fam.name}, {fam.name}_at_K")
+        else:
+            forms.append(fam.name)
+    return ", ".join(forms) + " (K a positive integer)"
+
+
+def parse_metric(name: str) -> MetricSpec:
+    """Parse ``ndcg_at_10`` / ``ndcg@10`` / ``map``; unknown names list the valid ones."""
+    if not isinstance(name, str):
+        raise MetricError(f"metric name must be a string, got {name!r}")
+    text = _canonical_spelling(name.strip().lower())
+    family = _FAMILIES.get(text)
+    if family is not None:
+        if family.cutoff == "required":
+            raise MetricError(
+                f"metric {name!r} needs a cutoff: write {family.name}_at_K, e.g. "
+                f"{family.name}_at_10"
+            )
+        return MetricSpec(family.name, family.name, None, family.layer)
+    match = _NAME.match(text)
+    if match and match.group("k") is not None:
+        family = _FAMILIES.get(match.group("family"))
+        if family is not None:
+            raw_k = match.group("k")
+            if family.cutoff == "none":
+                raise MetricError(f"metric {family.name!r} takes no cutoff; write {family.name}")
+            if not raw_k.isdigit() or int(raw_k) <= 0:
+                raise MetricError(
+                    f"metric {name!r}: cutoff {raw_k!r} must be a positive integer, e.g. "
+                    f"{family.name}_at_10"
+                )
+            k = int(raw_k)
+            return MetricSpec(f"{family.name}_at_{k}", family.name, k, family.layer)
+    raise MetricError(f"unknown metric {name!r}; valid metrics: {valid_names_hint()}")
+
+
+def _canonical_spelling(text: str) -> str:
+    """Map trec_eval spellings (``P_5``, ``P.5``, ``ndcg_cut_10``, ``recip_rank``) to ours."""
+    if text in _FAMILIES or "_at_" in text:
+        return text
+    if "@" in text:
+        family, _, k = text.partition("@")
+        return f"{_ALIASES.get(family, family)}@{k}"
+    match = _TREC_NAME.match(text)
+    if match and match.group("family") in _ALIASES:
+        family = _ALIASES[match.group("family")]
+        return family if match.group("k") is None else f"{family}_at_{match.group('k')}"
+    return text
+
+
+def parse_metrics(names: Iterable[str]) -> list[MetricSpec]:
+    """Parse several names, dropping repeats and keeping order."""
+    specs: dict[str, MetricSpec] = {}
+    for name in names:
+        spec = parse_metric(name)
+        specs.setdefault(spec.name, spec)
+    if not specs:
+        raise MetricError(f"no metrics given; valid metrics: {valid_names_hint()}")
+    return list(specs.values())
+
+
+def metric_layer(name: str) -> Layer:
+    """'retrieval' or 'answer' for a valid metric name."""
+    return parse_metric(name).layer

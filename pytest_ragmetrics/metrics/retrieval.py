@@ -1,0 +1,430 @@
+"""The vectorised retrieval-metric engine (trec_eval semantics by default).
+
+Every run entry becomes one row of flat arrays (query index, rank, grade); every metric is a
+masked ``bincount`` over those rows. No Python loop runs per entry or per query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_ragmetrics.data.model import (
+    FloatArray,
+    IntArray,
+    Qrels,
+    Run,
+    StrArray,
+    as_str_array,
+)
+from pytest_ragmetrics.errors import DataFormatError, MetricError
+from pytest_ragmetrics.metrics.evaluation import Evaluation, Gain, MetricSemantics, QuerySet
+from pytest_ragmetrics.metrics.names import MetricSpec, families, parse_metrics
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class RankedJudgments:
+    """The run joined with the qrels: one row per retrieved document that has a judgment.
+
+    Rows are grouped by query (in evaluation order) and ordered by rank inside each query.
+    Retrieved documents without a judgment are not rows (they would add nothing but zeros);
+    they are counted in ``num_retrieved``. Custom metrics registered with
+    :func:`~pytest_ragmetrics.metrics.names.register_metric` receive this object.
+    """
+
+    n_queries: int
+    query: IntArray  # row -> query index
+    rank: IntArray  # row -> 1-based rank of the document in its query's ranking
+    grade: IntArray  # row -> judged grade
+    num_relevant: IntArray  # query -> R, judged documents with grade >= relevance level
+    num_retrieved: IntArray  # query -> documents retrieved (judged or not)
+    ideal_query: IntArray  # all judged docs, by grade descending per query: query index
+    ideal_rank: IntArray  # ... 1-based position in that ideal ranking
+    ideal_grade: IntArray  # ... grade
+    gain: Gain
+    relevance_level: int
+
+    @cached_property
+    def relevant(self) -> BoolArray:
+        """row -> grade >= relevance level."""
+        return self.grade >= self.relevance_level
+
+    def per_query_sum(self, weights: npt.ArrayLike, mask: BoolArray | None = None) -> FloatArray:
+        """Sum ``weights`` over the rows of each query (optionally only rows in ``mask``)."""
+        w = np.broadcast_to(np.asarray(weights, dtype=np.float64), self.query.shape)
+        if mask is None:
+            return _bincount(self.query, w, self.n_queries)
+        return _bincount(self.query[mask], w[mask], self.n_queries)
+
+    def count(self, mask: BoolArray) -> FloatArray:
+        """Rows in ``mask`` per query."""
+        return np.bincount(self.query[mask], minlength=self.n_queries).astype(np.float64)
+
+    def hits(self, k: int | None) -> FloatArray:
+        """Relevant documents in the top ``k`` (all retrieved when k is None), per query."""
+        return self.count(self.relevant if k is None else self.relevant & (self.rank <= k))
+
+    @cached_property
+    def cumulative_hits(self) -> IntArray:
+        """Relevant documents at or above each row's rank, within its query."""
+        rel = self.relevant.astype(np.int64)
+        total = np.cumsum(rel)
+        rows = np.bincount(self.query, minlength=self.n_queries)
+        before = np.repeat(np.cumsum(rows) - rows, rows)
+        return total - (total - rel)[before]
+
+    @cached_property
+    def first_relevant_rank(self) -> IntArray:
+        """Rank of the first relevant document per query; 0 when none was retrieved."""
+        out = np.zeros(self.n_queries, dtype=np.int64)
+        rows = np.flatnonzero(self.relevant)
+        if len(rows):
+            queries, first = np.unique(self.query[rows], return_index=True)
+            out[queries] = self.rank[rows[first]]
+        return out
+
+    def gains(self, grades: IntArray) -> FloatArray:
+        """Gain of each grade: the grade (linear) or 2^grade - 1; negative grades gain 0."""
+        positive = np.maximum(grades, 0).astype(np.float64)
+        if self.gain == "exponential":
+            return np.exp2(positive) - 1.0
+        return positive
+
+    def dcg(self, k: int | None) -> FloatArray:
+        mask = None if k is None else self.rank <= k
+        return self.per_query_sum(self.gains(self.grade) / np.log2(self.rank + 1.0), mask)
+
+    def ideal_dcg(self, k: int | None) -> FloatArray:
+        weights = self.gains(self.ideal_grade) / np.log2(self.ideal_rank + 1.0)
+        if k is not None:
+            keep = self.ideal_rank <= k
+            return _bincount(self.ideal_query[keep], weights[keep], self.n_queries)
+        return _bincount(self.ideal_query, weights, self.n_queries)
+
+
+def _bincount(index: IntArray, weights: FloatArray, n: int) -> FloatArray:
+    """Per-bin sums of ``weights`` (float64, length ``n``)."""
+    return np.asarray(np.bincount(index, weights=weights, minlength=n), dtype=np.float64)
+
+
+def _divide(numerator: FloatArray, denominator: npt.ArrayLike) -> FloatArray:
+    """numerator / denominator, 0 where the denominator is 0."""
+    den = np.asarray(denominator, dtype=np.float64)
+    out = np.zeros_like(numerator)
+    np.divide(numerator, den, out=out, where=den > 0)
+    return out
+
+
+def _metric_values(spec: MetricSpec, rj: RankedJudgments) -> FloatArray:
+    k = spec.k
+    family = spec.family
+    if family == "precision":
+        assert k is not None
+        return rj.hits(k) / k
+    if family == "recall":
+        return _divide(rj.hits(k), rj.num_relevant)
+    if family == "recall_cap":
+        assert k is not None
+        return _divide(rj.hits(k), np.minimum(rj.num_relevant, k))
+    if family == "hit_rate":
+        return (rj.hits(k) > 0).astype(np.float64)
+    if family == "judged":
+        assert k is not None
+        return _divide(rj.count(rj.rank <= k), np.minimum(rj.num_retrieved, k))
+    if family == "ndcg":
+        return _divide(rj.dcg(k), rj.ideal_dcg(k))
+    if family == "map":
+        mask = rj.relevant if k is None else rj.relevant & (rj.rank <= k)
+        precisions = rj.cumulative_hits / rj.rank
+        return _divide(rj.per_query_sum(precisions, mask), rj.num_relevant)
+    if family == "mrr":
+        first = rj.first_relevant_rank
+        if k is not None:
+            first = np.where(first <= k, first, 0)
+        return _divide(np.ones(rj.n_queries), first)
+    if family == "r_precision":
+        cutoff = rj.num_relevant[rj.query]
+        return _divide(rj.count(rj.relevant & (rj.rank <= cutoff)), rj.num_relevant)
+    fam = families().get(family)
+    if fam is None or fam.function is None:
+        raise MetricError(f"metric {spec.name!r} is not a retrieval metric")
+    values = np.asarray(fam.function(rj, k), dtype=np.float64)
+    if values.shape != (rj.n_queries,):
+        raise MetricError(
+            f"registered metric {family!r} returned shape {values.shape}, expected "
+            f"({rj.n_queries},)"
+        )
+    return values
+
+
+def _as_qrels(qrels: Qrels | Mapping[str, Mapping[str, int]]) -> Qrels:
+    return qrels if isinstance(qrels, Qrels) else Qrels.from_dict(qrels)
+
+
+def _vocabulary_map(names: StrArray, qrels: Qrels) -> IntArray:
+    """For each name, its code in ``qrels.doc_ids`` or -1 (vectorised binary search)."""
+    if len(qrels.doc_ids) == 0 or len(names) == 0:
+        return np.full(len(names), -1, dtype=np.int64)
+    order = np.argsort(qrels.doc_ids, kind="stable")
+    sorted_ids = qrels.doc_ids[order]
+    pos = np.minimum(np.searchsorted(sorted_ids, names), len(sorted_ids) - 1)
+    return np.where(sorted_ids[pos] == names, order[pos], -1)
+
+
+@dataclass(frozen=True)
+class _Judgments:
+    """The qrels side of a join: judgments of the evaluated queries, with lookup keys."""
+
+    query: IntArray
+    code: IntArray
+    grade: IntArray
+    width: int
+
+    @classmethod
+    def build(cls, qrels: Qrels, position: Mapping[str, int]) -> _Judgments:
+        q_of_qrels = np.fromiter(
+            (position.get(q, -1) for q in qrels.query_ids.tolist()),
+            dtype=np.int64,
+            count=len(qrels),
+        )
+        seg = np.repeat(q_of_qrels, np.diff(qrels.offsets))
+        keep = seg >= 0
+        return cls(seg[keep], qrels.doc_codes[keep], qrels.grades[keep], max(len(qrels.doc_ids), 1))
+
+    def lookup(self, query: IntArray, code: IntArray) -> tuple[BoolArray, IntArray]:
+        """(found, grade) for (query, qrels doc code) pairs."""
+        keys = self.query * self.width + self.code
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        if len(sorted_keys) == 0 or len(query) == 0:
+            return np.zeros(len(query), dtype=bool), np.zeros(len(query), dtype=np.int64)
+        wanted = query * self.width + code
+        pos = np.minimum(np.searchsorted(sorted_keys, wanted), len(sorted_keys) - 1)
+        found = sorted_keys[pos] == wanted
+        return found, self.grade[order[pos]]
+
+
+def _rows_from_run(
+    run: Run, judgments: _Judgments, qrels: Qrels, position: Mapping[str, int], n: int
+) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """(query, rank, grade) of judged retrieved rows, and num_retrieved per query."""
+    q_of_run = np.fromiter(
+        (position.get(q, -1) for q in run.query_ids.tolist()), dtype=np.int64, count=len(run)
+    )
+    num_retrieved = np.zeros(n, dtype=np.int64)
+    evaluated = q_of_run >= 0
+    num_retrieved[q_of_run[evaluated]] = np.diff(run.offsets)[evaluated]
+    # Map the run's vocabulary once (only the codes it uses when it is larger than the run).
+    if len(run.doc_ids) > len(run.doc_codes):
+        used, inverse = np.unique(run.doc_codes, return_inverse=True)
+        entry_code = _vocabulary_map(run.doc_ids[used], qrels)[inverse]
+    else:
+        entry_code = _vocabulary_map(run.doc_ids, qrels)[run.doc_codes]
+    candidates = np.flatnonzero(entry_code >= 0)
+    seg = np.searchsorted(run.offsets, candidates, side="right") - 1
+    query = q_of_run[seg]
+    keep = query >= 0
+    candidates, seg, query = candidates[keep], seg[keep], query[keep]
+    found, grade = judgments.lookup(query, entry_code[candidates])
+    rank = (candidates - run.offsets[seg] + 1)[found]
+    query, grade = query[found], grade[found]
+    order = np.lexsort((rank, query))
+    return query[order], rank[order], grade[order], num_retrieved
+
+
+def _rows_from_mapping(
+    run: Mapping[str, Mapping[str, float]],
+    qrels: Qrels,
+    query_ids: StrArray,
+) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """Like :func:`_rows_from_run` for ``{qid: {doc: score}}``, without building a Run.
+
+    Only judged documents are looked up; their ranks are counted with numpy against the
+    query's scores (trec_eval's tie rule: equal scores rank by doc id descending).
+    """
+    by_id = {str(q): docs for q, docs in run.items()}
+    n = len(query_ids)
+    num_retrieved = np.zeros(n, dtype=np.int64)
+    out_query: list[int] = []
+    out_rank: list[int] = []
+    out_grade: list[int] = []
+    for i, qid in enumerate(query_ids.tolist()):
+        docs = by_id.get(qid)
+        if not docs:
+            continue
+        if not isinstance(docs, Mapping):
+            raise DataFormatError(
+                f"run: results of query {qid!r} must be a dict {{doc_id: score}}, got "
+                f"{type(docs).__name__}"
+            )
+        num_retrieved[i] = len(docs)
+        judged = qrels.judgments(qid)
+        hits = [(doc, docs[doc], grade) for doc, grade in judged.items() if doc in docs]
+        if not hits:
+            _check_scores(qid, docs)
+            continue
+        scores = _check_scores(qid, docs)
+        mine = np.asarray([h[1] for h in hits], dtype=np.float64)
+        greater = (scores[None, :] > mine[:, None]).sum(axis=1)
+        equal = (scores[None, :] == mine[:, None]).sum(axis=1)
+        for j, (doc, score, grade) in enumerate(hits):
+            position = int(greater[j]) + 1
+            if equal[j] > 1:
+                position += sum(1 for d, s in docs.items() if s == score and str(d) > doc)
+            out_query.append(i)
+            out_rank.append(position)
+            out_grade.append(grade)
+    rows_query = np.asarray(out_query, dtype=np.int64)
+    rows_rank = np.asarray(out_rank, dtype=np.int64)
+    rows_grade = np.asarray(out_grade, dtype=np.int64)
+    order = np.lexsort((rows_rank, rows_query))
+    return rows_query[order], rows_rank[order], rows_grade[order], num_retrieved
+
+
+def _check_scores(query_id: str, docs: Mapping[str, float]) -> FloatArray:
+    try:
+        scores = np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
+    except (TypeError, ValueError):
+        bad = next(
+            d
+            for d, s in docs.items()
+            if not isinstance(s, (int, float, np.number)) or isinstance(s, bool)
+        )
+        raise DataFormatError(
+            f"run: score {docs[bad]!r} of document {bad!r} for query {query_id!r} is not a number"
+        ) from None
+    if not np.isfinite(scores).all():
+        bad_index = int(np.flatnonzero(~np.isfinite(scores))[0])
+        bad = list(docs)[bad_index]
+        raise DataFormatError(
+            f"run: score {scores[bad_index]!r} of document {bad!r} for query {query_id!r} is "
+            "not a finite number"
+        )
+    return scores
+
+
+def rank_and_judge(
+    qrels: Qrels,
+    run: Run | Mapping[str, Mapping[str, float]],
+    query_ids: StrArray,
+    semantics: MetricSemantics,
+) -> RankedJudgments:
+    """Join ``run`` with ``qrels`` over ``query_ids`` into ranked judgments."""
+    n = len(query_ids)
+    position = {q: i for i, q in enumerate(query_ids.tolist())}
+    judgments = _Judgments.build(qrels, position)
+    relevant_grade = judgments.grade >= semantics.relevance_level
+    num_relevant = np.bincount(judgments.query[relevant_grade], minlength=n).astype(np.int64)
+    ideal_order = np.lexsort((-judgments.grade, judgments.query))
+    ideal_query = judgments.query[ideal_order]
+    ideal_grade = judgments.grade[ideal_order]
+    counts = np.bincount(ideal_query, minlength=n)
+    ideal_rank = np.arange(len(ideal_query)) - np.repeat(np.cumsum(counts) - counts, counts) + 1
+    if isinstance(run, Run):
+        query, rank, grade, num_retrieved = _rows_from_run(run, judgments, qrels, position, n)
+    else:
+        query, rank, grade, num_retrieved = _rows_from_mapping(run, qrels, query_ids)
+    return RankedJudgments(
+        n_queries=n,
+        query=query,
+        rank=rank,
+        grade=grade,
+        num_relevant=num_relevant,
+        num_retrieved=num_retrieved,
+        ideal_query=ideal_query,
+        ideal_rank=ideal_rank,
+        ideal_grade=ideal_grade,
+        gain=semantics.gain,
+        relevance_level=semantics.relevance_level,
+    )
+
+
+def evaluate(
+    qrels: Qrels | Mapping[str, Mapping[str, int]],
+    run: Run | Mapping[str, Mapping[str, float]],
+    metrics: Iterable[str] | str = ("ndcg_at_10", "recall_at_100", "map_at_100", "mrr_at_10"),
+    *,
+    relevance_level: int = 1,
+    gain: Gain = "linear",
+    query_set: QuerySet = "qrels",
+) -> Evaluation:
+    """Evaluate ``run`` against ``qrels``; trec_eval's semantics by default (see METRICS.md).
+
+    ``query_set="qrels"`` averages over every judged query, a query missing from the run
+    scoring 0 (trec_eval ``-c``); ``"intersection"`` only over queries in both.
+    """
+    semantics = MetricSemantics(relevance_level, gain, query_set)
+    specs = parse_metrics([metrics] if isinstance(metrics, str) else metrics)
+    answer = [s.name for s in specs if s.layer != "retrieval"]
+    if answer:
+        raise MetricError(
+            f"{', '.join(answer)} are answer-layer metrics; evaluate them from answer "
+            "assessments (pytest_ragmetrics.evaluate_answers), not from a run"
+        )
+    qrels_obj = _as_qrels(qrels)
+    if len(qrels_obj) == 0:
+        raise DataFormatError("qrels are empty: there is nothing to evaluate against")
+    if isinstance(run, Run):
+        run_query_ids = run.query_ids
+    elif isinstance(run, Mapping):
+        run_query_ids = as_str_array([str(q) for q in run])
+    else:
+        raise DataFormatError(
+            f"run must be a Run or a dict {{query_id: {{doc_id: score}}}}, got {type(run).__name__}"
+        )
+    if len(run_query_ids) == 0:
+        raise DataFormatError("run is empty: it has no queries")
+    in_run = np.isin(qrels_obj.query_ids, run_query_ids)
+    notes: list[str] = []
+    missing = qrels_obj.query_ids[~in_run]
+    extra = run_query_ids[~np.isin(run_query_ids, qrels_obj.query_ids)]
+    if query_set == "intersection":
+        query_ids = qrels_obj.query_ids[in_run]
+        if len(query_ids) == 0:
+            raise DataFormatError(
+                "run and qrels share no query ids (run e.g. "
+                f"{run_query_ids[:3].tolist()}, qrels e.g. {qrels_obj.query_ids[:3].tolist()})"
+            )
+    else:
+        query_ids = qrels_obj.query_ids
+        if len(missing):
+            notes.append(
+                f"{len(missing)} of {len(query_ids)} judged queries are missing from the run "
+                f"and score 0 (e.g. {', '.join(missing[:5].tolist())})"
+            )
+    if len(extra):
+        notes.append(
+            f"{len(extra)} run queries have no judgments and are ignored "
+            f"(e.g. {', '.join(extra[:5].tolist())})"
+        )
+    rj = rank_and_judge(qrels_obj, run, query_ids, semantics)
+    values = np.empty((rj.n_queries, len(specs)), dtype=np.float64)
+    for j, spec in enumerate(specs):
+        values[:, j] = _metric_values(spec, rj)
+    details = {
+        "first_relevant_rank": rj.first_relevant_rank,
+        "num_relevant": rj.num_relevant,
+        "num_retrieved": rj.num_retrieved,
+    }
+    shown = int(np.minimum(rj.num_retrieved, 10).sum())
+    unjudged = shown - int((rj.rank <= 10).sum())
+    if unjudged:
+        notes.append(
+            f"{unjudged / shown:.1%} of the documents in the top 10 have no judgment "
+            "(unjudged documents count as non-relevant)"
+        )
+    no_relevant = int((rj.num_relevant == 0).sum())
+    if no_relevant:
+        notes.append(
+            f"{no_relevant} queries have no relevant judgment at relevance level "
+            f"{relevance_level}; their recall-type metrics are 0"
+        )
+    return Evaluation(
+        query_ids, tuple(s.name for s in specs), values, "retrieval", semantics, details, notes
+    )

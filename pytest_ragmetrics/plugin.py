@@ -1,0 +1,1 @@
+"""pytest-ragmetrics pytest plugin (wiring only)."""
