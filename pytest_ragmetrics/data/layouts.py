@@ -105,6 +105,14 @@ def detect_layout(folder: Path, split: str) -> str:
         return "flagembedding"
     if _exists(folder / "queries.jsonl") or (folder / "qrels").is_dir():
         return "beir"
+    splits = available_splits(folder)
+    if splits:
+        # A FlagEmbedding folder holding other splits only.
+        raise DataFormatError(
+            f"split {split!r} not found (no {split}_qrels.jsonl); available splits: "
+            f"{', '.join(splits)}",
+            folder,
+        )
     raise DataFormatError(
         "not a dataset folder: expected BEIR files (corpus.jsonl, queries.jsonl, "
         f"qrels/{split}.tsv) or FlagEmbedding files (corpus.jsonl, {split}_queries.jsonl, "

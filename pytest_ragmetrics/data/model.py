@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -33,17 +33,32 @@ def encode_ids(groups: Sequence[Iterable[str]]) -> tuple[StrArray, IntArray, Int
     """Map the ids of several groups to codes into one vocabulary.
 
     Returns (vocabulary, codes of all ids concatenated, group offsets). One pass in C through
-    ``dict.fromkeys`` and ``map``: no Python-level loop per entry.
+    ``dict.fromkeys`` and ``map``: no Python-level loop per entry. Ids that are not strings
+    are converted with ``str()``.
     """
-    flat: list[str] = []
+    vocab, codes, offsets, _ = _encode_ids(groups)
+    return vocab, codes, offsets
+
+
+def _encode_ids(groups: Sequence[Iterable[object]]) -> tuple[StrArray, IntArray, IntArray, bool]:
+    """:func:`encode_ids`, also saying whether some ids had to be converted to strings.
+
+    After a conversion two different keys (``5`` and ``"5"``) may share one id, so callers
+    must then check for duplicates.
+    """
+    flat: list[object] = []
     offsets = np.zeros(len(groups) + 1, dtype=np.int64)
     for i, group in enumerate(groups):
         flat.extend(group)
         offsets[i + 1] = len(flat)
     unique = list(dict.fromkeys(flat))
+    converted = not set(map(type, unique)) <= {str}
+    if converted:
+        flat = list(map(str, flat))
+        unique = list(dict.fromkeys(flat))
     index = {doc: code for code, doc in enumerate(unique)}
     codes = np.fromiter(map(index.__getitem__, flat), dtype=np.int64, count=len(flat))
-    return as_str_array(unique), codes, offsets
+    return as_str_array(cast("list[str]", unique)), codes, offsets, converted
 
 
 def _segment_ids(offsets: IntArray) -> IntArray:
@@ -54,7 +69,7 @@ def _segment_ids(offsets: IntArray) -> IntArray:
 def _check_unique_query_ids(query_ids: StrArray, what: str) -> None:
     if len(np.unique(query_ids)) != len(query_ids):
         values, counts = np.unique(query_ids, return_counts=True)
-        raise DataFormatError(f"{what}: query id {values[counts > 1][0]!r} appears twice")
+        raise DataFormatError(f"{what}: query id {str(values[counts > 1][0])!r} appears twice")
 
 
 def _check_no_duplicate_docs(
@@ -70,8 +85,8 @@ def _check_no_duplicate_docs(
     if same.any():
         where = order[1:][same][0]
         raise DataFormatError(
-            f"{what}: document {doc_ids[codes[where]]!r} appears twice for query "
-            f"{query_ids[seg[where]]!r}; each (query, document) pair may appear once"
+            f"{what}: document {str(doc_ids[codes[where]])!r} appears twice for query "
+            f"{str(query_ids[seg[where]])!r}; each (query, document) pair may appear once"
         )
 
 
@@ -112,6 +127,7 @@ class Qrels:
         """Build from ``{query_id: {doc_id: grade}}``; grades must be integers."""
         if isinstance(judgments, Qrels):
             return judgments
+        _require_nested_mapping(judgments, "qrels", "{query_id: {doc_id: grade}}")
         query_ids = [str(q) for q in judgments]
         groups = [[str(d) for d in docs] for docs in judgments.values()]
         vocab, codes, offsets = encode_ids(groups)
@@ -119,9 +135,10 @@ class Qrels:
         position = 0
         for qid, docs in zip(query_ids, judgments.values(), strict=True):
             for doc, grade in docs.items():
-                grades[position] = _as_grade(grade, qid, doc)
+                grades[position] = _as_grade(grade, qid, str(doc))
                 position += 1
-        return cls(as_str_array(query_ids), offsets, vocab, codes, grades, validate=False)
+        # Validation catches ids that collide once converted to strings (5 and "5").
+        return cls(as_str_array(query_ids), offsets, vocab, codes, grades)
 
     @classmethod
     def from_triples(
@@ -207,6 +224,18 @@ class Qrels:
         return _sha256_lines(f"{q}\t{d}\t{g}" for q, d, g in rows)
 
 
+def _require_nested_mapping(value: object, what: str, shape: str) -> None:
+    """Raise unless ``value`` is a mapping of mappings (``{query_id: {doc_id: ...}}``)."""
+    if not isinstance(value, Mapping):
+        raise DataFormatError(f"{what} must be a dict {shape}, got {type(value).__name__}")
+    for qid, docs in value.items():
+        if not isinstance(docs, Mapping):
+            raise DataFormatError(
+                f"{what}: the entry of query {str(qid)!r} must be a dict, got "
+                f"{type(docs).__name__}; expected {shape}"
+            )
+
+
 def _as_grade(grade: object, query_id: str, doc_id: str) -> int:
     if isinstance(grade, bool) or not isinstance(grade, (int, np.integer, float, np.floating)):
         raise DataFormatError(
@@ -217,6 +246,14 @@ def _as_grade(grade: object, query_id: str, doc_id: str) -> int:
             f"qrels: grade {grade!r} of query {query_id!r}, document {doc_id!r} is not an integer"
         )
     return int(grade)
+
+
+def _as_score(score: object, query_id: str, doc_id: str) -> float:
+    if isinstance(score, (int, float, np.integer, np.floating)) and not isinstance(score, bool):
+        return float(score)
+    raise DataFormatError(
+        f"run: score {score!r} of document {doc_id!r} for query {query_id!r} is not a number"
+    )
 
 
 class Run:
@@ -246,8 +283,9 @@ class Run:
             bad = int(np.flatnonzero(~np.isfinite(scores))[0])
             seg = int(np.searchsorted(offsets, bad, side="right") - 1)
             raise DataFormatError(
-                f"{source}: score {scores[bad]!r} of document {doc_ids[doc_codes[bad]]!r} for "
-                f"query {query_ids[seg]!r} is not a finite number"
+                f"{source}: score {float(scores[bad])!r} of document "
+                f"{str(doc_ids[doc_codes[bad]])!r} for query {str(query_ids[seg])!r} is not a "
+                "finite number"
             )
         if check_duplicates:
             _check_no_duplicate_docs(query_ids, offsets, doc_ids, doc_codes, source)
@@ -266,8 +304,9 @@ class Run:
         """Build from ``{query_id: {doc_id: score}}``."""
         if isinstance(results, Run):
             return results
+        _require_nested_mapping(results, "run", "{query_id: {doc_id: score}}")
         query_ids = [str(q) for q in results]
-        vocab, codes, offsets = encode_ids([docs.keys() for docs in results.values()])
+        vocab, codes, offsets, converted = _encode_ids([docs.keys() for docs in results.values()])
         try:
             scores = (
                 np.concatenate(
@@ -288,7 +327,10 @@ class Run:
                             "a number"
                         ) from exc
             raise
-        return cls(as_str_array(query_ids), offsets, vocab, codes, scores, check_duplicates=False)
+        # Distinct keys are distinct ids unless str() made two of them equal (5 and "5").
+        return cls(
+            as_str_array(query_ids), offsets, vocab, codes, scores, check_duplicates=converted
+        )
 
     @classmethod
     def from_rankings(
@@ -298,6 +340,11 @@ class Run:
 
         Plain lists get scores that keep their order (n, n-1, ..., 1).
         """
+        if not isinstance(rankings, Mapping):
+            raise DataFormatError(
+                "rankings must be a dict {query_id: [doc_id, ...]}, got "
+                f"{type(rankings).__name__}"
+            )
         results: dict[str, dict[str, float]] = {}
         for qid, ranking in rankings.items():
             docs: dict[str, float] = {}
@@ -305,8 +352,13 @@ class Run:
             for position, item in enumerate(ranking):
                 if isinstance(item, str):
                     doc, score = item, float(n - position)
+                elif isinstance(item, (tuple, list)) and len(item) == 2:
+                    doc, score = str(item[0]), _as_score(item[1], str(qid), str(item[0]))
                 else:
-                    doc, score = str(item[0]), float(item[1])
+                    raise DataFormatError(
+                        f"run: the ranking of query {str(qid)!r} must hold document ids or "
+                        f"(doc_id, score) pairs, got {item!r}"
+                    )
                 if doc in docs:
                     raise DataFormatError(
                         f"run: document {doc!r} appears twice for query {qid!r}; each "
@@ -364,8 +416,8 @@ class Run:
             if dup.any():
                 r, c = np.argwhere(dup)[0]
                 raise DataFormatError(
-                    f"run arrays: document {vocab[rows[r, c]]!r} appears twice for query "
-                    f"{qids[r]!r}; each (query, document) pair may appear once"
+                    f"run arrays: document {str(vocab[rows[r, c]])!r} appears twice for query "
+                    f"{str(qids[r])!r}; each (query, document) pair may appear once"
                 )
             # faiss rows come sorted; strictly decreasing rows need no reordering at all.
             canonical = bool(valid.all() and (sc[:, 1:] < sc[:, :-1]).all())
@@ -453,16 +505,13 @@ class Run:
 
     @cached_property
     def fingerprint(self) -> str:
-        """sha256 of the ranked entries in canonical order."""
-        seg = _segment_ids(self.offsets)
+        """sha256 of the ranked entries, queries sorted by id, each in canonical order.
+
+        Independent of the order of the input lines (or dict entries): the same results give
+        the same fingerprint.
+        """
         return _sha256_lines(
-            f"{q}\t{d}\t{s!r}"
-            for q, d, s in zip(
-                self.query_ids[seg].tolist(),
-                self.doc_ids[self.doc_codes].tolist(),
-                self.scores.tolist(),
-                strict=True,
-            )
+            f"{q}\t{d}\t{s!r}" for q in sorted(self.query_ids.tolist()) for d, s in self.ranking(q)
         )
 
 
@@ -506,6 +555,13 @@ def _canonical_order(
     return current
 
 
+def _row(position: Mapping[str, int], item_id: str, what: str) -> int:
+    row = position.get(item_id)
+    if row is None:
+        raise DataFormatError(f"unknown {what} id {item_id!r}")
+    return row
+
+
 @dataclass(frozen=True)
 class Document:
     """One corpus document."""
@@ -533,7 +589,9 @@ class Corpus:
             raise DataFormatError(f"{source}: ids, titles and texts differ in length")
         if len(np.unique(ids)) != len(ids):
             values, counts = np.unique(ids, return_counts=True)
-            raise DataFormatError(f"{source}: document id {values[counts > 1][0]!r} appears twice")
+            raise DataFormatError(
+                f"{source}: document id {str(values[counts > 1][0])!r} appears twice"
+            )
         self.doc_ids = ids
         self.titles = list(titles)
         self.texts = list(texts)
@@ -582,8 +640,8 @@ class Corpus:
         ]
 
     def subset(self, doc_ids: Iterable[str]) -> Corpus:
-        """A corpus of the given documents (in the given order)."""
-        rows = [self.position[d] for d in doc_ids]
+        """A corpus of the given documents (in the given order); unknown ids are an error."""
+        rows = [_row(self.position, d, "document") for d in doc_ids]
         return Corpus(
             self.doc_ids[rows], [self.titles[i] for i in rows], [self.texts[i] for i in rows]
         )
@@ -628,7 +686,9 @@ class Queries:
             raise DataFormatError(f"{source}: ids and texts differ in length")
         if len(np.unique(ids)) != len(ids):
             values, counts = np.unique(ids, return_counts=True)
-            raise DataFormatError(f"{source}: query id {values[counts > 1][0]!r} appears twice")
+            raise DataFormatError(
+                f"{source}: query id {str(values[counts > 1][0])!r} appears twice"
+            )
         self.query_ids = ids
         self.texts = list(texts)
 
@@ -661,7 +721,7 @@ class Queries:
 
     def subset(self, query_ids: Iterable[str]) -> Queries:
         """The given queries, in the given order (unknown ids are an error)."""
-        rows = [self.position[q] for q in query_ids]
+        rows = [_row(self.position, q, "query") for q in query_ids]
         return Queries(self.query_ids[rows], [self.texts[i] for i in rows])
 
     @cached_property

@@ -39,8 +39,8 @@ def read_qrels(path: PathLike) -> Qrels:
     columns = 0
     for lineno, text in read_lines(p):
         fields = text.split()
-        if lineno == 1 and len(fields) == 3 and fields[0] in {"query-id", "query_id", "qid"}:
-            continue
+        if columns == 0 and len(fields) == 3 and fields[0] in {"query-id", "query_id", "qid"}:
+            continue  # BEIR header: the first non-blank line
         if columns == 0:
             columns = len(fields)
             if columns not in (3, 4):
