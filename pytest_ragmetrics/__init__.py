@@ -1,22 +1,12 @@
 """pytest-ragmetrics: regression-test retrieval-augmented generation with pytest.
 
 The public API is this module's ``__all__``; everything else may change between releases.
+Names load on first use, so importing the package (pytest does, on every run) is free.
 """
 
-from pytest_ragmetrics.data import (
-    Corpus,
-    Dataset,
-    JudgedRankings,
-    Qrels,
-    Queries,
-    Run,
-    load_dataset,
-    read_judged_rankings,
-    read_qrels,
-    read_run,
-    write_qrels,
-    write_run,
-)
+from typing import TYPE_CHECKING
+
+from pytest_ragmetrics._lazy import lazy_exports
 from pytest_ragmetrics.errors import (
     BaselineError,
     CacheError,
@@ -28,18 +18,40 @@ from pytest_ragmetrics.errors import (
     RagMetricsWarning,
     RetrieverError,
 )
-from pytest_ragmetrics.metrics import (
-    Evaluation,
-    MetricSemantics,
-    RankedJudgments,
-    evaluate,
-    parse_metric,
-    register_metric,
-    unregister_metric,
-)
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.data.judged import JudgedRankings, read_judged_rankings
+    from pytest_ragmetrics.data.layouts import load_dataset
+    from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries, Run
+    from pytest_ragmetrics.data.trec import read_qrels, read_run, write_qrels, write_run
+    from pytest_ragmetrics.metrics.evaluation import Evaluation
+    from pytest_ragmetrics.metrics.names import parse_metric, register_metric, unregister_metric
+    from pytest_ragmetrics.metrics.retrieval import RankedJudgments, evaluate
+    from pytest_ragmetrics.metrics.semantics import MetricSemantics
 
 __version__ = "0.1.0"
 
+_EXPORTS = {
+    "Corpus": "pytest_ragmetrics.data.model",
+    "Dataset": "pytest_ragmetrics.data.model",
+    "Evaluation": "pytest_ragmetrics.metrics.evaluation",
+    "JudgedRankings": "pytest_ragmetrics.data.judged",
+    "MetricSemantics": "pytest_ragmetrics.metrics.semantics",
+    "Qrels": "pytest_ragmetrics.data.model",
+    "Queries": "pytest_ragmetrics.data.model",
+    "RankedJudgments": "pytest_ragmetrics.metrics.retrieval",
+    "Run": "pytest_ragmetrics.data.model",
+    "evaluate": "pytest_ragmetrics.metrics.retrieval",
+    "load_dataset": "pytest_ragmetrics.data.layouts",
+    "parse_metric": "pytest_ragmetrics.metrics.names",
+    "read_judged_rankings": "pytest_ragmetrics.data.judged",
+    "read_qrels": "pytest_ragmetrics.data.trec",
+    "read_run": "pytest_ragmetrics.data.trec",
+    "register_metric": "pytest_ragmetrics.metrics.names",
+    "unregister_metric": "pytest_ragmetrics.metrics.names",
+    "write_qrels": "pytest_ragmetrics.data.trec",
+    "write_run": "pytest_ragmetrics.data.trec",
+}
 __all__ = [
     "BaselineError",
     "CacheError",
@@ -71,3 +83,4 @@ __all__ = [
     "write_qrels",
     "write_run",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

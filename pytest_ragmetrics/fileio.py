@@ -54,6 +54,17 @@ def atomic_write_bytes(path: PathLike, data: bytes) -> None:
         handle.write(data)  # type: ignore[arg-type]
 
 
+def atomic_append_text(path: PathLike, text: str) -> None:
+    """Append ``text`` by rewriting the file atomically: a crash leaves the old content whole."""
+    target = Path(path)
+    try:
+        old = target.read_bytes()
+    except FileNotFoundError:
+        old = b""
+    separator = b"" if not old or old.endswith(b"\n") else b"\n"
+    atomic_write_bytes(target, old + separator + text.encode("utf-8"))
+
+
 def _fsync_dir(folder: Path) -> None:
     # Makes the rename durable on POSIX; not supported (nor needed) on Windows.
     with contextlib.suppress(OSError):

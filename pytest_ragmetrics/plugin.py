@@ -1,1 +1,585 @@
-"""pytest-ragmetrics pytest plugin (wiring only)."""
+"""pytest-ragmetrics plugin: options, marker, fixtures and hooks. Wiring only.
+
+The logic lives in the library (settings, recorder, checks, baseline, report, session); this
+module imports nothing heavy, so having the plugin installed costs pytest nothing at start-up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+
+from pytest_ragmetrics.errors import RagMetricsError
+from pytest_ragmetrics.session import RagSession
+from pytest_ragmetrics.settings import (
+    FLAG_CLEAR_CACHE,
+    FLAG_NO_CACHE,
+    FLAG_UPDATE_BASELINE,
+    INI_OPTIONS,
+    build_settings,
+)
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.data.judged import JudgedRankings
+    from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries, Run
+    from pytest_ragmetrics.recorder import RagEval
+
+T = TypeVar("T")
+SESSION_KEY = pytest.StashKey[RagSession]()
+RAG_EVAL_KEY = pytest.StashKey["RagEval"]()
+RESULTS_KEY = pytest.StashKey["tuple[list[dict[str, Any]], bool]"]()
+REPORT_ATTRIBUTE = "ragmetrics"
+
+OVERRIDE_HINT = """rag_retriever is not configured. Override it in your conftest.py:
+
+    @pytest.fixture(scope="session")
+    def rag_retriever(rag_corpus):
+        from pytest_ragmetrics.retrievers import from_function
+        return from_function(my_search, corpus=rag_corpus)  # my_search(text) -> [doc_id, ...]
+
+or use a built-in one: ragmetrics_retriever = dense (or bm25) in your pytest configuration."""
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Register the pytest_ragmetrics_* hook specifications (always, so conftests may use them)."""
+    from pytest_ragmetrics import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Ini keys, each with a --ragmetrics-... override, and the command-line-only flags."""
+    group = parser.getgroup("ragmetrics", "RAG metrics and baselines (pytest-ragmetrics)")
+    for option in INI_OPTIONS:
+        if option.type == "bool":
+            parser.addini(option.name, option.help, type="bool", default=False)
+            group.addoption(
+                option.flag, action="store_true", default=None, dest=option.name, help=option.help
+            )
+            continue
+        default: Any = option.default
+        if option.type == "args":
+            default = shlex.split(option.default or "")
+        parser.addini(
+            option.name,
+            option.help,
+            type=option.type,  # type: ignore[arg-type]
+            default=default,
+        )
+        group.addoption(
+            option.flag,
+            action="store",
+            default=None,
+            dest=option.name,
+            metavar=option.metavar,
+            help=option.help,
+        )
+    group.addoption(
+        FLAG_UPDATE_BASELINE,
+        action="store_true",
+        default=False,
+        dest="ragmetrics_update_baseline",
+        help="write the current numbers into the baseline (bless them)",
+    )
+    group.addoption(
+        FLAG_NO_CACHE,
+        action="store_true",
+        default=False,
+        dest="ragmetrics_no_cache",
+        help="neither read nor write the cache",
+    )
+    group.addoption(
+        FLAG_CLEAR_CACHE,
+        action="store_true",
+        default=False,
+        dest="ragmetrics_clear_cache",
+        help="empty the cache folder first",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Validate settings (a UsageError says what is allowed), register markers and metrics."""
+    config.addinivalue_line(
+        "markers",
+        "rag_threshold(**bounds): fail the test when a recorded evaluation's metric is below "
+        "its bound, e.g. rag_threshold(recall_at_5=0.7, groundedness=0.8)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "rag_queries(*query_ids): run a rag_query test only for these query ids",
+    )
+
+    def get(name: str) -> tuple[Any, bool]:
+        value = config.getoption(name, default=None)
+        if value is not None:
+            return value, True
+        return config.getini(name), False
+
+    inipath = config.inipath
+    try:
+        settings = build_settings(
+            get,
+            rootdir=inipath.parent if inipath is not None else config.rootpath,
+            invocation_dir=config.invocation_params.dir,
+            flags={
+                "update_baseline": config.getoption("ragmetrics_update_baseline"),
+                "no_cache": config.getoption("ragmetrics_no_cache"),
+                "clear_cache": config.getoption("ragmetrics_clear_cache"),
+            },
+        )
+        from pytest_ragmetrics.metrics.names import register_metric
+
+        config.hook.pytest_ragmetrics_register_metrics(register=register_metric)
+    except RagMetricsError as exc:
+        raise pytest.UsageError(f"pytest-ragmetrics: {exc}") from None
+    session = RagSession(settings, is_worker=hasattr(config, "workerinput"))
+    config.stash[SESSION_KEY] = session
+    if settings.clear_cache and not session.is_worker:
+        session.cleared = session.cache().clear()
+    config.pluginmanager.register(_ReportCollector(session), "ragmetrics-collector")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistHooks(session), "ragmetrics-xdist")
+
+
+class _ReportCollector:
+    """Collects the evaluations that arrive on call reports (from xdist workers or in-process)."""
+
+    def __init__(self, session: RagSession) -> None:
+        self.session = session
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Controller (or single process): keep the evaluations a test recorded."""
+        if report.when != "call" or self.session.is_worker:
+            return
+        data = getattr(report, REPORT_ATTRIBUTE, None)
+        if data:
+            self.session.add_entries(report.nodeid, data["entries"], errored=data["errored"])
+        else:
+            self.session.ran_tests.add(report.nodeid)
+
+
+class _XdistHooks:
+    """Hooks that exist only with pytest-xdist; registered only when it is loaded."""
+
+    def __init__(self, session: RagSession) -> None:
+        self.session = session
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """The controller learns which tests exist (it does not collect itself)."""
+        self.session.collected.update(ids)
+
+
+def _session(config: pytest.Config) -> RagSession:
+    return config.stash[SESSION_KEY]
+
+
+def _clean(fn: Callable[[], T]) -> T:
+    """Run ``fn``; our errors become a failure showing just their message, no traceback."""
+    try:
+        return fn()
+    except RagMetricsError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+# -- collection --------------------------------------------------------------------------------
+
+
+def _thresholds(item: pytest.Item) -> dict[str, float]:
+    """Merged rag_threshold bounds, the closest marker winning (validated at collection)."""
+    from pytest_ragmetrics.recorder import parse_thresholds
+
+    merged: dict[str, float] = {}
+    for marker in item.iter_markers("rag_threshold"):
+        for metric, bound in parse_thresholds(marker.kwargs, marker.args).items():
+            merged.setdefault(metric, bound)
+    return merged
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(
+    collector: pytest.Collector, name: str, obj: object
+) -> Generator[None, Any, Any]:
+    """Validate rag_threshold markers: a bad metric or bound is a collection error."""
+    result = yield
+    items = result if isinstance(result, list) else [result]
+    for item in items:
+        if isinstance(item, pytest.Function) and item.get_closest_marker("rag_threshold"):
+            try:
+                _thresholds(item)
+            except RagMetricsError as exc:
+                raise collector.CollectError(f"{item.nodeid}: {exc}") from None
+    return result
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize tests that use rag_query over the dataset's query ids."""
+    if "rag_query" not in metafunc.fixturenames:
+        return
+    session = _session(metafunc.config)
+    try:
+        query_ids = session.dataset().queries.query_ids.tolist()
+    except RagMetricsError as exc:
+        raise pytest.Collector.CollectError(f"rag_query: {exc}") from None
+    chosen = [a for m in metafunc.definition.iter_markers("rag_queries") for a in m.args]
+    if chosen:
+        unknown = [q for q in chosen if q not in set(query_ids)]
+        if unknown:
+            raise pytest.Collector.CollectError(
+                f"rag_queries: query ids not in the dataset: {', '.join(map(str, unknown))}"
+            )
+        query_ids = list(dict.fromkeys(str(q) for q in chosen))
+    metafunc.parametrize("rag_query", query_ids, ids=query_ids, indirect=True)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Remember which tests exist, to spot stale baseline entries (no xdist)."""
+    state = _session(session.config)
+    state.collected.update(item.nodeid for item in session.items)
+    state.collection_complete = not any("::" in str(a) for a in session.config.args)
+    if session.config.pluginmanager.hasplugin("dsession"):
+        option = session.config.option
+        state.collection_complete &= not (
+            getattr(option, "keyword", "") or getattr(option, "markexpr", "")
+        )
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Deselected tests still exist: their baseline entries are not stale."""
+    if items:
+        _session(items[0].config).collected.update(item.nodeid for item in items)
+
+
+# -- fixtures ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def rag_dataset(request: pytest.FixtureRequest) -> Dataset:
+    """The configured dataset (ragmetrics_dataset, ragmetrics_split)."""
+    return _clean(_session(request.config).dataset)
+
+
+@pytest.fixture(scope="session")
+def rag_corpus(rag_dataset: Dataset) -> Corpus:
+    """The dataset's corpus."""
+    return rag_dataset.corpus
+
+
+@pytest.fixture(scope="session")
+def rag_queries(rag_dataset: Dataset) -> Queries:
+    """The dataset's queries (those judged in the split)."""
+    return rag_dataset.queries
+
+
+@pytest.fixture(scope="session")
+def rag_qrels(rag_dataset: Dataset) -> Qrels:
+    """The dataset's relevance judgments."""
+    return rag_dataset.qrels
+
+
+@pytest.fixture(scope="session")
+def rag_cache(request: pytest.FixtureRequest) -> Any:
+    """The cache (ragmetrics_cache_dir) for your own retrievers and judges."""
+    return _session(request.config).cache()
+
+
+@pytest.fixture(scope="session")
+def rag_retriever(request: pytest.FixtureRequest) -> Any:
+    """The retriever under test: override it in conftest.py, or set ragmetrics_retriever."""
+    session = _session(request.config)
+    kind = session.settings.retriever
+    if kind is None:
+        pytest.fail(OVERRIDE_HINT, pytrace=False)
+
+    def build() -> Any:
+        from pytest_ragmetrics.retrievers import build_retriever
+
+        options: dict[str, Any] = {"cache": session.cache()}
+        if session.settings.model:
+            options["model"] = session.settings.model
+        return build_retriever(kind, session.dataset().corpus, **options)
+
+    return _clean(build)
+
+
+@pytest.fixture(scope="session")
+def rag_run(request: pytest.FixtureRequest, rag_retriever: Any, rag_queries: Queries) -> Run:
+    """``rag_retriever`` searched over ``rag_queries`` at ragmetrics_k, once per session."""
+    settings = _session(request.config).settings
+
+    def search() -> Run:
+        with _terminal_progress(request.config):
+            run: Run = rag_retriever.search(rag_queries, settings.k)
+        identity = getattr(rag_retriever, "identity", None)
+        provenance = {
+            "retriever": identity()
+            if callable(identity)
+            else {"name": type(rag_retriever).__name__},
+            "k": settings.k,
+        }
+        setattr(run, "provenance", provenance)  # noqa: B010 - read by rag_eval
+        return run
+
+    return _clean(search)
+
+
+@pytest.fixture
+def rag_eval(request: pytest.FixtureRequest) -> RagEval:
+    """Evaluate and record: ``rag_eval.retrieval(run)``, ``rag_eval.answers(assessments)``."""
+    from pytest_ragmetrics.recorder import RagEval
+
+    session = _session(request.config)
+    settings = session.settings
+    item = request.node
+
+    def on_record(recorded: Any) -> None:
+        if settings.junit_properties:
+            for metric, value in recorded.evaluation.mean.items():
+                item.user_properties.append((f"ragmetrics:{recorded.name}:{metric}", value))
+        request.config.hook.pytest_ragmetrics_evaluation_recorded(recorded=recorded, item=item)
+
+    recorder = RagEval(
+        item.nodeid,
+        metrics=settings.metrics,
+        semantics=settings.semantics,
+        k=settings.k,
+        thresholds=_thresholds(item),
+        dataset=session.dataset,
+        on_record=on_record,
+    )
+    item.stash[RAG_EVAL_KEY] = recorder
+    return recorder
+
+
+@pytest.fixture(scope="session")
+def judged_rankings(request: pytest.FixtureRequest) -> JudgedRankings:
+    """Rankings with their own grades, from ragmetrics_judged_rankings (JSONL)."""
+    path = _session(request.config).settings.judged_rankings
+    if path is None:
+        pytest.fail(
+            "judged_rankings: set ragmetrics_judged_rankings = path/to/file.jsonl (lines "
+            '{"query_id": ..., "ranking": [ids], "grades": {id: grade}}) or pass '
+            "--ragmetrics-judged-rankings=FILE",
+            pytrace=False,
+        )
+    from pytest_ragmetrics.data.judged import read_judged_rankings
+
+    return _clean(lambda: read_judged_rankings(path))
+
+
+@dataclass
+class RagQuery:
+    """One query of the dataset, with its judgments, ranking and metric values (rag_query)."""
+
+    id: str
+    text: str
+    relevant: dict[str, int]
+    ranking: list[tuple[str, float]]
+    metrics: dict[str, float]
+    _ranks: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def rank_of(self, doc_id: str) -> int | None:
+        """1-based rank of ``doc_id`` in this query's ranking, None when not retrieved."""
+        if not self._ranks:
+            self._ranks = {doc: i for i, (doc, _) in enumerate(self.ranking, start=1)}
+        return self._ranks.get(doc_id)
+
+
+@pytest.fixture
+def rag_query(request: pytest.FixtureRequest, rag_run: Run) -> RagQuery:
+    """The query this test instance is about (tests using it run once per query id)."""
+    qid = str(request.param)
+    session = _session(request.config)
+
+    def build() -> RagQuery:
+        dataset = session.dataset()
+        evaluation = session.run_evaluation(rag_run)
+        return RagQuery(
+            qid,
+            dataset.queries[qid],
+            dataset.qrels.judgments(qid),
+            rag_run.ranking(qid),
+            evaluation.per_query.get(qid, {}),
+        )
+
+    return _clean(build)
+
+
+@contextlib.contextmanager
+def _terminal_progress(config: pytest.Config) -> Iterator[None]:
+    """Route library progress bars to the real terminal while pytest captures output."""
+    from pytest_ragmetrics.progress import LineProgress, use_reporter
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if (
+        reporter is None
+        or capture is None
+        or hasattr(config, "workerinput")
+        or config.get_verbosity() < 0
+        or not reporter.isatty
+    ):
+        yield
+        return
+    started = False
+
+    def write(text: str) -> None:
+        nonlocal started
+        with capture.global_and_fixture_disabled():
+            if not started:
+                reporter.ensure_newline()
+                started = True
+            reporter.write(text)
+            reporter.flush()
+
+    with use_reporter(LineProgress(write)):
+        yield
+
+
+# -- running tests -----------------------------------------------------------------------------
+
+
+def _finish_item(item: pytest.Item, *, errored: bool) -> list[str]:
+    """Run the end-of-test checks and keep the recorded results for the report."""
+    recorder = item.stash.get(RAG_EVAL_KEY, None)
+    thresholds = _thresholds(item)
+    if recorder is None and not thresholds:
+        return []
+    recorded = recorder.recorded if recorder is not None else []
+    failures: list[str] = []
+    if not errored:
+        from pytest_ragmetrics.checks import CheckContext, check_test
+
+        session = _session(item.config)
+        try:
+            context = CheckContext(
+                session.settings,
+                session.baseline(),
+                session.describe_dataset_change,
+                session.judge_kappa,
+            )
+            failures = check_test(recorded, thresholds, context)
+        except RagMetricsError as exc:
+            failures = [str(exc)]
+    item.stash[RESULTS_KEY] = ([r.to_dict() for r in recorded], errored)
+    return failures
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    """After the test body: thresholds and baseline; our errors fail without a traceback."""
+    try:
+        result = yield
+    except RagMetricsError as exc:
+        _finish_item(item, errored=True)
+        pytest.fail(str(exc), pytrace=False)
+    except BaseException:
+        _finish_item(item, errored=True)
+        raise
+    failures = _finish_item(item, errored=False)
+    if failures:
+        pytest.fail("\n\n".join(failures), pytrace=False)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Attach the recorded evaluations to the call report (xdist carries it to the controller)."""
+    report = yield
+    if call.when == "call":
+        stored = item.stash.get(RESULTS_KEY, None)
+        if stored is not None:
+            entries, errored = stored
+            setattr(report, REPORT_ATTRIBUTE, {"entries": entries, "errored": errored})
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Controller: update the baseline if asked, then write the JSON and Markdown reports."""
+    state = _session(session.config)
+    if state.is_worker:
+        return
+    try:
+        state.finish()
+        _write_reports(session.config, state)
+    except RagMetricsError as exc:
+        state.finish_error = str(exc)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _write_reports(config: pytest.Config, state: RagSession) -> None:
+    settings = state.settings
+    if settings.json_report is None and settings.markdown_report is None:
+        return
+    if settings.json_report is not None:
+        import json
+
+        from pytest_ragmetrics.fileio import atomic_write_text
+        from pytest_ragmetrics.report.json_report import build_report
+
+        document = build_report(
+            state.entries,
+            settings=state.report_settings(),
+            plugin_version=state.plugin_version,
+            update_counts=state.update_counts,
+            stale=state.stale,
+        )
+        config.hook.pytest_ragmetrics_modify_report(report=document, config=config)
+        atomic_write_text(
+            settings.json_report,
+            json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n",
+        )
+    if settings.markdown_report is not None:
+        from pytest_ragmetrics.fileio import atomic_append_text
+        from pytest_ragmetrics.report.markdown import markdown_report
+
+        atomic_append_text(
+            settings.markdown_report, markdown_report(state.entries, settings.metrics)
+        )
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Print the retrieval-layer and answer-layer tables (controller only)."""
+    state = _session(config)
+    if state.is_worker:
+        return
+    from pytest_ragmetrics.report.terminal import summary_lines
+
+    if state.cleared is not None:
+        terminalreporter.write_line(
+            f"ragmetrics: cleared {state.cleared} cache entries in {state.settings.cache_dir}"
+        )
+    lines = summary_lines(
+        sorted(state.entries, key=lambda e: (e["test"], e["name"])),
+        state.settings.metrics,
+        update_counts=state.update_counts,
+        stale=state.stale,
+        baseline_path=_display_path(state.settings.baseline, config.rootpath),
+    )
+    for kind, text in lines:
+        if kind == "section":
+            terminalreporter.write_sep("-", text)
+        else:
+            terminalreporter.write_line(text)
+    if state.finish_error:
+        terminalreporter.write_line(f"ragmetrics: error: {state.finish_error}", red=True)
+    for path in (state.settings.json_report, state.settings.markdown_report):
+        if path is not None and path.exists() and state.entries:
+            terminalreporter.write_line(f"ragmetrics: wrote {_display_path(path, config.rootpath)}")
+
+
+def _display_path(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+__all__ = ["RagQuery"]

@@ -1,15 +1,38 @@
-"""Corpus, queries, qrels and runs: the data model and its file formats."""
+"""Corpus, queries, qrels and runs: the data model and its file formats (loaded on first use)."""
 
-from pytest_ragmetrics.data.judged import JudgedRankings, read_judged_rankings
-from pytest_ragmetrics.data.layouts import (
-    load_dataset,
-    read_corpus,
-    read_qrels_jsonl,
-    read_queries,
-)
-from pytest_ragmetrics.data.model import Corpus, Dataset, Document, Qrels, Queries, Run
-from pytest_ragmetrics.data.trec import read_qrels, read_run, write_qrels, write_run
+from typing import TYPE_CHECKING
 
+from pytest_ragmetrics._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.data.judged import JudgedRankings, read_judged_rankings
+    from pytest_ragmetrics.data.layouts import (
+        load_dataset,
+        read_corpus,
+        read_qrels_jsonl,
+        read_queries,
+    )
+    from pytest_ragmetrics.data.model import Corpus, Dataset, Document, Qrels, Queries, Run
+    from pytest_ragmetrics.data.trec import read_qrels, read_run, write_qrels, write_run
+
+_EXPORTS = {
+    "JudgedRankings": "pytest_ragmetrics.data.judged",
+    "read_judged_rankings": "pytest_ragmetrics.data.judged",
+    "load_dataset": "pytest_ragmetrics.data.layouts",
+    "read_corpus": "pytest_ragmetrics.data.layouts",
+    "read_qrels_jsonl": "pytest_ragmetrics.data.layouts",
+    "read_queries": "pytest_ragmetrics.data.layouts",
+    "Corpus": "pytest_ragmetrics.data.model",
+    "Dataset": "pytest_ragmetrics.data.model",
+    "Document": "pytest_ragmetrics.data.model",
+    "Qrels": "pytest_ragmetrics.data.model",
+    "Queries": "pytest_ragmetrics.data.model",
+    "Run": "pytest_ragmetrics.data.model",
+    "read_qrels": "pytest_ragmetrics.data.trec",
+    "read_run": "pytest_ragmetrics.data.trec",
+    "write_qrels": "pytest_ragmetrics.data.trec",
+    "write_run": "pytest_ragmetrics.data.trec",
+}
 __all__ = [
     "Corpus",
     "Dataset",
@@ -28,3 +51,4 @@ __all__ = [
     "write_qrels",
     "write_run",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

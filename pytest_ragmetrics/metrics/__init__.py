@@ -1,15 +1,32 @@
-"""Metric names, the retrieval engine and answer-layer metrics."""
+"""Metric names, the retrieval engine and answer-layer metrics (loaded on first use)."""
 
-from pytest_ragmetrics.metrics.evaluation import Evaluation, MetricSemantics
-from pytest_ragmetrics.metrics.names import (
-    MetricSpec,
-    parse_metric,
-    parse_metrics,
-    register_metric,
-    unregister_metric,
-)
-from pytest_ragmetrics.metrics.retrieval import RankedJudgments, evaluate
+from typing import TYPE_CHECKING
 
+from pytest_ragmetrics._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.metrics.evaluation import Evaluation
+    from pytest_ragmetrics.metrics.names import (
+        MetricSpec,
+        parse_metric,
+        parse_metrics,
+        register_metric,
+        unregister_metric,
+    )
+    from pytest_ragmetrics.metrics.retrieval import RankedJudgments, evaluate
+    from pytest_ragmetrics.metrics.semantics import MetricSemantics
+
+_EXPORTS = {
+    "Evaluation": "pytest_ragmetrics.metrics.evaluation",
+    "MetricSemantics": "pytest_ragmetrics.metrics.semantics",
+    "MetricSpec": "pytest_ragmetrics.metrics.names",
+    "parse_metric": "pytest_ragmetrics.metrics.names",
+    "parse_metrics": "pytest_ragmetrics.metrics.names",
+    "register_metric": "pytest_ragmetrics.metrics.names",
+    "unregister_metric": "pytest_ragmetrics.metrics.names",
+    "RankedJudgments": "pytest_ragmetrics.metrics.retrieval",
+    "evaluate": "pytest_ragmetrics.metrics.retrieval",
+}
 __all__ = [
     "Evaluation",
     "MetricSemantics",
@@ -21,3 +38,4 @@ __all__ = [
     "register_metric",
     "unregister_metric",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

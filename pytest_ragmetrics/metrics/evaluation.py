@@ -12,37 +12,7 @@ import numpy as np
 
 from pytest_ragmetrics.data.model import FloatArray, IntArray, StrArray, as_str_array
 from pytest_ragmetrics.errors import MetricError
-
-Gain = Literal["linear", "exponential"]
-QuerySet = Literal["qrels", "intersection"]
-GAINS: tuple[str, ...] = ("linear", "exponential")
-QUERY_SETS: tuple[str, ...] = ("qrels", "intersection")
-
-
-@dataclass(frozen=True)
-class MetricSemantics:
-    """The scoring rules; two evaluations are comparable only if these are equal."""
-
-    relevance_level: int = 1
-    gain: Gain = "linear"
-    query_set: QuerySet = "qrels"
-
-    def __post_init__(self) -> None:
-        if isinstance(self.relevance_level, bool) or not isinstance(self.relevance_level, int):
-            raise MetricError(f"relevance_level must be an integer, got {self.relevance_level!r}")
-        if self.gain not in GAINS:
-            raise MetricError(f"gain must be one of {', '.join(GAINS)}, got {self.gain!r}")
-        if self.query_set not in QUERY_SETS:
-            raise MetricError(
-                f"query_set must be one of {', '.join(QUERY_SETS)}, got {self.query_set!r}"
-            )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "relevance_level": self.relevance_level,
-            "gain": self.gain,
-            "query_set": self.query_set,
-        }
+from pytest_ragmetrics.metrics.semantics import MetricSemantics
 
 
 @dataclass(eq=False)

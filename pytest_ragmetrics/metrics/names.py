@@ -7,17 +7,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-import numpy.typing as npt
-
 from pytest_ragmetrics.errors import MetricError
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from pytest_ragmetrics.metrics.retrieval import RankedJudgments
 
 Layer = Literal["retrieval", "answer"]
 Cutoff = Literal["required", "optional", "none"]
-MetricFunction = Callable[["RankedJudgments", "int | None"], npt.NDArray[np.float64]]
+MetricFunction = Callable[["RankedJudgments", "int | None"], "npt.NDArray[np.float64]"]
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def parse_metric(name: str) -> MetricSpec:
             raw_k = match.group("k")
             if family.cutoff == "none":
                 raise MetricError(f"metric {family.name!r} takes no cutoff; write {family.name}")
-            if not raw_k.isdigit() or int(raw_k) <= 0:
+            if not (raw_k.isascii() and raw_k.isdigit()) or int(raw_k) <= 0:
                 raise MetricError(
                     f"metric {name!r}: cutoff {raw_k!r} must be a positive integer, e.g. "
                     f"{family.name}_at_10"

@@ -22,8 +22,9 @@ from pytest_ragmetrics.data.model import (
     as_str_array,
 )
 from pytest_ragmetrics.errors import DataFormatError, MetricError
-from pytest_ragmetrics.metrics.evaluation import Evaluation, Gain, MetricSemantics, QuerySet
+from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.metrics.names import MetricSpec, families, parse_metrics
+from pytest_ragmetrics.metrics.semantics import Gain, MetricSemantics, QuerySet
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -223,9 +224,12 @@ def _rows_from_run(
     # Map the run's vocabulary once (only the codes it uses when it is larger than the run).
     if len(run.doc_ids) > len(run.doc_codes):
         used, inverse = np.unique(run.doc_codes, return_inverse=True)
-        entry_code = _vocabulary_map(run.doc_ids[used], qrels)[inverse]
+        vocab_code = _vocabulary_map(run.doc_ids[used], qrels)
+        entry_code = vocab_code[inverse]
     else:
-        entry_code = _vocabulary_map(run.doc_ids, qrels)[run.doc_codes]
+        vocab_code = _vocabulary_map(run.doc_ids, qrels)
+        entry_code = vocab_code[run.doc_codes]
+    _check_judged_ids_unique(vocab_code, qrels)
     candidates = np.flatnonzero(entry_code >= 0)
     seg = np.searchsorted(run.offsets, candidates, side="right") - 1
     query = q_of_run[seg]
@@ -238,6 +242,35 @@ def _rows_from_run(
     return query[order], rank[order], grade[order], num_retrieved
 
 
+def _check_judged_ids_unique(vocab_code: IntArray, qrels: Qrels) -> None:
+    """Refuse a run vocabulary naming one judged document twice (it would count twice).
+
+    Only :meth:`Run.from_arrays` can build such a vocabulary (from a doc id list with repeats);
+    checking the judged names is cheap, checking all of them would not be.
+    """
+    judged = vocab_code[vocab_code >= 0]
+    if len(np.unique(judged)) < len(judged):
+        repeated = int(np.bincount(judged).argmax())
+        raise DataFormatError(
+            f"run: document id {str(qrels.doc_ids[repeated])!r} appears more than once in the "
+            "run's document id list; document ids must be unique"
+        )
+
+
+def _has_string_ids(run: Mapping[str, Mapping[str, float]]) -> bool:
+    """Whether query ids, and each query's first doc id, are strings (as qrels ids are).
+
+    Checking every doc id would cost as much as the evaluation; a dict with other keys (faiss
+    positions as ints, say) has them throughout.
+    """
+    if not set(map(type, run)) <= {str}:
+        return False
+    for docs in run.values():
+        if isinstance(docs, Mapping) and docs and type(next(iter(docs))) is not str:
+            return False
+    return True
+
+
 def _rows_from_mapping(
     run: Mapping[str, Mapping[str, float]],
     qrels: Qrels,
@@ -248,7 +281,7 @@ def _rows_from_mapping(
     Only judged documents are looked up; their ranks are counted with numpy against the
     query's scores (trec_eval's tie rule: equal scores rank by doc id descending).
     """
-    by_id = {str(q): docs for q, docs in run.items()}
+    by_id = run
     n = len(query_ids)
     num_retrieved = np.zeros(n, dtype=np.int64)
     out_query: list[int] = []
@@ -370,10 +403,12 @@ def evaluate(
     qrels_obj = _as_qrels(qrels)
     if len(qrels_obj) == 0:
         raise DataFormatError("qrels are empty: there is nothing to evaluate against")
+    if isinstance(run, Mapping) and not _has_string_ids(run):
+        run = Run.from_dict(run)  # converts ids with str() and checks for collisions
     if isinstance(run, Run):
         run_query_ids = run.query_ids
     elif isinstance(run, Mapping):
-        run_query_ids = as_str_array([str(q) for q in run])
+        run_query_ids = as_str_array(list(run))
     else:
         raise DataFormatError(
             f"run must be a Run or a dict {{query_id: {{doc_id: score}}}}, got {type(run).__name__}"

@@ -1,0 +1,32 @@
+"""Hook specifications for extending pytest-ragmetrics from a conftest.py or a plugin."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+
+@pytest.hookspec()
+def pytest_ragmetrics_register_metrics(register: Callable[..., None]) -> None:
+    """Register extra retrieval metrics, once per process at configure time.
+
+    Call ``register(name, function, cutoff="optional"|"required"|"none")``; ``function(ranked,
+    k)`` receives :class:`pytest_ragmetrics.RankedJudgments` and returns one float per query.
+    The new names work everywhere a metric name does (marker, ini, reports, baselines).
+    """
+
+
+@pytest.hookspec()
+def pytest_ragmetrics_evaluation_recorded(recorded: Any, item: pytest.Item) -> None:
+    """Called in the process that ran ``item`` each time ``rag_eval`` records an evaluation.
+
+    ``recorded`` is a :class:`pytest_ragmetrics.recorder.RecordedEvaluation`; its outcome is
+    not known yet.
+    """
+
+
+@pytest.hookspec()
+def pytest_ragmetrics_modify_report(report: dict[str, Any], config: pytest.Config) -> None:
+    """Modify the JSON report document in place before it is written (controller only)."""

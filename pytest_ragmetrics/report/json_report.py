@@ -1,0 +1,74 @@
+"""The JSON report: versioned, one document per session, evaluations sorted by test and name.
+
+Schema (version 1)::
+
+    {
+      "schema": "pytest-ragmetrics/report", "version": 1, "plugin_version": "0.1.0",
+      "created": "2026-01-01T00:00:00+00:00",          # the only field that differs between runs
+      "settings": {"k", "metrics", "semantics", "tolerance", "alpha", "strict",
+                   "update_baseline", "baseline"},
+      "evaluations": [{
+          "test", "name", "layer",                       # layer: "retrieval" | "answer"
+          "identity": {"retriever": {...}} | {"judge": {...}},
+          "dataset": {"name", "split", "documents", "queries",
+                      "fingerprints": {"corpus", "queries", "qrels"}} | null,
+          "k", "semantics": {"relevance_level", "gain", "query_set"} | null,
+          "metrics": {metric: mean | null}, "num_queries",
+          "per_query": {query_id: {metric: value | null}},
+          "details": {"first_relevant_rank" | "claims" | ...: {query_id: int}},
+          "notes": [str],
+          "thresholds": {metric: bound},
+          "outcome": {"thresholds": [{"metric", "value", "threshold", "passed"}],
+                      "baseline": {"status", "metrics": [{"metric", "baseline", "current",
+                                   "delta", "tolerance", "status", "ci95", "p_value", ...}]},
+                      "gate": str}
+      }],
+      "summary": {"evaluations": N, "by_layer": {...}, "by_status": {...},
+                  "baseline_update": {"updated", "added", "removed"} | null,
+                  "stale_baseline_entries": [[test, name]]}
+    }
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_ragmetrics.report.terminal import status_of
+
+REPORT_SCHEMA = "pytest-ragmetrics/report"
+REPORT_VERSION = 1
+
+
+def build_report(
+    entries: Sequence[Mapping[str, Any]],
+    *,
+    settings: Mapping[str, Any],
+    plugin_version: str,
+    update_counts: Mapping[str, int] | None = None,
+    stale: Sequence[tuple[str, str]] = (),
+) -> dict[str, Any]:
+    """The report document (see the module docstring for the schema)."""
+    ordered = sorted(entries, key=lambda e: (e["test"], e["name"]))
+    by_layer: dict[str, int] = {}
+    by_status: dict[str, int] = {}
+    for entry in ordered:
+        by_layer[entry["layer"]] = by_layer.get(entry["layer"], 0) + 1
+        status = status_of(entry)
+        by_status[status] = by_status.get(status, 0) + 1
+    return {
+        "schema": REPORT_SCHEMA,
+        "version": REPORT_VERSION,
+        "plugin_version": plugin_version,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "settings": dict(settings),
+        "evaluations": [dict(e) for e in ordered],
+        "summary": {
+            "evaluations": len(ordered),
+            "by_layer": by_layer,
+            "by_status": by_status,
+            "baseline_update": dict(update_counts) if update_counts is not None else None,
+            "stale_baseline_entries": [list(s) for s in stale],
+        },
+    }

@@ -1,0 +1,249 @@
+"""Session state: lazy dataset/baseline/cache per process; the controller's collected results.
+
+Workers (and a run without xdist) evaluate and check; the evaluations travel on test reports to
+the controller, which alone prints the summary and writes the baseline and reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_ragmetrics.errors import BaselineError, ConfigError
+from pytest_ragmetrics.settings import Settings
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.baseline import BaselineStore
+    from pytest_ragmetrics.cache import Cache
+    from pytest_ragmetrics.data.model import Dataset
+    from pytest_ragmetrics.metrics.evaluation import Evaluation
+    from pytest_ragmetrics.recorder import RecordedEvaluation
+
+PLUGIN_VERSION = "0.1.0"
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+class RagSession:
+    """Everything pytest-ragmetrics keeps for one pytest session in one process."""
+
+    def __init__(self, settings: Settings, *, is_worker: bool) -> None:
+        self.settings = settings
+        self.is_worker = is_worker
+        self.entries: list[dict[str, Any]] = []
+        self.ran_tests: set[str] = set()
+        self.errored_tests: set[str] = set()
+        self.collected: set[str] = set()
+        self.collection_complete = True
+        self._dataset: Dataset | None = None
+        self._dataset_error: Exception | None = None
+        self._baseline: BaselineStore | None = None
+        self._calibration: dict[str, Any] | None = None
+        self._cache: Cache | None = None
+        self._run_evaluations: dict[int, Evaluation] = {}
+        self.update_counts: dict[str, int] | None = None
+        self.stale: list[tuple[str, str]] = []
+        self.cleared: int | None = None
+        self.finish_error: str | None = None
+        self.plugin_version = PLUGIN_VERSION
+
+    # -- lazily loaded resources ---------------------------------------------------------------
+
+    def dataset(self) -> Dataset:
+        """The configured dataset, loaded once per process."""
+        if self._dataset is None:
+            if self._dataset_error is not None:
+                raise self._dataset_error
+            if self.settings.dataset is None:
+                raise ConfigError(
+                    "no dataset configured: set ragmetrics_dataset = path/to/beir_folder in "
+                    "[tool.pytest.ini_options] (or pytest.ini), or pass "
+                    "--ragmetrics-dataset=DIR"
+                )
+            from pytest_ragmetrics.data.layouts import load_dataset
+
+            try:
+                self._dataset = load_dataset(self.settings.dataset, self.settings.split)
+            except Exception as exc:
+                self._dataset_error = exc
+                raise
+        return self._dataset
+
+    def baseline(self) -> BaselineStore:
+        if self._baseline is None:
+            from pytest_ragmetrics.baseline import BaselineStore
+
+            self._baseline = BaselineStore.load(self.settings.baseline)
+        return self._baseline
+
+    def cache(self) -> Cache:
+        if self._cache is None:
+            from pytest_ragmetrics.cache import Cache
+
+            self._cache = Cache(self.settings.cache_dir, enabled=self.settings.use_cache)
+        return self._cache
+
+    def judge_kappa(self, judge: Mapping[str, Any]) -> float | None:
+        """The calibrated kappa of a judge identity, from the calibration file."""
+        from pytest_ragmetrics.judges.calibration import load_kappa
+
+        return load_kappa(self.settings.calibration, dict(judge))
+
+    def run_evaluation(self, run: Any) -> Evaluation:
+        """The per-query evaluation of ``run`` against the dataset (for rag_query), once."""
+        found = self._run_evaluations.get(id(run))
+        if found is None:
+            from pytest_ragmetrics.metrics.retrieval import evaluate
+
+            semantics = self.settings.semantics
+            metrics = [m for m in self.settings.metrics if not _is_answer_metric(m)]
+            found = evaluate(
+                self.dataset().qrels,
+                run,
+                metrics,
+                relevance_level=semantics.relevance_level,
+                gain=semantics.gain,
+                query_set=semantics.query_set,
+            )
+            self._run_evaluations[id(run)] = found
+        return found
+
+    # -- dataset digests: say what changed when a baseline is not comparable --------------------
+
+    def current_digests(self, part: str) -> dict[str, str] | None:
+        if self.settings.dataset is None:
+            return None
+        dataset = self.dataset()
+        if part == "corpus":
+            return dict(dataset.corpus.doc_digests)
+        if part == "queries":
+            return {q: _digest(t) for q, t in dataset.queries.items()}
+        qrels = dataset.qrels
+        return {q: _digest(json.dumps(sorted(qrels.judgments(q).items()))) for q in qrels}
+
+    def describe_dataset_change(
+        self, recorded: RecordedEvaluation, entry: Mapping[str, Any]
+    ) -> dict[str, str]:
+        from pytest_ragmetrics.baseline import describe_change, load_digests
+
+        before = entry.get("dataset") or {}
+        after = recorded.dataset or {}
+        fp_before = before.get("fingerprints") or {}
+        fp_after = after.get("fingerprints") or {}
+        counts = {"corpus": "documents", "queries": "queries"}
+        out: dict[str, str] = {}
+        for part in ("corpus", "queries", "qrels"):
+            if part not in fp_before or part not in fp_after or fp_before[part] == fp_after[part]:
+                continue
+            old = load_digests(self.settings.baseline, part, fp_before[part])
+            dataset_fp = self._dataset.fingerprints.get(part) if self._dataset is not None else None
+            new = self.current_digests(part) if dataset_fp == fp_after[part] else None
+            key = counts.get(part, "")
+            out[part] = describe_change(part, old, new, before.get(key), after.get(key))
+        return out
+
+    def save_digests(self) -> None:
+        """Write digest sidecars of the configured dataset beside the baseline."""
+        from pytest_ragmetrics.baseline import save_digests
+
+        if self.settings.dataset is None:
+            return
+        dataset = self.dataset()
+        for part, fingerprint in dataset.fingerprints.items():
+            digests = self.current_digests(part)
+            if digests is not None:
+                save_digests(self.settings.baseline, part, fingerprint, digests)
+
+    # -- controller side ----------------------------------------------------------------------
+
+    def add_entries(
+        self, test: str, entries: Iterable[Mapping[str, Any]], *, errored: bool
+    ) -> None:
+        self.ran_tests.add(test)
+        if errored:
+            self.errored_tests.add(test)
+        self.entries.extend(dict(e) for e in entries)
+
+    def finish(self) -> None:
+        """Compute stale entries and, when asked, write the updated baseline (controller)."""
+        if self.is_worker:
+            return
+        try:
+            store = self.baseline()
+        except BaselineError:
+            if not self.settings.update_baseline:
+                raise
+            from pytest_ragmetrics.baseline import BaselineStore
+
+            store = BaselineStore(self.settings.baseline)  # a broken file is replaced on update
+        self.stale = self._stale_entries(store)
+        if not self.settings.update_baseline:
+            return
+        from pytest_ragmetrics.recorder import RecordedEvaluation
+
+        # Tests that crashed keep their entries untouched: their numbers may be incomplete.
+        usable = [
+            RecordedEvaluation.from_dict(e)
+            for e in self.entries
+            if e["test"] not in self.errored_tests
+        ]
+        ran = self.ran_tests - self.errored_tests
+        new_store, counts = store.updated(usable, ran, self.stale, PLUGIN_VERSION)
+        if usable or counts["removed"]:
+            if any(
+                e.get("dataset") and "corpus" in (e["dataset"].get("fingerprints") or {})
+                for e in self.entries
+            ):
+                self.save_digests()
+            new_store.save()
+        self._baseline = new_store
+        self.update_counts = counts
+
+    def _stale_entries(self, store: BaselineStore) -> list[tuple[str, str]]:
+        """Entries whose test no longer exists, judged only when collection saw all of a file."""
+        if not self.collection_complete or not self.collected:
+            return []
+        files = {nodeid.split("::", 1)[0] for nodeid in self.collected}
+        return sorted(
+            (test, name)
+            for test, name in store.entry_keys()
+            if test.split("::", 1)[0] in files and test not in self.collected
+        )
+
+    def report_settings(self) -> dict[str, Any]:
+        s = self.settings
+
+        def rel(path: Path | None) -> str | None:
+            if path is None:
+                return None
+            try:
+                return path.relative_to(s.rootdir).as_posix()
+            except ValueError:
+                return path.as_posix()
+
+        return {
+            "dataset": rel(s.dataset),
+            "split": s.split,
+            "k": s.k,
+            "metrics": list(s.metrics),
+            "semantics": s.semantics.as_dict(),
+            "baseline": rel(s.baseline),
+            "tolerance": {
+                "default": str(s.tolerances.default),
+                **{m: str(t) for m, t in s.tolerances.per_metric.items()},
+            },
+            "alpha": s.alpha,
+            "strict": s.strict,
+            "update_baseline": s.update_baseline,
+        }
+
+
+def _is_answer_metric(name: str) -> bool:
+    from pytest_ragmetrics.metrics.names import parse_metric
+
+    return parse_metric(name).layer == "answer"

@@ -1,0 +1,416 @@
+"""Plugin settings: each ini key with its ``--ragmetrics-...`` override, validated once."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ragmetrics.errors import ConfigError, MetricError
+from pytest_ragmetrics.metrics.names import parse_metrics
+from pytest_ragmetrics.metrics.semantics import GAINS, QUERY_SETS, MetricSemantics
+
+DEFAULT_METRICS = (
+    "ndcg_at_10",
+    "recall_at_5",
+    "recall_at_100",
+    "precision_at_5",
+    "mrr_at_10",
+    "map_at_100",
+)
+
+
+@dataclass(frozen=True)
+class IniOption:
+    """One setting: ini key ``name``, command-line flag ``--name-with-dashes``."""
+
+    name: str
+    help: str
+    default: str | None
+    type: str = "string"  # pytest addini type
+    metavar: str = "VALUE"
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+INI_OPTIONS: tuple[IniOption, ...] = (
+    IniOption(
+        "ragmetrics_dataset",
+        "BEIR or FlagEmbedding dataset folder (ini: relative to the rootdir)",
+        None,
+        metavar="DIR",
+    ),
+    IniOption(
+        "ragmetrics_split",
+        "split of the dataset to evaluate (default: test)",
+        "test",
+        metavar="NAME",
+    ),
+    IniOption(
+        "ragmetrics_k",
+        "documents retrieved per query by rag_run (default: 100)",
+        "100",
+        metavar="K",
+    ),
+    IniOption(
+        "ragmetrics_metrics",
+        "metrics computed and shown (space or comma separated; "
+        f"default: {' '.join(DEFAULT_METRICS)})",
+        " ".join(DEFAULT_METRICS),
+        type="args",
+        metavar="NAMES",
+    ),
+    IniOption(
+        "ragmetrics_judged_rankings",
+        "JSONL of judged rankings for the judged_rankings fixture",
+        None,
+        metavar="FILE",
+    ),
+    IniOption(
+        "ragmetrics_retriever",
+        "built-in retriever for the default rag_retriever fixture: "
+        "dense or bm25 (default: none; override rag_retriever in conftest.py)",
+        None,
+        metavar="KIND",
+    ),
+    IniOption(
+        "ragmetrics_model",
+        "model path or name for the built-in dense retriever "
+        "(default: the offline all-MiniLM-L6-v2)",
+        None,
+        metavar="MODEL",
+    ),
+    IniOption(
+        "ragmetrics_relevance_level",
+        "minimum grade that counts as relevant (default: 1)",
+        "1",
+        metavar="N",
+    ),
+    IniOption(
+        "ragmetrics_gain",
+        "nDCG gain: linear (trec_eval) or exponential (default: linear)",
+        "linear",
+        metavar="GAIN",
+    ),
+    IniOption(
+        "ragmetrics_query_set",
+        "average over all judged queries (qrels, default) or only those in the run (intersection)",
+        "qrels",
+        metavar="SET",
+    ),
+    IniOption(
+        "ragmetrics_baseline",
+        "baseline file (default: .ragmetrics/baseline.json)",
+        ".ragmetrics/baseline.json",
+        metavar="FILE",
+    ),
+    IniOption(
+        "ragmetrics_tolerance",
+        "allowed drop before a metric regresses: 0.01 (absolute, "
+        "default), 2% (relative), and per-metric overrides like ndcg_at_10=0.005",
+        "0.01",
+        type="args",
+        metavar="TOL",
+    ),
+    IniOption(
+        "ragmetrics_alpha",
+        "fail a regression only when its randomization-test p-value "
+        "is below this too (default: off)",
+        None,
+        metavar="P",
+    ),
+    IniOption(
+        "ragmetrics_strict",
+        "a missing baseline entry fails the test (for CI)",
+        "false",
+        type="bool",
+    ),
+    IniOption(
+        "ragmetrics_cache_dir",
+        "cache folder for embeddings, runs and verdicts (default: .ragmetrics/cache)",
+        ".ragmetrics/cache",
+        metavar="DIR",
+    ),
+    IniOption("ragmetrics_json", "write the JSON report here", None, metavar="FILE"),
+    IniOption(
+        "ragmetrics_markdown",
+        "append the Markdown report here (e.g. $GITHUB_STEP_SUMMARY)",
+        None,
+        metavar="FILE",
+    ),
+    IniOption(
+        "ragmetrics_junit_properties",
+        "add metric means to JUnit XML properties",
+        "false",
+        type="bool",
+    ),
+    IniOption(
+        "ragmetrics_min_judge_kappa",
+        "ignore answer-layer thresholds and baselines of "
+        "judges whose calibrated Cohen's kappa is below this",
+        None,
+        metavar="KAPPA",
+    ),
+    IniOption(
+        "ragmetrics_calibration",
+        "judge calibration file written by `ragmetrics "
+        "calibrate --save` (default: .ragmetrics/calibration.json)",
+        ".ragmetrics/calibration.json",
+        metavar="FILE",
+    ),
+)
+
+#: Flags without an ini key.
+FLAG_UPDATE_BASELINE = "--ragmetrics-update-baseline"
+FLAG_NO_CACHE = "--ragmetrics-no-cache"
+FLAG_CLEAR_CACHE = "--ragmetrics-clear-cache"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a metric may drop: absolute, or relative to the baseline value."""
+
+    value: float
+    relative: bool = False
+
+    def allowed_drop(self, baseline: float) -> float:
+        return self.value * abs(baseline) if self.relative else self.value
+
+    def __str__(self) -> str:
+        return f"{self.value * 100:g}%" if self.relative else f"{self.value:g}"
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    default: Tolerance = Tolerance(0.01)
+    per_metric: Mapping[str, Tolerance] = field(default_factory=dict)
+
+    def for_metric(self, metric: str) -> Tolerance:
+        return self.per_metric.get(metric, self.default)
+
+
+def _parse_one_tolerance(text: str, where: str) -> Tolerance:
+    raw = text.strip()
+    relative = raw.endswith("%")
+    number = raw[:-1] if relative else raw
+    try:
+        value = float(number)
+    except ValueError:
+        raise ConfigError(
+            f"{where}: {text!r} is not a tolerance; write 0.01 (absolute) or 2% (relative)"
+        ) from None
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{where}: tolerance {text!r} must be a non-negative number")
+    return Tolerance(value / 100 if relative else value, relative)
+
+
+def parse_tolerances(items: Sequence[str], where: str = "ragmetrics_tolerance") -> Tolerances:
+    """Parse ``0.01 ndcg_at_10=0.005 recall_at_100=2%``."""
+    default = Tolerance(0.01)
+    per_metric: dict[str, Tolerance] = {}
+    for item in _split_list(items):
+        if "=" in item:
+            metric, _, value = item.partition("=")
+            try:
+                name = parse_metrics([metric])[0].name
+            except MetricError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            per_metric[name] = _parse_one_tolerance(value, f"{where} ({name})")
+        else:
+            default = _parse_one_tolerance(item, where)
+    return Tolerances(default, per_metric)
+
+
+def _split_list(items: Sequence[str] | str) -> list[str]:
+    if isinstance(items, str):
+        items = [items]
+    out: list[str] = []
+    for item in items:
+        out.extend(part for part in re.split(r"[\s,]+", item) if part)
+    return out
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated plugin settings (paths absolute)."""
+
+    rootdir: Path
+    dataset: Path | None = None
+    split: str = "test"
+    k: int = 100
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    judged_rankings: Path | None = None
+    retriever: str | None = None
+    model: str | None = None
+    semantics: MetricSemantics = field(default_factory=MetricSemantics)
+    baseline: Path = Path(".ragmetrics/baseline.json")
+    tolerances: Tolerances = field(default_factory=Tolerances)
+    alpha: float | None = None
+    strict: bool = False
+    update_baseline: bool = False
+    cache_dir: Path = Path(".ragmetrics/cache")
+    use_cache: bool = True
+    clear_cache: bool = False
+    json_report: Path | None = None
+    markdown_report: Path | None = None
+    junit_properties: bool = False
+    min_judge_kappa: float | None = None
+    calibration: Path = Path(".ragmetrics/calibration.json")
+
+    def display(self, path: Path) -> str:
+        """``path`` relative to the project root when inside it (for messages)."""
+        try:
+            return path.relative_to(self.rootdir).as_posix()
+        except ValueError:
+            return str(path)
+
+
+def _resolve_input(value: str, base: Path) -> Path:
+    path = Path(os.path.expandvars(os.path.expanduser(value)))
+    return path if path.is_absolute() else (base / path).resolve()
+
+
+def _resolve_output(value: str, base: Path, option: str) -> Path:
+    from pytest_ragmetrics.fileio import path_inside
+
+    return path_inside(base, os.path.expandvars(os.path.expanduser(value)), option=option)
+
+
+def _float_in(text: str, option: str, low: float, high: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{option}: {text!r} is not a number") from None
+    if not (low <= value <= high):
+        raise ConfigError(f"{option}: {text!r} must be between {low:g} and {high:g}")
+    return value
+
+
+def build_settings(
+    get: Callable[[str], tuple[Any, bool]],
+    *,
+    rootdir: Path,
+    invocation_dir: Path,
+    flags: Mapping[str, bool],
+) -> Settings:
+    """Validate raw values; ``get(name)`` returns (value, came_from_command_line).
+
+    Raises ConfigError with the option name and what is allowed.
+    """
+
+    def base_for(from_cli: bool) -> Path:
+        return invocation_dir if from_cli else rootdir
+
+    def text(name: str) -> tuple[str | None, bool]:
+        value, from_cli = get(name)
+        if value is None or value == "" or value == []:
+            return None, from_cli
+        if isinstance(value, list):
+            return " ".join(str(v) for v in value), from_cli
+        return str(value), from_cli
+
+    values: dict[str, Any] = {"rootdir": rootdir}
+    dataset, cli = text("ragmetrics_dataset")
+    if dataset:
+        values["dataset"] = _resolve_input(dataset, base_for(cli))
+    split, _ = text("ragmetrics_split")
+    values["split"] = split or "test"
+    k_text, _ = text("ragmetrics_k")
+    if k_text is not None:
+        if not k_text.strip().isdigit() or int(k_text) <= 0:
+            raise ConfigError(f"ragmetrics_k: {k_text!r} must be a positive integer, e.g. 100")
+        values["k"] = int(k_text)
+    metrics_raw, cli = get("ragmetrics_metrics")
+    if metrics_raw:
+        names = _split_list(metrics_raw)
+        try:
+            values["metrics"] = tuple(spec.name for spec in parse_metrics(names))
+        except MetricError as exc:
+            raise ConfigError(f"ragmetrics_metrics: {exc}") from None
+    judged, cli = text("ragmetrics_judged_rankings")
+    if judged:
+        values["judged_rankings"] = _resolve_input(judged, base_for(cli))
+    retriever, _ = text("ragmetrics_retriever")
+    if retriever and retriever.lower() not in ("none", ""):
+        if retriever.lower() not in ("dense", "bm25"):
+            raise ConfigError(
+                f"ragmetrics_retriever: {retriever!r} is not a built-in retriever; use dense "
+                "or bm25, or override the rag_retriever fixture in conftest.py"
+            )
+        values["retriever"] = retriever.lower()
+    model, _ = text("ragmetrics_model")
+    values["model"] = model
+    level_text, _ = text("ragmetrics_relevance_level")
+    gain, _ = text("ragmetrics_gain")
+    query_set, _ = text("ragmetrics_query_set")
+    level = 1
+    if level_text is not None:
+        try:
+            level = int(level_text)
+        except ValueError:
+            raise ConfigError(
+                f"ragmetrics_relevance_level: {level_text!r} must be an integer grade, e.g. 1"
+            ) from None
+    if gain is not None and gain not in GAINS:
+        raise ConfigError(f"ragmetrics_gain: {gain!r} must be one of {', '.join(GAINS)}")
+    if query_set is not None and query_set not in QUERY_SETS:
+        raise ConfigError(
+            f"ragmetrics_query_set: {query_set!r} must be one of {', '.join(QUERY_SETS)}"
+        )
+    values["semantics"] = MetricSemantics(level, gain or "linear", query_set or "qrels")  # type: ignore[arg-type]
+    baseline, cli = text("ragmetrics_baseline")
+    values["baseline"] = _resolve_output(
+        baseline or ".ragmetrics/baseline.json", base_for(cli), "ragmetrics_baseline"
+    )
+    tolerance_raw, _ = get("ragmetrics_tolerance")
+    if tolerance_raw:
+        values["tolerances"] = parse_tolerances(_split_list(tolerance_raw))
+    alpha, _ = text("ragmetrics_alpha")
+    if alpha is not None:
+        values["alpha"] = _float_in(alpha, "ragmetrics_alpha", 0.0, 1.0)
+    strict, _ = get("ragmetrics_strict")
+    values["strict"] = _as_bool(strict, "ragmetrics_strict")
+    cache_dir, cli = text("ragmetrics_cache_dir")
+    values["cache_dir"] = _resolve_output(
+        cache_dir or ".ragmetrics/cache", base_for(cli), "ragmetrics_cache_dir"
+    )
+    for name, key in (
+        ("ragmetrics_json", "json_report"),
+        ("ragmetrics_markdown", "markdown_report"),
+    ):
+        value, cli = text(name)
+        if value:
+            values[key] = _resolve_output(value, base_for(cli), name)
+    junit, _ = get("ragmetrics_junit_properties")
+    values["junit_properties"] = _as_bool(junit, "ragmetrics_junit_properties")
+    kappa, _ = text("ragmetrics_min_judge_kappa")
+    if kappa is not None:
+        values["min_judge_kappa"] = _float_in(kappa, "ragmetrics_min_judge_kappa", -1.0, 1.0)
+    calibration, cli = text("ragmetrics_calibration")
+    if calibration:
+        values["calibration"] = _resolve_input(calibration, base_for(cli))
+    values["update_baseline"] = bool(flags.get("update_baseline"))
+    values["use_cache"] = not flags.get("no_cache")
+    values["clear_cache"] = bool(flags.get("clear_cache"))
+    if flags.get("strict"):
+        values["strict"] = True
+    return Settings(**values)
+
+
+def _as_bool(value: Any, option: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if value is None:
+        return False
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(f"{option}: {value!r} must be true or false")
