@@ -29,6 +29,7 @@ from pytest_ragmetrics.errors import CacheError, RagMetricsWarning
 from pytest_ragmetrics.fileio import atomic_write_text
 
 SCHEMA = 1
+COMPUTE_LOG = "computed.log"
 Arrays = dict[str, npt.NDArray[Any]]
 
 
@@ -60,6 +61,8 @@ class Cache:
         self.enabled = enabled and root is not None
         self.hits = 0
         self.misses = 0
+        # Entries this object computed (and stored) through arrays()/json(), in this process.
+        self.computed = 0
 
     def __repr__(self) -> str:
         state = "enabled" if self.enabled else "disabled"
@@ -248,6 +251,8 @@ class Cache:
 
         Under xdist the first worker computes; the others wait on the lock and then read.
         """
+        if not self.enabled:
+            return compute()
         found = self.get_arrays(kind, identity)
         if found is not None:
             return found
@@ -258,6 +263,7 @@ class Cache:
                 return found
             value = compute()
             self.put_arrays(kind, identity, value, meta)
+            self._record_computation(kind, identity)
             return value
 
     def json(
@@ -268,6 +274,8 @@ class Cache:
         meta: Mapping[str, Any] | None = None,
     ) -> Any:
         """Get the JSON value, computing and storing it under the lock on a miss."""
+        if not self.enabled:
+            return compute()
         found = self.get_json(kind, identity)
         if found is not None:
             return found
@@ -278,7 +286,35 @@ class Cache:
                 return found
             value = compute()
             self.put_json(kind, identity, value, meta)
+            self._record_computation(kind, identity)
             return value
+
+    def _record_computation(self, kind: str, identity: Mapping[str, Any]) -> None:
+        """Count a computation here and in ``<kind>/computed.log`` (shared by all processes).
+
+        The log lets a test prove that concurrent processes computed an entry once. Lines are
+        short and appended with O_APPEND, so concurrent writers never interleave within one.
+        """
+        self.computed += 1
+        assert self.root is not None
+        line = f"{identity_key(kind, identity)}\t{os.getpid()}\t{time.time():.3f}\n"
+        with contextlib.suppress(OSError):
+            fd = os.open(self.root / kind / COMPUTE_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            try:
+                os.write(fd, line.encode("ascii"))
+            finally:
+                os.close(fd)
+
+    def computations(self, kind: str, identity: Mapping[str, Any]) -> int:
+        """How many times any process computed this entry since the cache was last cleared."""
+        if self.root is None:
+            return 0
+        key = identity_key(kind, identity)
+        try:
+            text = (self.root / kind / COMPUTE_LOG).read_text(encoding="ascii", errors="replace")
+        except OSError:
+            return 0
+        return sum(1 for line in text.splitlines() if line.split("\t", 1)[0] == key)
 
     def clear(self) -> int:
         """Remove every entry; returns how many were removed."""

