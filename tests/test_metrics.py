@@ -335,6 +335,20 @@ def test_intersection_with_no_shared_query_is_an_error() -> None:
         evaluate({"q1": {"a": 1}}, {"q2": ranked("a")}, ["mrr"], query_set="intersection")
 
 
+def test_a_qrels_query_without_judgments_is_left_out() -> None:
+    """pytrec_eval drops a query whose judgment dict is empty (trec_eval cannot even read
+    one); it is neither averaged nor scored 0."""
+    qrels: dict[str, dict[str, int]] = {"q1": {"a": 1}, "q2": {}}
+    for query_set in ("qrels", "intersection"):
+        evaluation = evaluate(
+            qrels, {"q1": ranked("a"), "q2": ranked("a")}, ["mrr"], query_set=query_set
+        )
+        assert evaluation.query_ids.tolist() == ["q1"]
+        assert any(n.startswith("1 qrels queries have no judgments") for n in evaluation.notes)
+    with pytest.raises(DataFormatError, match="qrels are empty"):
+        evaluate({"q": {}}, {"q": ranked("a")}, ["mrr"])
+
+
 def test_query_order_follows_the_qrels() -> None:
     qrels = {"b": {"x": 1}, "a": {"x": 1}, "c": {"x": 1}}
     run = {"c": ranked("x"), "a": ranked("x"), "b": ranked("x")}

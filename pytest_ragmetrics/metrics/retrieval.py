@@ -401,7 +401,11 @@ def evaluate(
             "assessments (pytest_ragmetrics.evaluate_answers), not from a run"
         )
     qrels_obj = _as_qrels(qrels)
-    if len(qrels_obj) == 0:
+    # A query with no judgment at all (``{"q": {}}``) is not judged: trec_eval cannot read
+    # one and pytrec_eval leaves it out, so it is neither averaged nor scored 0.
+    has_judgments = np.diff(qrels_obj.offsets) > 0
+    judged_ids = qrels_obj.query_ids[has_judgments]
+    if len(judged_ids) == 0:
         raise DataFormatError("qrels are empty: there is nothing to evaluate against")
     if isinstance(run, Mapping) and not _has_string_ids(run):
         run = Run.from_dict(run)  # converts ids with str() and checks for collisions
@@ -415,19 +419,24 @@ def evaluate(
         )
     if len(run_query_ids) == 0:
         raise DataFormatError("run is empty: it has no queries")
-    in_run = np.isin(qrels_obj.query_ids, run_query_ids)
+    in_run = np.isin(judged_ids, run_query_ids)
     notes: list[str] = []
-    missing = qrels_obj.query_ids[~in_run]
-    extra = run_query_ids[~np.isin(run_query_ids, qrels_obj.query_ids)]
+    if len(judged_ids) < len(qrels_obj):
+        notes.append(
+            f"{len(qrels_obj) - len(judged_ids)} qrels queries have no judgments and are left "
+            f"out (e.g. {', '.join(qrels_obj.query_ids[~has_judgments][:5].tolist())})"
+        )
+    missing = judged_ids[~in_run]
+    extra = run_query_ids[~np.isin(run_query_ids, judged_ids)]
     if query_set == "intersection":
-        query_ids = qrels_obj.query_ids[in_run]
+        query_ids = judged_ids[in_run]
         if len(query_ids) == 0:
             raise DataFormatError(
                 "run and qrels share no query ids (run e.g. "
-                f"{run_query_ids[:3].tolist()}, qrels e.g. {qrels_obj.query_ids[:3].tolist()})"
+                f"{run_query_ids[:3].tolist()}, qrels e.g. {judged_ids[:3].tolist()})"
             )
     else:
-        query_ids = qrels_obj.query_ids
+        query_ids = judged_ids
         if len(missing):
             notes.append(
                 f"{len(missing)} of {len(query_ids)} judged queries are missing from the run "
