@@ -7,14 +7,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_ragmetrics.baseline import (
-    UPDATE_HINT,
-    BaselineStore,
-    compare_to_baseline,
-    failure_message,
-)
+from pytest_ragmetrics.baseline import UPDATE_HINT, BaselineStore
 from pytest_ragmetrics.metrics.names import parse_metric
 from pytest_ragmetrics.recorder import RecordedEvaluation
+from pytest_ragmetrics.regression import compare_to_baseline, failure_message
 from pytest_ragmetrics.settings import Settings
 
 
@@ -89,8 +85,8 @@ def check_test(
         elif verdict.status == "new" and settings.strict:
             failures.append(
                 f"ragmetrics: '{item.name}' ({item.test}) has no baseline entry in "
-                f"{settings.display(settings.baseline)} and --ragmetrics-strict is on. What to do: record one "
-                f"with {UPDATE_HINT} and commit the baseline file."
+                f"{settings.display(settings.baseline)} and --ragmetrics-strict is on. What to "
+                f"do: record one with {UPDATE_HINT} and commit the baseline file."
             )
     return failures
 

@@ -60,7 +60,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         if option.type == "bool":
             parser.addini(option.name, option.help, type="bool", default=False)
             group.addoption(
-                option.flag, action="store_true", default=None, dest=option.name, help=option.help
+                option.flag,
+                action="store_true",
+                default=None,
+                dest=option.name,
+                help=option.help.replace("%", "%%"),  # argparse formats help with %
             )
             continue
         default: Any = option.default
@@ -78,7 +82,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             default=None,
             dest=option.name,
             metavar=option.metavar,
-            help=option.help,
+            help=option.help.replace("%", "%%"),
         )
     group.addoption(
         FLAG_UPDATE_BASELINE,
@@ -123,6 +127,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     inipath = config.inipath
     try:
+        _register_extra_metrics(config)
         settings = build_settings(
             get,
             rootdir=inipath.parent if inipath is not None else config.rootpath,
@@ -133,9 +138,6 @@ def pytest_configure(config: pytest.Config) -> None:
                 "clear_cache": config.getoption("ragmetrics_clear_cache"),
             },
         )
-        from pytest_ragmetrics.metrics.names import register_metric
-
-        config.hook.pytest_ragmetrics_register_metrics(register=register_metric)
     except RagMetricsError as exc:
         raise pytest.UsageError(f"pytest-ragmetrics: {exc}") from None
     session = RagSession(settings, is_worker=hasattr(config, "workerinput"))
@@ -145,6 +147,20 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_ReportCollector(session), "ragmetrics-collector")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(session), "ragmetrics-xdist")
+
+
+def _register_extra_metrics(config: pytest.Config) -> None:
+    """Let conftests register metrics; they are removed again when this config ends."""
+    from pytest_ragmetrics.metrics.names import register_metric, unregister_metric
+
+    names: list[str] = []
+
+    def register(name: str, function: Any, **options: Any) -> None:
+        register_metric(name, function, **options)
+        names.append(name)
+
+    config.add_cleanup(lambda: [unregister_metric(n) for n in names])
+    config.hook.pytest_ragmetrics_register_metrics(register=register)
 
 
 class _ReportCollector:

@@ -129,7 +129,8 @@ class RagSession:
     def describe_dataset_change(
         self, recorded: RecordedEvaluation, entry: Mapping[str, Any]
     ) -> dict[str, str]:
-        from pytest_ragmetrics.baseline import describe_change, load_digests
+        from pytest_ragmetrics.baseline import load_digests
+        from pytest_ragmetrics.regression import describe_change
 
         before = entry.get("dataset") or {}
         after = recorded.dataset or {}
@@ -173,6 +174,8 @@ class RagSession:
         """Compute stale entries and, when asked, write the updated baseline (controller)."""
         if self.is_worker:
             return
+        if not self.settings.update_baseline and not self.settings.baseline.exists():
+            return  # nothing to compare with or to list as stale; read nothing
         try:
             store = self.baseline()
         except BaselineError:

@@ -1,0 +1,378 @@
+"""Baselines: writing, regression failures with statistics, comparability, blessing, xdist."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from plugin_project import XDIST_MODES, make_project, write_dataset
+
+TESTS = """
+    import pytest
+
+    def test_retrieval(rag_eval, rag_run):
+        rag_eval.retrieval(rag_run, name="toy")
+"""
+
+
+def baseline_of(pytester: pytest.Pytester) -> dict:
+    return json.loads((pytester.path / ".ragmetrics" / "baseline.json").read_text())
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.delenv("RAG_WORSE", raising=False)
+    make_project(pytester, tests=TESTS)
+    return pytester
+
+
+def test_first_run_passes_and_writes_nothing(project: pytest.Pytester) -> None:
+    result = project.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_rag.py::test_retrieval [[]toy[]]*new*"])
+    assert not (project.path / ".ragmetrics" / "baseline.json").exists()
+
+
+def test_update_writes_sorted_versioned_entries(project: pytest.Pytester) -> None:
+    result = project.runpytest("--ragmetrics-update-baseline")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*baseline .ragmetrics/baseline.json: 0 updated, 1 added, 0 removed*"]
+    )
+    text = (project.path / ".ragmetrics" / "baseline.json").read_text()
+    data = json.loads(text)
+    assert data["schema_version"] == 1
+    entry = data["entries"]["test_rag.py::test_retrieval"]["toy"]
+    assert entry["metrics"] == {"ndcg_at_10": 1.0, "recall_at_1": 1.0, "mrr": 1.0}
+    assert set(entry["per_query"]) == {"q1", "q2", "q3", "q4"}
+    assert set(entry["dataset"]["fingerprints"]) == {"corpus", "queries", "qrels"}
+    assert entry["identity"] == {"retriever": {"name": "toy", "worse": False}}
+    assert entry["k"] == 100
+    assert entry["semantics"] == {"relevance_level": 1, "gain": "linear", "query_set": "qrels"}
+    assert entry["plugin_version"]
+    assert text == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    # A second blessing of the same numbers changes nothing.
+    again = project.runpytest("--ragmetrics-update-baseline")
+    again.stdout.fnmatch_lines(["*0 updated, 0 added, 0 removed*"])
+    assert (project.path / ".ragmetrics" / "baseline.json").read_text() == text
+
+
+def test_worse_retriever_fails_with_statistics_and_advice(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    monkeypatch.setenv("RAG_WORSE", "1")
+    result = project.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*'toy' (test_rag.py::test_retrieval) regressed against the baseline in "
+            ".ragmetrics/baseline.json:",
+            "*recall_at_1: baseline 1.0000 → current 0.0000, Δ -1.0000 (allowed drop 0.0100*",
+            "*95% bootstrap CI of Δ [[]-1.0000, -1.0000[]]; paired randomization test p = *",
+            "*queries: 4 worse, 0 better, 0 unchanged*",
+            "*most regressed: q1: rank 1 → 3 (Δ -1.000); q2: rank 1 → 3*",
+            "*configuration changed: retriever: *worse*false* → *worse*true*",
+            "What to do: fix the regression, or if the new numbers are intended, bless them with "
+            "--ragmetrics-update-baseline and commit .ragmetrics/baseline.json.",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*test_retrieval [[]toy[]]*regressed*", "*· Δ*-1.0000 !*"])
+
+
+def test_better_retriever_passes_and_is_reported_improved(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAG_WORSE", "1")
+    project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    monkeypatch.delenv("RAG_WORSE")
+    result = project.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_retrieval [[]toy[]]*improved*", "*· Δ*+1.0000 +*"])
+
+
+def test_tolerance_and_alpha_gate(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    monkeypatch.setenv("RAG_WORSE", "1")
+    # A drop inside a generous per-metric tolerance is fine for that metric only.
+    loose = project.runpytest("--ragmetrics-tolerance=0.01 recall_at_1=1.0 ndcg_at_10=100% mrr=1")
+    loose.assert_outcomes(passed=1)
+    # With 4 queries a sign-flip test cannot reach p < 0.05: the alpha gate holds the failure back.
+    gated = project.runpytest("--ragmetrics-alpha=0.05")
+    gated.assert_outcomes(passed=1)
+    gated.stdout.fnmatch_lines(["*dropped -1.0000 but not significantly (p = *≥ alpha 0.05)*"])
+
+
+def test_changed_corpus_is_not_comparable(project: pytest.Pytester) -> None:
+    project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    from plugin_project import CORPUS
+
+    corpus = [dict(d) for d in CORPUS]
+    corpus[0]["text"] = "Cats purr."
+    corpus.append({"_id": "d6", "title": "Cows", "text": "Cows moo."})
+    write_dataset(project.path, corpus=corpus)
+    result = project.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*'toy' (test_rag.py::test_retrieval) is not comparable with its baseline in "
+            ".ragmetrics/baseline.json:",
+            "*corpus: 1 doc added, 1 changed (e.g. d6, d1)",
+            "What to do: if the change is intended, record new numbers with "
+            "--ragmetrics-update-baseline*",
+        ]
+    )
+
+
+def test_changed_semantics_is_not_comparable(project: pytest.Pytester) -> None:
+    project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    result = project.runpytest("--ragmetrics-gain=exponential")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*metric semantics: *linear* → *exponential*"])
+
+
+def test_strict_mode_fails_on_a_missing_entry(project: pytest.Pytester) -> None:
+    result = project.runpytest("--ragmetrics-strict")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*has no baseline entry in .ragmetrics/baseline.json and "
+            "--ragmetrics-strict is on*--ragmetrics-update-baseline*"
+        ]
+    )
+
+
+def test_update_removes_entries_no_longer_recorded_and_lists_stale(
+    pytester: pytest.Pytester,
+) -> None:
+    make_project(
+        pytester,
+        tests="""
+        def test_a(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run, name="one")
+            rag_eval.retrieval(rag_run, name="two")
+
+        def test_b(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+    """,
+    )
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=2)
+    assert sorted(baseline_of(pytester)["entries"]["test_rag.py::test_a"]) == ["one", "two"]
+    pytester.makepyfile(
+        test_rag="""
+        def test_a(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run, name="one")
+    """
+    )
+    plain = pytester.runpytest()
+    plain.assert_outcomes(passed=1)
+    plain.stdout.fnmatch_lines(
+        [
+            "*1 baseline entries belong to tests that no longer exist*",
+            "*test_rag.py::test_b [[]retrieval[]]*",
+        ]
+    )
+    # Selecting one test by node id says nothing about the others.
+    only = pytester.runpytest("test_rag.py::test_a")
+    assert "no longer exist" not in only.stdout.str()
+    result = pytester.runpytest("--ragmetrics-update-baseline")
+    result.stdout.fnmatch_lines(["*0 updated, 0 added, 2 removed*"])
+    assert baseline_of(pytester)["entries"] == {
+        "test_rag.py::test_a": {
+            "one": baseline_of(pytester)["entries"]["test_rag.py::test_a"]["one"]
+        }
+    }
+
+
+def test_update_leaves_other_tests_untouched(pytester: pytest.Pytester) -> None:
+    make_project(
+        pytester,
+        tests="""
+        def test_a(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+
+        def test_b(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+    """,
+    )
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=2)
+    before = baseline_of(pytester)
+    pytester.runpytest("--ragmetrics-update-baseline", "-k", "test_a").assert_outcomes(
+        passed=1, deselected=1
+    )
+    assert baseline_of(pytester) == before
+
+
+def test_crashing_test_keeps_its_entries(pytester: pytest.Pytester) -> None:
+    make_project(
+        pytester,
+        tests="""
+        import os
+
+        def test_a(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run, name="one")
+            if os.environ.get("CRASH"):
+                raise RuntimeError("boom")
+            rag_eval.retrieval(rag_run, name="two")
+    """,
+    )
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    before = baseline_of(pytester)
+    os.environ["CRASH"] = "1"
+    try:
+        pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(failed=1)
+    finally:
+        del os.environ["CRASH"]
+    assert baseline_of(pytester) == before
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "the baseline file is empty"),
+        ('{"schema_version": 1, "entries": {', "is not valid JSON"),
+        ('{"schema_version": 99, "entries": {}}', "written by a newer pytest-ragmetrics"),
+        ('{"entries": {}}', "not a pytest-ragmetrics baseline"),
+        (
+            '{"schema_version": 1, "entries": {"t": {"n": {"layer": "retrieval", "metrics": '
+            '{"ndcg_at_10": "high"}}}}}',
+            "'metrics' must map metric names to numbers",
+        ),
+        ('{"schema_version": 1, "entries": []}', "'entries' must be an object"),
+    ],
+    ids=["empty", "truncated", "newer-schema", "no-schema", "nonsense-value", "nonsense-type"],
+)
+def test_broken_baseline_is_a_clear_error_naming_the_file(
+    project: pytest.Pytester, content: str, message: str
+) -> None:
+    path = project.path / ".ragmetrics" / "baseline.json"
+    path.parent.mkdir()
+    path.write_text(content)
+    result = project.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*baseline.json*{message}*"])
+    assert "Traceback" not in result.stdout.str()
+    assert path.read_text() == content  # never overwritten without --ragmetrics-update-baseline
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_update_under_xdist_is_byte_identical(pytester: pytest.Pytester, mode: list[str]) -> None:
+    make_project(
+        pytester,
+        tests="""
+        import pytest
+
+        @pytest.mark.parametrize("name", ["a", "b", "c", "d"])
+        def test_many(rag_eval, rag_run, name):
+            rag_eval.retrieval(rag_run, name=name)
+    """,
+    )
+    serial = pytester.runpytest_subprocess("--ragmetrics-update-baseline", "-p", "no:xdist")
+    serial.assert_outcomes(passed=4)
+    path = pytester.path / ".ragmetrics" / "baseline.json"
+    expected = path.read_bytes()
+    path.unlink()
+    result = pytester.runpytest_subprocess("--ragmetrics-update-baseline", *mode)
+    result.assert_outcomes(passed=4)
+    assert path.read_bytes() == expected
+
+
+def test_sigkill_during_update_leaves_old_or_new_file(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kill pytest at many moments of an update: the file is always whole (old or new)."""
+    project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    path = project.path / ".ragmetrics" / "baseline.json"
+    old = path.read_text()
+    monkeypatch.setenv("RAG_WORSE", "1")
+    new_seen = False
+    for delay in (0.5, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.2, 3.0):
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--ragmetrics-update-baseline",
+            ],
+            cwd=project.path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        text = path.read_text()
+        data = json.loads(text)  # never half-written
+        assert data["schema_version"] == 1
+        if text != old:
+            new_seen = True
+            assert (
+                data["entries"]["test_rag.py::test_retrieval"]["toy"]["metrics"]["recall_at_1"]
+                == 0.0
+            )
+        leftovers = [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+        assert not leftovers or all(p.startswith(".baseline.json.") for p in leftovers)
+    process = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--ragmetrics-update-baseline",
+        ],
+        cwd=project.path,
+        capture_output=True,
+        check=False,
+    )
+    assert process.returncode == 0
+    assert (
+        json.loads(path.read_text())["entries"]["test_rag.py::test_retrieval"]["toy"]["metrics"][
+            "recall_at_1"
+        ]
+        == 0.0
+    )
+    del new_seen  # which kills landed after the rename depends on machine speed
+
+
+def test_answer_and_retrieval_entries_live_side_by_side(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_ragmetrics.metrics.answer")
+    make_project(
+        pytester,
+        tests=textwrap.dedent("""
+        from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
+
+        def test_both(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+            rag_eval.answers([
+                AnswerAssessment(query_id="q1", answer="Cats purr. They fly.",
+                                 claims=[Claim("Cats purr.", True), Claim("They fly.", False)],
+                                 addresses_question=True),
+            ])
+    """),
+    )
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    entries = baseline_of(pytester)["entries"]["test_rag.py::test_both"]
+    assert entries["answers"]["layer"] == "answer"
+    assert entries["answers"]["metrics"]["groundedness"] == 0.5
+    assert entries["retrieval"]["layer"] == "retrieval"
+
+
+def test_baseline_path_outside_project_is_refused(project: pytest.Pytester) -> None:
+    result = project.runpytest("--ragmetrics-baseline=../elsewhere/baseline.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ragmetrics_baseline*points outside the project*"])
+    assert not Path(project.path.parent / "elsewhere").exists()

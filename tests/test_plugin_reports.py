@@ -1,0 +1,185 @@
+"""Reports: terminal tables, JSON (equal with and without xdist), Markdown, JUnit properties."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from plugin_project import XDIST_MODES, make_project
+
+TESTS = """
+    import pytest
+    from pytest_ragmetrics import Run
+
+    @pytest.mark.rag_threshold(recall_at_1=0.5)
+    def test_dense(rag_eval, rag_run):
+        rag_eval.retrieval(rag_run, name="dense")
+
+    @pytest.mark.parametrize("k", [1, 2])
+    def test_cut(rag_eval, rag_run, k):
+        rag_eval.retrieval(rag_run.truncate(k), name=f"top{k}")
+
+    def test_partial(rag_eval):
+        rag_eval.retrieval(Run.from_rankings({"q1": ["d1"], "q9": ["d1"]}), name="partial")
+"""
+
+
+def test_terminal_summary_table(pytester: pytest.Pytester) -> None:
+    make_project(pytester, tests=TESTS)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*- ragmetrics: retrieval layer -*",
+            "evaluation*ndcg_at_10*recall_at_1*mrr*status",
+            "test_rag.py::test_cut[[]1[]] [[]top1[]]*1.0000*1.0000*1.0000*new",
+            "test_rag.py::test_dense [[]dense[]]*1.0000*1.0000*1.0000*new",
+            "test_rag.py::test_partial [[]partial[]]*0.2500*0.2500*0.2500*new",
+            "",
+            "note: test_rag.py::test_partial [[]partial[]]: 3 of 4 judged queries are missing from "
+            "the run and score 0 (e.g. q2, q3, q4)",
+            "note: test_rag.py::test_partial [[]partial[]]: 1 run queries have no judgments and "
+            "are ignored (e.g. q9)",
+        ]
+    )
+    assert "answer layer" not in result.stdout.str()
+
+
+def _report(pytester: pytest.Pytester, name: str, *args: str) -> dict:
+    result = pytester.runpytest_subprocess(f"--ragmetrics-json={name}", *args)
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines([f"ragmetrics: wrote {name}"])
+    return json.loads((pytester.path / name).read_text())
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_json_report_is_the_same_with_and_without_xdist(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
+    make_project(pytester, tests=TESTS)
+    serial = _report(pytester, "serial.json", "-p", "no:xdist")
+    other = _report(pytester, "other.json", *mode)
+    assert serial.pop("created") and other.pop("created")
+    assert serial == other
+
+
+def test_json_report_content(pytester: pytest.Pytester) -> None:
+    make_project(pytester, tests=TESTS)
+    report = _report(pytester, "out/report.json")
+    assert report["schema"] == "pytest-ragmetrics/report"
+    assert report["version"] == 1
+    assert report["settings"]["metrics"] == ["ndcg_at_10", "recall_at_1", "mrr"]
+    assert report["settings"]["dataset"] == "data"
+    names = [(e["test"], e["name"]) for e in report["evaluations"]]
+    assert names == sorted(names)
+    dense = next(e for e in report["evaluations"] if e["name"] == "dense")
+    assert dense["layer"] == "retrieval"
+    assert dense["metrics"] == {"ndcg_at_10": 1.0, "recall_at_1": 1.0, "mrr": 1.0}
+    assert dense["per_query"]["q2"]["recall_at_1"] == 1.0
+    assert dense["identity"] == {"retriever": {"name": "toy", "worse": False}}
+    assert dense["dataset"]["fingerprints"].keys() == {"corpus", "queries", "qrels"}
+    assert dense["thresholds"] == {"recall_at_1": 0.5}
+    assert dense["outcome"]["thresholds"] == [
+        {"metric": "recall_at_1", "value": 1.0, "threshold": 0.5, "passed": True}
+    ]
+    assert dense["outcome"]["baseline"]["status"] == "new"
+    assert report["summary"]["evaluations"] == 4
+    assert report["summary"]["by_status"] == {"new": 4}
+
+
+def test_modify_report_hook(pytester: pytest.Pytester) -> None:
+    make_project(pytester, tests=TESTS)
+    pytester.makeconftest(
+        (pytester.path / "conftest.py").read_text()
+        + "\ndef pytest_ragmetrics_modify_report(report, config):\n"
+        "    report['team'] = 'search'\n"
+    )
+    report = _report(pytester, "r.json")
+    assert report["team"] == "search"
+
+
+def test_markdown_report_appends_and_bolds_the_best(pytester: pytest.Pytester) -> None:
+    make_project(pytester, tests=TESTS)
+    summary = pytester.path / "summary.md"
+    summary.write_text("# Earlier step\n")
+    pytester.runpytest("--ragmetrics-markdown=summary.md").assert_outcomes(passed=4)
+    text = summary.read_text()
+    assert text.startswith("# Earlier step\n")
+    assert "### Retrieval layer" in text
+    assert "#### recall_at_1" in text
+    assert "| test_rag.py::test_dense [dense] | **1.0000** | - | - | new |" in text
+    assert "| test_rag.py::test_partial [partial] | 0.2500 | - | - | new |" in text
+    pytester.runpytest("--ragmetrics-markdown=summary.md").assert_outcomes(passed=4)
+    assert summary.read_text().count("## pytest-ragmetrics") == 2
+
+
+def test_markdown_report_stays_under_one_mebibyte() -> None:
+    from pytest_ragmetrics.report.markdown import markdown_report
+
+    entries = [
+        {
+            "test": f"tests/test_x.py::test_{i}",
+            "name": "n" * 200,
+            "layer": "retrieval",
+            "metrics": {f"m_{j}": 0.5 for j in range(40)},
+            "outcome": {},
+        }
+        for i in range(400)
+    ]
+    text = markdown_report(entries, [])
+    assert len(text.encode()) < 1024 * 1024
+    assert text.rstrip().endswith("for everything._")
+
+
+def test_junit_properties_are_opt_in(pytester: pytest.Pytester) -> None:
+    make_project(pytester, tests=TESTS)
+    pytester.runpytest("--junitxml=plain.xml").assert_outcomes(passed=4)
+    assert "ragmetrics:" not in (pytester.path / "plain.xml").read_text()
+    pytester.runpytest("--junitxml=props.xml", "--ragmetrics-junit-properties").assert_outcomes(
+        passed=4
+    )
+    tree = ET.parse(pytester.path / "props.xml")
+    props = {p.get("name"): p.get("value") for p in tree.iter("property")}
+    assert props["ragmetrics:dense:recall_at_1"] == "1.0"
+    assert props["ragmetrics:partial:mrr"] == "0.25"
+
+
+def test_evaluation_recorded_hook_and_custom_metric(pytester: pytest.Pytester) -> None:
+    make_project(
+        pytester,
+        ini='ragmetrics_metrics = "mrr first_hit_depth"\n',
+        tests="""
+        import pytest
+
+        @pytest.mark.rag_threshold(first_hit_depth=0.5)
+        def test_it(rag_eval, rag_run):
+            e = rag_eval.retrieval(rag_run)
+            assert e.mean["first_hit_depth"] == 1.0
+    """,
+    )
+    pytester.makeconftest(
+        (pytester.path / "conftest.py").read_text()
+        + """
+import numpy as np
+
+def pytest_ragmetrics_register_metrics(register):
+    def first_hit_depth(ranked, k):
+        first = ranked.first_relevant_rank
+        return np.where(first > 0, 1.0 / np.maximum(first, 1), 0.0)
+    register("first_hit_depth", first_hit_depth, cutoff="none")
+
+SEEN = []
+
+def pytest_ragmetrics_evaluation_recorded(recorded, item):
+    SEEN.append((item.name, recorded.name, round(recorded.evaluation.mean["mrr"], 3)))
+
+def pytest_sessionfinish(session):
+    print("SEEN", SEEN)
+"""
+    )
+    result = pytester.runpytest_subprocess("-s", "-p", "no:xdist")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*SEEN [[]('test_it', 'retrieval', 1.0)[]]*", "evaluation*mrr*first_hit_depth*status"]
+    )
