@@ -101,6 +101,173 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "retrieve",
+        help="run a built-in retriever over a dataset and write a TREC run",
+        description="Search a dataset's queries with the dense or BM25 retriever and write a "
+        "TREC run that 'ragmetrics evaluate' reads. Embeddings and runs are cached.",
+    )
+    p.add_argument("--dataset", required=True, metavar="DIR", help="BEIR or FlagEmbedding folder")
+    p.add_argument("--split", default="test", help="qrels split whose queries to search")
+    p.add_argument("--retriever", required=True, choices=("dense", "bm25"))
+    p.add_argument(
+        "--model",
+        metavar="PATH_OR_NAME",
+        help="dense: model folder or locally cached hub name (default: all-MiniLM-L6-v2)",
+    )
+    p.add_argument("--k", type=int, default=100, help="documents per query (default 100)")
+    p.add_argument(
+        "--cache-dir",
+        default=".ragmetrics/cache",
+        metavar="DIR",
+        help="cache folder for embeddings and runs (default .ragmetrics/cache)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    p.add_argument("--out", required=True, metavar="RUN", help="TREC run file to write")
+    p.add_argument("--tag", help="run tag (last column; default: the retriever's name)")
+    dense = p.add_argument_group("dense options")
+    dense.add_argument("--batch-size", type=int, help="encoding batch size (default 32)")
+    dense.add_argument("--max-seq-length", type=int, help="truncate inputs (tokens)")
+    dense.add_argument("--query-prefix", help="text put before every query (e5, bge, ...)")
+    dense.add_argument("--passage-prefix", help="text put before every passage")
+    dense.add_argument("--index", choices=("flat", "ivf", "hnsw"), help="faiss index type")
+    dense.add_argument("--device", help="torch device, e.g. cpu or cuda:0")
+    dense.add_argument(
+        "--devices", help="encode on several devices/processes, e.g. cuda:0,cuda:1 or cpu,cpu"
+    )
+    p.set_defaults(handler=_cmd_retrieve)
+
+
+def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
+    import time
+
+    from pytest_ragmetrics.data.layouts import load_dataset
+    from pytest_ragmetrics.data.trec import write_run
+    from pytest_ragmetrics.errors import ConfigError
+    from pytest_ragmetrics.progress import stream_reporter, use_reporter
+    from pytest_ragmetrics.retrievers import build_retriever
+
+    if args.k < 1:
+        raise ConfigError(f"--k must be a positive integer, got {args.k}")
+    dataset = load_dataset(args.dataset, args.split)
+    options: dict[str, Any] = {
+        name: value
+        for name, value in (
+            ("model", args.model),
+            ("batch_size", args.batch_size),
+            ("max_seq_length", args.max_seq_length),
+            ("query_prefix", args.query_prefix),
+            ("passage_prefix", args.passage_prefix),
+            ("index", args.index),
+            ("device", args.device),
+            ("devices", args.devices.split(",") if args.devices else None),
+        )
+        if value is not None
+    }
+    if args.retriever == "bm25" and options:
+        flags = ", ".join("--" + name.replace("_", "-") for name in options)
+        raise ConfigError(f"{flags}: only for --retriever dense")
+    if not args.no_cache:
+        from pytest_ragmetrics.cache import Cache
+
+        options["cache"] = Cache(args.cache_dir)
+    started = time.perf_counter()
+    with use_reporter(stream_reporter()):
+        retriever = build_retriever(args.retriever, dataset.corpus, **options)
+        run = retriever.search(dataset.queries, args.k)
+    write_run(run, args.out, tag=args.tag or retriever.name)
+    out.write(
+        f"{retriever.name}: {len(run)} queries x top {args.k} of {len(dataset.corpus)} "
+        f"documents -> {args.out} ({time.perf_counter() - started:.1f} s)\n"
+    )
+    return 0
+
+
+def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="compare a report with a baseline (or another report)",
+        description="Compare the evaluations of a JSON report (--ragmetrics-json) with a "
+        "baseline file or an earlier report: the same verdicts as the plugin. Exit code 1 when "
+        "an evaluation regressed or is not comparable, 0 otherwise.",
+    )
+    p.add_argument("before", help="baseline file (.ragmetrics/baseline.json) or JSON report")
+    p.add_argument("after", help="JSON report of the run to check")
+    p.add_argument(
+        "--tolerance",
+        action="append",
+        metavar="TOL",
+        help="allowed drop: 0.01 (absolute, default), 2%% (relative), or per metric like "
+        "ndcg_at_10=0.005 (repeatable)",
+    )
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=None,
+        help="fail only when the randomization-test p-value is below this too",
+    )
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.set_defaults(handler=_cmd_compare)
+
+
+def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
+    from pathlib import Path
+
+    from tabulate import tabulate
+
+    from pytest_ragmetrics.errors import ConfigError
+    from pytest_ragmetrics.regression import compare_files, failure_message
+    from pytest_ragmetrics.settings import parse_tolerances
+
+    if args.alpha is not None and not 0.0 <= args.alpha <= 1.0:
+        raise ConfigError(f"--alpha {args.alpha} must be between 0 and 1")
+    tolerances = parse_tolerances(args.tolerance or ["0.01"], where="--tolerance")
+    results = compare_files(Path(args.before), Path(args.after), tolerances, alpha=args.alpha)
+    failed = [(r, v) for r, v in results if v.status in ("regressed", "not comparable")]
+    if args.format == "json":
+        payload = {
+            "evaluations": [
+                {"test": r.test, "name": r.name, "layer": r.layer, **v.to_dict()}
+                for r, v in results
+            ],
+            "failed": len(failed),
+        }
+        out.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+        return 1 if failed else 0
+    rows = []
+    for recorded, verdict in results:
+        label = f"{recorded.test} [{recorded.name}]"
+        if not verdict.metrics:
+            rows.append([label, "", "", "", "", verdict.status])
+        for m in verdict.metrics:
+            rows.append(
+                [
+                    label,
+                    m.metric,
+                    f"{m.baseline:.4f}",
+                    f"{m.current:.4f}",
+                    f"{m.delta:+.4f}",
+                    m.status,
+                ]
+            )
+            label = ""
+    tablefmt = "github" if args.format == "markdown" else "simple"
+    out.write(
+        tabulate(
+            rows,
+            headers=["evaluation", "metric", "before", "after", "Δ", "status"],
+            tablefmt=tablefmt,
+            disable_numparse=True,
+        )
+        + "\n"
+    )
+    for recorded, verdict in failed:
+        out.write("\n" + failure_message(recorded, verdict, args.before) + "\n")
+    out.write(f"\n{len(results)} evaluations, {len(failed)} failed\n")
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ragmetrics`` command."""
     parser = argparse.ArgumentParser(
@@ -109,6 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_evaluate(sub)
+    _add_compare(sub)
+    _add_retrieve(sub)
     return parser
 
 

@@ -6,11 +6,13 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from pytest_ragmetrics.baseline import UPDATE_HINT, round_values
+from pytest_ragmetrics.errors import BaselineError
 from pytest_ragmetrics.recorder import RecordedEvaluation
 from pytest_ragmetrics.settings import Tolerances
 from pytest_ragmetrics.stats import DEFAULT_SEED, PairedComparison, compare_paired
@@ -323,3 +325,51 @@ def _query_set_lines(verdict: Verdict) -> list[str]:
             f"{' ...' if len(verdict.only_current) > 10 else ''}"
         )
     return lines
+
+
+def load_evaluations(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """The evaluations of a baseline file or a JSON report, keyed by (test id, name)."""
+    from pytest_ragmetrics.baseline import BaselineStore
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BaselineError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"{path}: cannot read ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if isinstance(data, dict) and isinstance(data.get("evaluations"), list):
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for i, entry in enumerate(data["evaluations"]):
+            if not isinstance(entry, dict) or not {"test", "name", "metrics"} <= set(entry):
+                raise BaselineError(f"{path}: evaluation #{i + 1} lacks test, name or metrics")
+            out[(entry["test"], entry["name"])] = entry
+        return out
+    store = BaselineStore.load(path)
+    if not store.exists:
+        raise BaselineError(f"{path}: file not found")
+    return {
+        (test, name): {"test": test, "name": name, **entry}
+        for test, named in store.entries.items()
+        for name, entry in named.items()
+    }
+
+
+def compare_files(
+    before: Path,
+    after: Path,
+    tolerances: Tolerances,
+    *,
+    alpha: float | None = None,
+) -> list[tuple[RecordedEvaluation, Verdict]]:
+    """Verdicts for every evaluation of ``after`` against ``before`` (missing ones are new)."""
+    old = load_evaluations(before)
+    new = load_evaluations(after)
+    results = []
+    for key in sorted(new):
+        recorded = RecordedEvaluation.from_dict(new[key])
+        results.append(
+            (recorded, compare_to_baseline(recorded, old.get(key), tolerances, alpha=alpha))
+        )
+    return results
