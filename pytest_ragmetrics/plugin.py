@@ -6,9 +6,8 @@ module imports nothing heavy, so having the plugin installed costs pytest nothin
 
 from __future__ import annotations
 
-import contextlib
 import shlex
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -159,7 +158,11 @@ def _register_extra_metrics(config: pytest.Config) -> None:
         register_metric(name, function, **options)
         names.append(name)
 
-    config.add_cleanup(lambda: [unregister_metric(n) for n in names])
+    def cleanup() -> None:
+        for name in names:
+            unregister_metric(name)
+
+    config.add_cleanup(cleanup)
     config.hook.pytest_ragmetrics_register_metrics(register=register)
 
 
@@ -329,8 +332,7 @@ def rag_run(request: pytest.FixtureRequest, rag_retriever: Any, rag_queries: Que
     settings = _session(request.config).settings
 
     def search() -> Run:
-        with _terminal_progress(request.config):
-            run: Run = rag_retriever.search(rag_queries, settings.k)
+        run: Run = rag_retriever.search(rag_queries, settings.k)
         identity = getattr(rag_retriever, "identity", None)
         provenance = {
             "retriever": identity()
@@ -426,10 +428,12 @@ def rag_query(request: pytest.FixtureRequest, rag_run: Run) -> RagQuery:
     return _clean(build)
 
 
-@contextlib.contextmanager
-def _terminal_progress(config: pytest.Config) -> Iterator[None]:
-    """Route library progress bars to the real terminal while pytest captures output."""
-    from pytest_ragmetrics.progress import LineProgress, use_reporter
+def _terminal_progress(config: pytest.Config) -> Any:
+    """A progress reporter writing through pytest's terminal (None when it should stay silent).
+
+    Silent on xdist workers (they have no terminal), with -q, and when stdout is not a TTY.
+    """
+    from pytest_ragmetrics.progress import LineProgress
 
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     capture = config.pluginmanager.get_plugin("capturemanager")
@@ -440,8 +444,7 @@ def _terminal_progress(config: pytest.Config) -> Iterator[None]:
         or config.get_verbosity() < 0
         or not reporter.isatty
     ):
-        yield
-        return
+        return None
     started = False
 
     def write(text: str) -> None:
@@ -453,8 +456,17 @@ def _terminal_progress(config: pytest.Config) -> Iterator[None]:
             reporter.write(text)
             reporter.flush()
 
-    with use_reporter(LineProgress(write)):
-        yield
+    return LineProgress(write)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Show library progress bars (corpus encoding) on the terminal for the whole session."""
+    reporter = _terminal_progress(session.config)
+    if reporter is not None:
+        from pytest_ragmetrics.progress import set_reporter
+
+        _session(session.config).progress_token = set_reporter(reporter)
 
 
 # -- running tests -----------------------------------------------------------------------------
@@ -520,6 +532,11 @@ def pytest_runtest_makereport(
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Controller: update the baseline if asked, then write the JSON and Markdown reports."""
     state = _session(session.config)
+    if state.progress_token is not None:
+        from pytest_ragmetrics.progress import reset_reporter
+
+        reset_reporter(state.progress_token)
+        state.progress_token = None
     if state.is_worker:
         return
     try:

@@ -12,7 +12,7 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Protocol, TextIO
 
 
@@ -92,6 +92,16 @@ def stream_reporter(stream: TextIO | None = None) -> ProgressReporter:
 
 
 _reporter: ContextVar[ProgressReporter | None] = ContextVar("ragmetrics_progress", default=None)
+
+
+def set_reporter(reporter: ProgressReporter | None) -> Token[ProgressReporter | None]:
+    """Route :func:`progress` to ``reporter`` until :func:`reset_reporter` (for long scopes)."""
+    return _reporter.set(reporter)
+
+
+def reset_reporter(token: Token[ProgressReporter | None]) -> None:
+    """Undo :func:`set_reporter`."""
+    _reporter.reset(token)
 
 
 @contextlib.contextmanager

@@ -51,6 +51,7 @@ class RagSession:
         self.cleared: int | None = None
         self.finish_error: str | None = None
         self.plugin_version = PLUGIN_VERSION
+        self.progress_token: Any = None
 
     # -- lazily loaded resources ---------------------------------------------------------------
 

@@ -1,0 +1,46 @@
+"""pytest start-up with pytest-ragmetrics installed vs disabled (-p no:ragmetrics).
+
+Runs ``pytest --co -q`` in a folder with one trivial test, alternating the two variants, and
+prints the ratio of medians (target <= 1.05). Run: python benchmarks/bench_startup.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def timed(cmd: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=21)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / "test_trivial.py").write_text("def test_trivial():\n    assert True\n")
+        base = [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider"]
+        with_plugin: list[float] = []
+        without: list[float] = []
+        timed(base, root)  # warm the file-system cache
+        for _ in range(args.rounds):
+            with_plugin.append(timed(base, root))
+            without.append(timed([*base, "-p", "no:ragmetrics"], root))
+    a, b = statistics.median(with_plugin), statistics.median(without)
+    print(f"pytest --co -q, one trivial test, median of {args.rounds} alternating runs")
+    print(f"  plugin installed:   {a * 1000:7.1f} ms")
+    print(f"  -p no:ragmetrics:   {b * 1000:7.1f} ms")
+    print(f"  ratio:              {a / b:7.3f}x (target <= 1.05)")
+
+
+if __name__ == "__main__":
+    main()
