@@ -111,9 +111,14 @@ def test_object_arrays_are_refused_on_write(tmp_path: Path) -> None:
 
 def test_disabled_cache_always_computes_and_counts_nothing(tmp_path: Path) -> None:
     for cache in (Cache(None), Cache(tmp_path, enabled=False)):
-        calls = []
+        calls: list[int] = []
+
+        def compute(calls: list[int] = calls) -> dict[str, np.ndarray[Any, Any]]:
+            calls.append(1)
+            return {"x": np.ones(1)}
+
         for _ in range(2):
-            cache.arrays("run", IDENTITY, lambda: calls.append(1) or {"x": np.ones(1)})
+            cache.arrays("run", IDENTITY, compute)
         assert len(calls) == 2
         assert (cache.hits, cache.misses, cache.computed) == (0, 0, 0)
     assert not any(tmp_path.iterdir())

@@ -167,7 +167,7 @@ def test_factory_builds_bm25_and_rejects_unknowns() -> None:
     retriever = build_retriever("bm25", CORPUS, k1=1.2)
     assert isinstance(retriever, BM25Retriever)
     assert retriever.identity()["k1"] == 1.2
-    with pytest.raises(ConfigError, match="unknown retriever 'sparse'.*dense, bm25"):
+    with pytest.raises(ConfigError, match=r"unknown retriever 'sparse'.*dense, bm25"):
         build_retriever("sparse", CORPUS)
     with pytest.raises(ConfigError, match=r"unknown option\(s\) kk1.*valid options:.*k1"):
         build_retriever("bm25", CORPUS, kk1=1.2)
@@ -204,4 +204,3 @@ def _modules_after(code: str) -> set[str]:
 def test_heavy_libraries_are_not_imported(code: str) -> None:
     loaded = _modules_after(code)
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
-

@@ -14,6 +14,7 @@ from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.retrievers.base import (
     CallableRetriever,
     Retriever,
+    ShortRankingWarning,
     StagedRetriever,
     cached_search,
     check_run,
@@ -83,6 +84,7 @@ __all__ = [
     "DenseRetriever",
     "RerankRetriever",
     "Retriever",
+    "ShortRankingWarning",
     "StagedRetriever",
     "build_retriever",
     "cached_search",

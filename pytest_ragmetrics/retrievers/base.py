@@ -20,6 +20,10 @@ Ranking = Sequence[str] | Sequence[tuple[str, float]] | Mapping[str, float]
 CacheLike = Cache | str | os.PathLike[str] | None
 
 
+class ShortRankingWarning(RagMetricsWarning):
+    """A retriever returned fewer documents than asked for some queries (or none)."""
+
+
 @runtime_checkable
 class Retriever(Protocol):
     """Anything that ranks documents for queries.
@@ -70,7 +74,8 @@ def check_run(
     Unknown documents (when the corpus is known) and queries that were not asked for are a
     :class:`RetrieverError`. Queries with fewer than ``k`` documents (or fewer than the corpus
     holds, when the corpus is smaller than ``k``) or none at all give one
-    :class:`RagMetricsWarning`: recall-type metrics are then understated, but computable.
+    :class:`ShortRankingWarning` (a :class:`RagMetricsWarning`): recall-type metrics are then
+    understated, but computable.
     """
     asked = queries.position
     extra = [q for q in run.query_ids.tolist() if q not in asked]
@@ -117,7 +122,7 @@ def check_run(
         warnings.warn(
             f"retriever {retriever!r} returned {' and '.join(parts)}; metrics at cut-offs "
             "beyond what it returned count the missing documents as not retrieved",
-            RagMetricsWarning,
+            ShortRankingWarning,
             stacklevel=3,
         )
     return run

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 import os
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from pytest_ragmetrics.cache import canonical_json
 from pytest_ragmetrics.data.model import Corpus, Queries, Run
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.progress import progress
@@ -35,6 +37,12 @@ IndexType = Literal["flat", "ivf", "hnsw"]
 FloatMatrix = npt.NDArray[np.float32]
 
 PASSAGE_SEPARATOR = " "
+
+# Models in use, so that retrievers over the same model (other corpora, index types, k) in one
+# process share one copy; an entry goes when the last retriever using it does.
+_loaded_models: weakref.WeakValueDictionary[tuple[str, str | None, int | None], Any] = (
+    weakref.WeakValueDictionary()
+)
 
 
 class DenseRetriever:
@@ -167,14 +175,19 @@ class DenseRetriever:
 
     @property
     def model(self) -> SentenceTransformer:
-        """The sentence-transformers model, loaded on first use."""
+        """The sentence-transformers model, loaded on first use (shared by equal retrievers)."""
         if self._model is None:
-            self._model = load_sentence_transformer(
-                self.source,
-                device=self.device,
-                max_seq_length=self.max_seq_length,
-                allow_download=self.allow_download,
-            )
+            key = (canonical_json(self.source.content_key()), self.device, self.max_seq_length)
+            model = _loaded_models.get(key)
+            if model is None:
+                model = load_sentence_transformer(
+                    self.source,
+                    device=self.device,
+                    max_seq_length=self.max_seq_length,
+                    allow_download=self.allow_download,
+                )
+                _loaded_models[key] = model
+            self._model = model
         return self._model
 
     def _encode(self, texts: list[str], prefix: str, description: str | None) -> FloatMatrix:
@@ -219,7 +232,7 @@ class DenseRetriever:
     def embedding_key(self) -> dict[str, Any]:
         """What the corpus embeddings depend on (their cache key)."""
         return {
-            **self.source.identity(),
+            **self.source.content_key(),
             "max_seq_length": self.max_seq_length,
             "normalize": self.normalize,
             "passage_prefix": self.passage_prefix,

