@@ -1,0 +1,90 @@
+"""Judges for the answer layer: protocol, recorded verdicts, embedding and HTTP judges,
+calibration against human labels (loaded on first use)."""
+
+from typing import TYPE_CHECKING
+
+from pytest_ragmetrics._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.judges.base import (
+        BatchClaimJudge,
+        ClaimJudge,
+        Judge,
+        ThresholdJudge,
+        VerdictCache,
+        identity_hash,
+        split_sentences,
+    )
+    from pytest_ragmetrics.judges.calibration import (
+        Agreement,
+        CalibrationResult,
+        LabelledClaim,
+        agreement,
+        calibrate,
+        cohen_kappa,
+        load_calibration,
+        load_kappa,
+        read_claim_labels,
+        save_calibration,
+    )
+    from pytest_ragmetrics.judges.embedding import EmbeddingJudge
+    from pytest_ragmetrics.judges.factory import JUDGE_KINDS, build_judge
+    from pytest_ragmetrics.judges.http import HttpJudge
+    from pytest_ragmetrics.judges.recorded import RecordedJudge, read_assessments
+    from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
+
+_EXPORTS = {
+    "Agreement": "pytest_ragmetrics.judges.calibration",
+    "AnswerAssessment": "pytest_ragmetrics.judges.records",
+    "BatchClaimJudge": "pytest_ragmetrics.judges.base",
+    "CalibrationResult": "pytest_ragmetrics.judges.calibration",
+    "Claim": "pytest_ragmetrics.judges.records",
+    "ClaimJudge": "pytest_ragmetrics.judges.base",
+    "EmbeddingJudge": "pytest_ragmetrics.judges.embedding",
+    "HttpJudge": "pytest_ragmetrics.judges.http",
+    "JUDGE_KINDS": "pytest_ragmetrics.judges.factory",
+    "Judge": "pytest_ragmetrics.judges.base",
+    "LabelledClaim": "pytest_ragmetrics.judges.calibration",
+    "RecordedJudge": "pytest_ragmetrics.judges.recorded",
+    "ThresholdJudge": "pytest_ragmetrics.judges.base",
+    "VerdictCache": "pytest_ragmetrics.judges.base",
+    "agreement": "pytest_ragmetrics.judges.calibration",
+    "build_judge": "pytest_ragmetrics.judges.factory",
+    "calibrate": "pytest_ragmetrics.judges.calibration",
+    "cohen_kappa": "pytest_ragmetrics.judges.calibration",
+    "identity_hash": "pytest_ragmetrics.judges.base",
+    "load_calibration": "pytest_ragmetrics.judges.calibration",
+    "load_kappa": "pytest_ragmetrics.judges.calibration",
+    "read_assessments": "pytest_ragmetrics.judges.recorded",
+    "read_claim_labels": "pytest_ragmetrics.judges.calibration",
+    "save_calibration": "pytest_ragmetrics.judges.calibration",
+    "split_sentences": "pytest_ragmetrics.judges.base",
+}
+__all__ = [
+    "JUDGE_KINDS",
+    "Agreement",
+    "AnswerAssessment",
+    "BatchClaimJudge",
+    "CalibrationResult",
+    "Claim",
+    "ClaimJudge",
+    "EmbeddingJudge",
+    "HttpJudge",
+    "Judge",
+    "LabelledClaim",
+    "RecordedJudge",
+    "ThresholdJudge",
+    "VerdictCache",
+    "agreement",
+    "build_judge",
+    "calibrate",
+    "cohen_kappa",
+    "identity_hash",
+    "load_calibration",
+    "load_kappa",
+    "read_assessments",
+    "read_claim_labels",
+    "save_calibration",
+    "split_sentences",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

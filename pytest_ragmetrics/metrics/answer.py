@@ -1,0 +1,113 @@
+"""Answer-layer metrics: groundedness and answer relevance, per query, from judge assessments."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pytest_ragmetrics.data.model import as_str_array
+from pytest_ragmetrics.errors import MetricError
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.judges.records import AnswerAssessment
+    from pytest_ragmetrics.metrics.evaluation import Evaluation
+
+ANSWER_METRICS: tuple[str, ...] = ("groundedness", "answer_relevance")
+
+
+def evaluate_answers(
+    assessments: Iterable[AnswerAssessment],
+    metrics: Sequence[str] = ANSWER_METRICS,
+) -> Evaluation:
+    """An answer-layer :class:`Evaluation` of judge assessments, one row per answer.
+
+    ``groundedness`` = supported claims / judged claims of the answer. An answer with no
+    judged claim (none extracted, or none the judge could decide) is "no claims": its
+    groundedness is NaN — not applicable — and it is left out of the mean, because scoring it
+    0 would punish an answer that asserts nothing and 1 would reward it. Such answers are
+    counted in ``details["no_claims"]`` and named in ``notes``, so they are shown, never
+    silently averaged in.
+
+    ``answer_relevance`` = 1/0 for a yes/no verdict, or the ordinal score scaled to [0, 1]
+    by the rubric's ``relevance_scale`` (lowest → 0, highest → 1); NaN when not judged.
+
+    ``details`` per query: ``claims``, ``judged_claims``, ``supported_claims``, ``no_claims``
+    (1/0) and ``relevance_judged`` (1/0). Duplicate query ids are an error.
+    """
+    from pytest_ragmetrics.judges.records import AnswerAssessment
+    from pytest_ragmetrics.metrics.evaluation import Evaluation
+
+    wanted = list(dict.fromkeys(metrics))
+    unknown = [m for m in wanted if m not in ANSWER_METRICS]
+    if unknown or not wanted:
+        raise MetricError(
+            f"answer-layer metrics are {', '.join(ANSWER_METRICS)}; got "
+            f"{', '.join(map(repr, unknown)) or 'none'}"
+        )
+    items = list(assessments)
+    if not items:
+        raise MetricError(
+            "no answer assessments to evaluate; pass the judge's assessments "
+            "(judge.assess(query, answer, contexts, query_id=...)) for at least one answer"
+        )
+    seen: dict[str, int] = {}
+    for position, item in enumerate(items):
+        if not isinstance(item, AnswerAssessment):
+            raise MetricError(
+                f"assessment #{position} is a {type(item).__name__}, not an AnswerAssessment; "
+                "build it with a judge's assess() or AnswerAssessment.from_dict()"
+            )
+        if item.query_id in seen:
+            raise MetricError(
+                f"query id {item.query_id!r} is assessed twice (assessments #{seen[item.query_id]} "
+                f"and #{position}); give each answer its own query id"
+            )
+        seen[item.query_id] = position
+
+    columns = {
+        "groundedness": [a.groundedness for a in items],
+        "answer_relevance": [a.answer_relevance for a in items],
+    }
+    values = np.array([columns[m] for m in wanted], dtype=np.float64).T.reshape(
+        len(items), len(wanted)
+    )
+    details = {
+        "claims": np.array([len(a.claims) for a in items], dtype=np.int64),
+        "judged_claims": np.array([a.judged_claims for a in items], dtype=np.int64),
+        "supported_claims": np.array([a.supported_claims for a in items], dtype=np.int64),
+        "no_claims": np.array([a.judged_claims == 0 for a in items], dtype=np.int64),
+        "relevance_judged": np.array(
+            [a.addresses_question is not None for a in items], dtype=np.int64
+        ),
+    }
+    notes: list[str] = []
+    no_claims = [a.query_id for a in items if a.judged_claims == 0]
+    if no_claims and "groundedness" in wanted:
+        shown = ", ".join(no_claims[:5]) + (", ..." if len(no_claims) > 5 else "")
+        notes.append(
+            f"{len(no_claims)} of {len(items)} answers have no judged claims ({shown}): "
+            "groundedness is not applicable to them and they are left out of its mean"
+        )
+    unjudged = sum(a.judged_claims < len(a.claims) for a in items)
+    if unjudged and "groundedness" in wanted:
+        notes.append(
+            f"{unjudged} answers have claims the judge could not decide; those claims count "
+            "in neither supported nor judged claims"
+        )
+    no_relevance = sum(a.addresses_question is None for a in items)
+    if no_relevance and "answer_relevance" in wanted:
+        notes.append(
+            f"{no_relevance} of {len(items)} answers have no relevance verdict: "
+            "answer_relevance is not applicable to them and they are left out of its mean"
+        )
+    return Evaluation(
+        as_str_array([a.query_id for a in items]),
+        tuple(wanted),
+        values,
+        "answer",
+        None,
+        details,
+        notes,
+    )
