@@ -268,6 +268,141 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if failed else 0
 
 
+def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="measure a judge's agreement with human support labels (accuracy, kappa)",
+        description="Judge every (claim, context) pair of a labels file (JSONL: claim, "
+        "context_sentences, label SUPPORT/CONTRADICT/NOINFO; supported = SUPPORT) and report "
+        "agreement with the labels: accuracy, Cohen's kappa, confusion matrix. A threshold "
+        "judge (embedding) gets its threshold tuned on a seeded half and is scored on the other "
+        "half. --save records the result for the ragmetrics_min_judge_kappa gate.",
+    )
+    p.add_argument("--judge", required=True, choices=("embedding", "http", "recorded"))
+    p.add_argument("--labels", required=True, metavar="FILE.jsonl", help="human labels")
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument(
+        "--save",
+        metavar="PATH",
+        help="record the result in this calibration file (e.g. .ragmetrics/calibration.json)",
+    )
+    p.add_argument("--limit", type=int, metavar="N", help="use only the first N labelled items")
+    p.add_argument("--seed", type=int, default=0, help="seed of the tuning split (default 0)")
+    p.add_argument(
+        "--cache-dir",
+        default=".ragmetrics/cache",
+        metavar="DIR",
+        help="verdict cache folder (default .ragmetrics/cache)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    emb = p.add_argument_group("embedding options")
+    emb.add_argument(
+        "--threshold",
+        type=float,
+        help="score this fixed threshold on all items instead of tuning one",
+    )
+    emb.add_argument("--model", help="embedding: local model folder; http: model name")
+    web = p.add_argument_group("http options")
+    web.add_argument(
+        "--url", help="base URL of an OpenAI-compatible server (or RAGMETRICS_JUDGE_URL)"
+    )
+    web.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="environment variable holding the API key (default RAGMETRICS_JUDGE_API_KEY)",
+    )
+    web.add_argument("--timeout", type=float, help="seconds per request (default 60)")
+    rec = p.add_argument_group("recorded options")
+    rec.add_argument(
+        "--verdicts", metavar="FILE.jsonl", help="recorded assessments, query_id = item id"
+    )
+    p.set_defaults(handler=_cmd_calibrate)
+
+
+def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
+    from tabulate import tabulate
+
+    from pytest_ragmetrics.cache import Cache
+    from pytest_ragmetrics.errors import ConfigError
+    from pytest_ragmetrics.judges.calibration import calibrate, save_calibration
+    from pytest_ragmetrics.judges.factory import build_judge
+    from pytest_ragmetrics.progress import stream_reporter, use_reporter
+
+    own = {
+        "embedding": {"threshold", "model"},
+        "http": {"model", "url", "api_key_env", "timeout"},
+        "recorded": {"verdicts"},
+    }
+    given = {
+        name
+        for name in ("threshold", "model", "url", "api_key_env", "timeout", "verdicts")
+        if getattr(args, name) is not None
+    }
+    wrong = sorted(given - own[args.judge])
+    if wrong:
+        flags = ", ".join("--" + name.replace("_", "-") for name in wrong)
+        raise ConfigError(f"{flags}: not an option of --judge {args.judge}")
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError(f"--limit must be a positive integer, got {args.limit}")
+    options = {name: getattr(args, name) for name in given}
+    if args.judge == "http":
+        # A weak model's off-script reply is counted as unjudged, not fatal, while calibrating.
+        options["unparseable"] = "unjudged"
+    judge = build_judge(
+        args.judge, cache=None if args.no_cache else Cache(args.cache_dir), **options
+    )
+    with use_reporter(stream_reporter()):
+        result = calibrate(
+            judge,
+            args.labels,
+            seed=args.seed,
+            limit=args.limit,
+            tune=args.threshold is None,
+        )
+    if args.save:
+        save_calibration(args.save, result)
+    if args.format == "json":
+        out.write(json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n")
+        return 0
+    identity = result.judge
+    c = result.confusion
+    if result.tuning is not None:
+        how = (
+            f"{result.threshold} (best kappa on {result.tuning.n} tuning items, seed "
+            f"{result.seed}; figures below are on the other {result.n})"
+        )
+    else:
+        how = "-" if result.threshold is None else f"{result.threshold} (fixed)"
+    rows = [
+        ["judge", f"{identity.get('name')} ({identity.get('model')})"],
+        ["labels", f"{args.labels} ({result.labels.get('n')} items)"],
+        ["threshold", how],
+        ["n", str(result.n)],
+        ["unjudged", str(result.unjudged)],
+        ["accuracy", _number(result.accuracy)],
+        ["kappa", _number(result.kappa)],
+        ["seconds", f"{result.seconds:.1f}"],
+    ]
+    tablefmt = "github" if args.format == "markdown" else "simple"
+    out.write(tabulate(rows, tablefmt=tablefmt, disable_numparse=True) + "\n\n")
+    matrix = [
+        ["human: supported", str(c["tp"]), str(c["fn"])],
+        ["human: not supported", str(c["fp"]), str(c["tn"])],
+    ]
+    out.write(
+        tabulate(
+            matrix,
+            headers=["", "judge: supported", "judge: not supported"],
+            tablefmt=tablefmt,
+            disable_numparse=True,
+        )
+        + "\n"
+    )
+    if args.save:
+        out.write(f"\nsaved to {args.save} (judge {result.judge_key[:12]})\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ragmetrics`` command."""
     parser = argparse.ArgumentParser(
@@ -278,6 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_evaluate(sub)
     _add_compare(sub)
     _add_retrieve(sub)
+    _add_calibrate(sub)
     return parser
 
 

