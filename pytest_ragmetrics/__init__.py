@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.data.layouts import load_dataset
     from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries, Run
     from pytest_ragmetrics.data.trec import read_qrels, read_run, write_qrels, write_run
+    from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
+    from pytest_ragmetrics.metrics.answer import evaluate_answers
     from pytest_ragmetrics.metrics.evaluation import Evaluation
     from pytest_ragmetrics.metrics.names import parse_metric, register_metric, unregister_metric
     from pytest_ragmetrics.metrics.retrieval import RankedJudgments, evaluate
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "AnswerAssessment": "pytest_ragmetrics.judges.records",
+    "Claim": "pytest_ragmetrics.judges.records",
     "Corpus": "pytest_ragmetrics.data.model",
     "Dataset": "pytest_ragmetrics.data.model",
     "Evaluation": "pytest_ragmetrics.metrics.evaluation",
@@ -42,6 +46,7 @@ _EXPORTS = {
     "RankedJudgments": "pytest_ragmetrics.metrics.retrieval",
     "Run": "pytest_ragmetrics.data.model",
     "evaluate": "pytest_ragmetrics.metrics.retrieval",
+    "evaluate_answers": "pytest_ragmetrics.metrics.answer",
     "load_dataset": "pytest_ragmetrics.data.layouts",
     "parse_metric": "pytest_ragmetrics.metrics.names",
     "read_judged_rankings": "pytest_ragmetrics.data.judged",
@@ -53,8 +58,10 @@ _EXPORTS = {
     "write_run": "pytest_ragmetrics.data.trec",
 }
 __all__ = [
+    "AnswerAssessment",
     "BaselineError",
     "CacheError",
+    "Claim",
     "ConfigError",
     "Corpus",
     "DataFormatError",
@@ -73,6 +80,7 @@ __all__ = [
     "Run",
     "__version__",
     "evaluate",
+    "evaluate_answers",
     "load_dataset",
     "parse_metric",
     "read_judged_rankings",

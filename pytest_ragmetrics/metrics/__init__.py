@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 from pytest_ragmetrics._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from pytest_ragmetrics.metrics.answer import evaluate_answers
     from pytest_ragmetrics.metrics.evaluation import Evaluation
     from pytest_ragmetrics.metrics.names import (
         MetricSpec,
@@ -26,6 +27,7 @@ _EXPORTS = {
     "unregister_metric": "pytest_ragmetrics.metrics.names",
     "RankedJudgments": "pytest_ragmetrics.metrics.retrieval",
     "evaluate": "pytest_ragmetrics.metrics.retrieval",
+    "evaluate_answers": "pytest_ragmetrics.metrics.answer",
 }
 __all__ = [
     "Evaluation",
@@ -33,6 +35,7 @@ __all__ = [
     "MetricSpec",
     "RankedJudgments",
     "evaluate",
+    "evaluate_answers",
     "parse_metric",
     "parse_metrics",
     "register_metric",
