@@ -428,3 +428,7 @@ def test_embedding_judge_on_scifact(minilm_available: None, tmp_path: Path) -> N
     assert result.accuracy == pytest.approx(0.657, abs=0.02)
     # Weak but real agreement: better than chance, far from a trustworthy judge.
     assert 0.2 < result.kappa < 0.5
+    # A judge built with the tuned threshold (0.66 is the default) finds its record.
+    store = tmp_path / "calibration.json"
+    save_calibration(store, result)
+    assert load_kappa(store, EmbeddingJudge(threshold=result.threshold).identity()) == result.kappa

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ragmetrics.data.textfile import read_jsonl
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
 from pytest_ragmetrics.fileio import atomic_write_text
 from pytest_ragmetrics.judges.base import (
@@ -59,8 +60,6 @@ def read_claim_labels(path: PathLike) -> list[LabelledClaim]:
     ``label`` is SUPPORT, CONTRADICT or NOINFO (or a JSON boolean). The item id is ``id``, or
     ``claim_id:doc_id`` (SciFact), or the line number.
     """
-    from pytest_ragmetrics.data.textfile import read_jsonl
-
     items: list[LabelledClaim] = []
     seen: dict[str, int] = {}
     for line, record in read_jsonl(path):
