@@ -293,6 +293,17 @@ def calibrate(
         if limit < 1:
             raise JudgeError(f"calibration limit must be at least 1, got {limit}")
         items = items[:limit]
+    threshold_judge = judge if tune and isinstance(judge, ThresholdJudge) else None
+    if threshold_judge is not None:
+        # Checked before judging anything: judging can take a long time.
+        if not 0.0 < tune_fraction < 1.0:
+            raise JudgeError(f"tune_fraction must be between 0 and 1, got {tune_fraction}")
+        n_tune = round(len(items) * tune_fraction)
+        if n_tune < 1 or n_tune >= len(items):
+            raise JudgeError(
+                f"{len(items)} labelled items cannot be split into a tuning and an evaluation "
+                "part; give at least 2 (a few hundred for figures worth trusting)"
+            )
     meta = _labels_meta(items, path)
     verdicts: list[Claim] = []
     with progress(f"calibrating {judge.identity().get('name', 'judge')}", len(items)) as advance:
@@ -319,15 +330,7 @@ def calibrate(
         for item, v in zip(items, verdicts, strict=True)
     ]
 
-    if tune and isinstance(judge, ThresholdJudge):
-        if not 0.0 < tune_fraction < 1.0:
-            raise JudgeError(f"tune_fraction must be between 0 and 1, got {tune_fraction}")
-        n_tune = round(len(items) * tune_fraction)
-        if n_tune < 1 or n_tune >= len(items):
-            raise JudgeError(
-                f"{len(items)} labelled items cannot be split into a tuning and an evaluation "
-                "part; give at least 2 (a few hundred for figures worth trusting)"
-            )
+    if threshold_judge is not None:
         scores = np.array(
             [-np.inf if v.score is None else v.score for v in verdicts], dtype=np.float64
         )
@@ -335,7 +338,7 @@ def calibrate(
         tuning_part, held_out = np.sort(order[:n_tune]), np.sort(order[n_tune:])
         threshold = _best_threshold(scores[tuning_part], human[tuning_part])
         predicted = scores >= threshold
-        tuned = judge.with_threshold(threshold)
+        tuned = threshold_judge.with_threshold(threshold)
         result = agreement(human[held_out].tolist(), predicted[held_out].tolist())
         tuning = agreement(human[tuning_part].tolist(), predicted[tuning_part].tolist())
         held = set(held_out.tolist())
