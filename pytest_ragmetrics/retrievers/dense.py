@@ -199,10 +199,14 @@ class DenseRetriever:
         # cut into chunks only so that the progress bar moves.
         order = np.argsort([-len(text) for text in texts], kind="stable")
         ordered = [texts[i] for i in order.tolist()]
-        pool = model.start_multi_process_pool(self.devices) if self.devices else None
+        corpus_sized = description is not None
+        # A pool costs a model load per process: worth it for a corpus, not for the queries.
+        pool = None
         parts: list[FloatMatrix] = []
-        step = self.chunk_size if description is not None else len(ordered)
+        step = self.chunk_size if corpus_sized else len(ordered)
         try:
+            if self.devices and corpus_sized:
+                pool = model.start_multi_process_pool(self.devices)
             with progress(description or "encoding queries", len(ordered)) as advance:
                 for start in range(0, len(ordered), step):
                     chunk = ordered[start : start + step]
