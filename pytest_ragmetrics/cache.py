@@ -6,6 +6,8 @@ the identity: an entry whose identity differs from the one asked for is a miss, 
 hit. An entry is built in a temporary folder and renamed into place, so readers see a complete
 entry or none. Arrays are ``.npy`` read with ``allow_pickle=False``: nothing read executes code.
 A file lock per key lets one process compute while others (xdist workers) wait and then read.
+Each computation is also appended to ``<root>/<kind>/computed.log`` (key, pid, time), so tests
+can count how often concurrent processes computed an entry (:meth:`Cache.computations`).
 """
 
 from __future__ import annotations
