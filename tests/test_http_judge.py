@@ -161,15 +161,21 @@ def test_5xx_backs_off_exponentially_then_fails() -> None:
 
 
 def test_500_then_success() -> None:
-    with serve([Reply(500, "oops"), Reply(502, "")]) as server:
+    with serve([Reply(500, "oops"), Reply(502, ""), Reply(529, "overloaded")]) as server:
         claims = judge(server.url).judge_claims(["a SUPPORTED claim"], ["ctx"])
     assert claims[0].supported is True
-    assert server.count == 3
+    assert server.count == 4
 
 
 @pytest.mark.parametrize(
     ("status", "hint"),
-    [(400, "model name"), (401, ENV_API_KEY), (403, ENV_API_KEY), (404, ENV_URL)],
+    [
+        (400, "model name"),
+        (401, ENV_API_KEY),
+        (403, ENV_API_KEY),
+        (404, ENV_URL),
+        (501, "check the server"),
+    ],
 )
 def test_client_errors_are_not_retried(status: int, hint: str) -> None:
     with serve([Reply(status, {"error": {"message": "nope"}})]) as server:

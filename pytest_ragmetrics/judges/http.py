@@ -54,7 +54,8 @@ RELEVANCE_TEMPLATE = (
     "Question: {query}\n\nAnswer: {answer}\n\n"
     "Does this answer address the question? Answer yes or no."
 )
-RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+# Worth retrying: rate limits and server trouble (not 501/505, which a retry cannot fix).
+NO_RETRY_5XX = frozenset({501, 505})
 MAX_REPLY_BYTES = 1 << 20
 _VERDICT = re.compile(r"^\W*(?:(?:final\s+)?answer\W*)?(yes|no)\b", re.IGNORECASE)
 
@@ -287,7 +288,7 @@ class HttpJudge:
                 status = exc.code
                 retry_after = _retry_after(exc.headers.get("Retry-After"))
                 snippet = self._snippet(exc)
-                if status not in RETRY_STATUS:
+                if status != 429 and not (500 <= status < 600 and status not in NO_RETRY_5XX):
                     raise JudgeError(self._status_message(status, snippet)) from None
                 if last:
                     raise JudgeError(
