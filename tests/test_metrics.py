@@ -122,6 +122,22 @@ def test_rank_column_is_ignored(tmp_path: Any) -> None:
     assert evaluate({"q": {"a": 1}}, run, ["mrr"]).mean["mrr"] == 1.0
 
 
+def test_scores_equal_at_float32_precision_tie_like_trec_eval() -> None:
+    """trec_eval (and pytrec_eval) keep scores as C floats: 0.1 and 0.1 + 1e-12 are a tie, and
+    the larger doc id wins it; 0.1 + 1e-8 is a different float32 and ranks first."""
+    near = {"q": {"b": 0.1, "a": 0.1 + 1e-12}}
+    assert [d for d, _ in Run.from_dict(near).ranking("q")] == ["b", "a"]
+    assert scores({"q": {"a": 1}}, near, "mrr") == {"q": 0.5}
+    apart = {"q": {"b": 0.1, "a": 0.1 + 1e-8}}
+    assert scores({"q": {"a": 1}}, apart, "mrr") == {"q": 1.0}
+    large = {"q": {"b": 1e8, "a": 1e8 + 1, "c": 1e8 + 8}}  # float32 spacing at 1e8 is 8
+    assert [d for d, _ in Run.from_dict(large).ranking("q")] == ["c", "b", "a"]
+    beyond = {"q": {"x": 1e39, "y": 2e39}}  # both +inf as float32
+    assert [d for d, _ in Run.from_dict(beyond).ranking("q")] == ["y", "x"]
+    # The Run keeps the exact values; only the order follows float32.
+    assert Run.from_dict(near).ranking("q")[1] == ("a", 0.1 + 1e-12)
+
+
 def test_negative_and_equal_scores_sort_numerically() -> None:
     run = {"q": {"a": -1.0, "b": -0.5, "c": 0.0, "d": -0.0, "e": 2.0}}
     # -0.0 == 0.0: they tie and fall back to doc id descending (d before c).

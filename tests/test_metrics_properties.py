@@ -51,8 +51,14 @@ ALL_METRICS = [*REFERENCE_NAMES, *OURS_ONLY]
 # Doc ids whose byte order differs from naive expectations: d10 < d9, "Z" < "a" < "é".
 DOC_IDS = ["d1", "d2", "d9", "d10", "d11", "a", "Z", "é", "a#1", "b-2", "D3", "x", "xx"]
 QUERY_IDS = ["q1", "q2", "q3", "q4", "q5"]
-# Few distinct values make ties common; negative and zero scores included.
-SCORES = st.sampled_from([-1.0, 0.0, 0.25, 0.5, 0.5, 1.0, 2.0]) | st.floats(-5, 5, width=32)
+# Few distinct values make ties common; negative and zero scores included. Some differ only
+# beyond float32 precision (0.5 vs 0.5 + 1e-12, 1e8 vs 1e8 + 1) or lie beyond float32's range:
+# trec_eval compares scores as float32, so those are ties too.
+SCORES = (
+    st.sampled_from([-1.0, 0.0, 0.25, 0.5, 0.5 + 1e-12, 0.5 - 1e-10, 1.0, 2.0])
+    | st.sampled_from([1e8, 1e8 + 1, 1e8 + 4, 1e39, 2e39, -1e39])
+    | st.floats(-5, 5)
+)
 
 EXAMPLES = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

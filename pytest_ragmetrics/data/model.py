@@ -259,9 +259,11 @@ def _as_score(score: object, query_id: str, doc_id: str) -> float:
 class Run:
     """Ranked results: per query, documents with float scores, in canonical order.
 
-    Canonical order is trec_eval's: score descending, ties broken by document id descending
-    (byte order). Entries are CSR arrays: ``doc_codes`` index ``doc_ids`` (the vocabulary, for
-    instance the corpus ids), ``offsets`` delimit queries.
+    Canonical order is trec_eval's: score descending, compared at float32 precision as trec_eval
+    stores scores (see :func:`ranking_key`), ties broken by document id descending (byte order).
+    So ``ranking()`` may list 0.1 before 0.1 + 1e-12 when the first document's id is larger.
+    Entries are CSR arrays: ``doc_codes`` index ``doc_ids`` (the vocabulary, for instance the
+    corpus ids), ``offsets`` delimit queries.
     """
 
     __slots__ = ("__dict__", "doc_codes", "doc_ids", "offsets", "query_ids", "scores")
@@ -420,7 +422,8 @@ class Run:
                     f"{str(qids[r])!r}; each (query, document) pair may appear once"
                 )
             # faiss rows come sorted; strictly decreasing rows need no reordering at all.
-            canonical = bool(valid.all() and (sc[:, 1:] < sc[:, :-1]).all())
+            key = ranking_key(sc)
+            canonical = bool(valid.all() and (key[:, 1:] < key[:, :-1]).all())
         return cls(
             qids, offsets, vocab, codes, flat_scores, check_duplicates=False, canonical=canonical
         )
@@ -515,23 +518,39 @@ class Run:
         )
 
 
+def ranking_key(scores: FloatArray) -> npt.NDArray[np.float32]:
+    """Scores as trec_eval compares them: rounded to 32-bit floats.
+
+    trec_eval keeps each score in a C ``float``, so two scores that differ only beyond float32
+    precision (0.1 and 0.1 + 1e-12) tie there, and the tie goes to the larger doc id; pytrec_eval
+    behaves the same. Ranking by these keys keeps our order identical to theirs. The Run keeps the
+    float64 values (files round-trip exactly); only the order comes from the keys.
+    """
+    with np.errstate(over="ignore"):  # beyond float32's range is +-inf there too
+        return scores.astype(np.float32)
+
+
 def _canonical_order(
     offsets: IntArray, doc_ids: StrArray, codes: IntArray, scores: FloatArray
 ) -> IntArray | None:
-    """Permutation that sorts each query by score desc, doc id desc; None when already sorted."""
+    """Permutation that sorts each query by score desc, doc id desc; None when already sorted.
+
+    Scores are compared as :func:`ranking_key` gives them.
+    """
     n = len(scores)
     if n < 2:
         return None
+    key = ranking_key(scores)
     seg = _segment_ids(offsets)
     same_query = seg[1:] == seg[:-1]
-    descending = scores[1:] < scores[:-1]
-    tied = same_query & (scores[1:] == scores[:-1])
+    descending = key[1:] < key[:-1]
+    tied = same_query & (key[1:] == key[:-1])
     if not (same_query & ~descending & ~tied).any():
         order = None  # sorted by score already; only ties may need fixing
     else:
-        order = np.lexsort((-scores, seg))
-        scores_sorted = scores[order]
-        tied = same_query & (scores_sorted[1:] == scores_sorted[:-1])
+        order = np.lexsort((-key, seg))
+        key_sorted = key[order]
+        tied = same_query & (key_sorted[1:] == key_sorted[:-1])
     if not tied.any():
         return order
     # Break ties by doc id descending, sorting only the entries that take part in a tie.

@@ -20,6 +20,7 @@ from pytest_ragmetrics.data.model import (
     Run,
     StrArray,
     as_str_array,
+    ranking_key,
 )
 from pytest_ragmetrics.errors import DataFormatError, MetricError
 from pytest_ragmetrics.metrics.evaluation import Evaluation
@@ -279,7 +280,8 @@ def _rows_from_mapping(
     """Like :func:`_rows_from_run` for ``{qid: {doc: score}}``, without building a Run.
 
     Only judged documents are looked up; their ranks are counted with numpy against the
-    query's scores (trec_eval's tie rule: equal scores rank by doc id descending).
+    query's scores (trec_eval's rule: scores compared as float32, equal ones rank by doc id
+    descending).
     """
     by_id = run
     n = len(query_ids)
@@ -299,17 +301,17 @@ def _rows_from_mapping(
         num_retrieved[i] = len(docs)
         judged = qrels.judgments(qid)
         hits = [(doc, docs[doc], grade) for doc, grade in judged.items() if doc in docs]
+        scores = ranking_key(_check_scores(qid, docs))
         if not hits:
-            _check_scores(qid, docs)
             continue
-        scores = _check_scores(qid, docs)
-        mine = np.asarray([h[1] for h in hits], dtype=np.float64)
+        mine = ranking_key(np.asarray([h[1] for h in hits], dtype=np.float64))
         greater = (scores[None, :] > mine[:, None]).sum(axis=1)
         equal = (scores[None, :] == mine[:, None]).sum(axis=1)
-        for j, (doc, score, grade) in enumerate(hits):
+        for j, (doc, _, grade) in enumerate(hits):
             position = int(greater[j]) + 1
             if equal[j] > 1:
-                position += sum(1 for d, s in docs.items() if s == score and str(d) > doc)
+                tied = (scores == mine[j]).tolist()
+                position += sum(1 for d, t in zip(docs, tied, strict=True) if t and str(d) > doc)
             out_query.append(i)
             out_rank.append(position)
             out_grade.append(grade)
