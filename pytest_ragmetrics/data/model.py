@@ -291,10 +291,8 @@ class Run:
             )
         if check_duplicates:
             _check_no_duplicate_docs(query_ids, offsets, doc_ids, doc_codes, source)
-        order = None if canonical else _canonical_order(offsets, doc_ids, doc_codes, scores)
-        if order is not None:
-            doc_codes = doc_codes[order]
-            scores = scores[order]
+        if not canonical:
+            doc_codes, scores = _in_canonical_order(offsets, doc_ids, doc_codes, scores)
         self.query_ids = query_ids
         self.offsets = offsets
         self.doc_ids = doc_ids
@@ -407,7 +405,6 @@ class Run:
             counts = valid.sum(axis=1)
             offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
             codes, flat_scores = idx[valid], sc[valid]
-        canonical = False
         if idx.shape[1] > 1:
             # int32 sorts twice as fast; padding becomes distinct negatives so it never matches.
             narrow = idx.astype(np.int32) if len(vocab) < 2**31 else idx
@@ -421,12 +418,8 @@ class Run:
                     f"run arrays: document {str(vocab[rows[r, c]])!r} appears twice for query "
                     f"{str(qids[r])!r}; each (query, document) pair may appear once"
                 )
-            # faiss rows come sorted; strictly decreasing rows need no reordering at all.
-            key = ranking_key(sc)
-            canonical = bool(valid.all() and (key[:, 1:] < key[:, :-1]).all())
-        return cls(
-            qids, offsets, vocab, codes, flat_scores, check_duplicates=False, canonical=canonical
-        )
+        # faiss rows come sorted by score: the Run then only reorders tied entries.
+        return cls(qids, offsets, vocab, codes, flat_scores, check_duplicates=False)
 
     def __len__(self) -> int:
         return len(self.query_ids)
@@ -530,48 +523,67 @@ def ranking_key(scores: FloatArray) -> npt.NDArray[np.float32]:
         return scores.astype(np.float32)
 
 
-def _canonical_order(
+def _in_canonical_order(
     offsets: IntArray, doc_ids: StrArray, codes: IntArray, scores: FloatArray
-) -> IntArray | None:
-    """Permutation that sorts each query by score desc, doc id desc; None when already sorted.
+) -> tuple[IntArray, FloatArray]:
+    """``codes`` and ``scores`` sorted per query by score desc, doc id desc.
 
-    Scores are compared as :func:`ranking_key` gives them.
+    Scores are compared as :func:`ranking_key` gives them. Input already in score order (faiss
+    output, a written run read back) costs a few linear passes: only tied entries move. The
+    inputs are never modified; they are returned as they are when nothing has to move.
     """
     n = len(scores)
     if n < 2:
-        return None
+        return codes, scores
     key = ranking_key(scores)
-    seg = _segment_ids(offsets)
-    same_query = seg[1:] == seg[:-1]
-    descending = key[1:] < key[:-1]
+    same_query = _same_query_as_next(offsets, n)
     tied = same_query & (key[1:] == key[:-1])
-    if not (same_query & ~descending & ~tied).any():
-        order = None  # sorted by score already; only ties may need fixing
-    else:
-        order = np.lexsort((-key, seg))
-        key_sorted = key[order]
-        tied = same_query & (key_sorted[1:] == key_sorted[:-1])
-    if not tied.any():
-        return order
-    # Break ties by doc id descending, sorting only the entries that take part in a tie.
-    current: IntArray = np.arange(n, dtype=np.int64) if order is None else order
-    in_tie = np.zeros(n, dtype=bool)
+    copied = False
+    if (same_query & (key[1:] > key[:-1])).any():
+        order = np.lexsort((-key, _segment_ids(offsets)))
+        codes, scores, key = codes[order], scores[order], key[order]
+        tied = same_query & (key[1:] == key[:-1])
+        copied = True
+    if tied.any():
+        positions, source = _tie_order(codes, doc_ids, tied)
+        if not copied:
+            codes, scores = codes.copy(), scores.copy()
+        codes[positions] = codes[source]
+        scores[positions] = scores[source]
+    return codes, scores
+
+
+def _same_query_as_next(offsets: IntArray, n: int) -> npt.NDArray[np.bool_]:
+    """For entries 0..n-2: does the next entry belong to the same query? (O(queries) work)."""
+    same = np.ones(n - 1, dtype=bool)
+    ends = offsets[1:-1]
+    ends = ends[(ends > 0) & (ends < n)]
+    same[ends - 1] = False
+    return same
+
+
+def _tie_order(
+    codes: IntArray, doc_ids: StrArray, tied: npt.NDArray[np.bool_]
+) -> tuple[IntArray, IntArray]:
+    """Break ties by doc id descending: entry ``source[i]`` moves to ``positions[i]``.
+
+    ``tied[i]`` says entries i and i + 1 are in one query with equal scores. Only entries that
+    take part in a tie are sorted.
+    """
+    in_tie = np.zeros(len(codes), dtype=bool)
     in_tie[1:] |= tied
     in_tie[:-1] |= tied
     positions = np.flatnonzero(in_tie)
-    entries = current[positions]
-    tie_codes = codes[entries]
-    unique_codes, inverse = np.unique(tie_codes, return_inverse=True)
+    unique_codes, inverse = np.unique(codes[positions], return_inverse=True)
     name_rank = np.argsort(np.argsort(doc_ids[unique_codes], kind="stable"), kind="stable")
     doc_rank = name_rank[inverse]
-    # Tie groups are runs of equal scores; group id = position of the group's first entry.
+    # Tie groups are runs of equal scores; a group starts where an entry is not tied to the one
+    # before it.
     starts = np.ones(len(positions), dtype=bool)
     starts[1:] = ~tied[positions[1:] - 1]
     group = np.cumsum(starts)
     within = np.lexsort((-doc_rank, group))
-    current = current.copy()
-    current[positions] = entries[within]
-    return current
+    return positions, positions[within]
 
 
 def _row(position: Mapping[str, int], item_id: str, what: str) -> int:

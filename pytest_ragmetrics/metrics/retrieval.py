@@ -201,15 +201,26 @@ class _Judgments:
 
     def lookup(self, query: IntArray, code: IntArray) -> tuple[BoolArray, IntArray]:
         """(found, grade) for (query, qrels doc code) pairs."""
-        keys = self.query * self.width + self.code
-        order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
-        if len(sorted_keys) == 0 or len(query) == 0:
+        if len(self.code) == 0 or len(query) == 0:
             return np.zeros(len(query), dtype=bool), np.zeros(len(query), dtype=np.int64)
-        wanted = query * self.width + code
-        pos = np.minimum(np.searchsorted(sorted_keys, wanted), len(sorted_keys) - 1)
-        found = sorted_keys[pos] == wanted
-        return found, self.grade[order[pos]]
+        # Most documents are judged for one query only: a table indexed by document settles
+        # those pairs; documents judged for several queries go through a binary search.
+        owner = np.full(self.width, -1, dtype=np.int64)
+        owner[self.code] = self.query
+        owner_grade = np.zeros(self.width, dtype=np.int64)
+        owner_grade[self.code] = self.grade
+        found = owner[code] == query
+        grade = owner_grade[code]
+        several = np.flatnonzero(np.bincount(self.code, minlength=self.width)[code] > 1)
+        if len(several):
+            keys = self.query * self.width + self.code
+            order = np.argsort(keys, kind="stable")
+            sorted_keys = keys[order]
+            wanted = query[several] * self.width + code[several]
+            pos = np.minimum(np.searchsorted(sorted_keys, wanted), len(sorted_keys) - 1)
+            found[several] = sorted_keys[pos] == wanted
+            grade[several] = self.grade[order[pos]]
+        return found, grade
 
 
 def _rows_from_run(
@@ -224,19 +235,27 @@ def _rows_from_run(
     num_retrieved[q_of_run[evaluated]] = np.diff(run.offsets)[evaluated]
     # Map the run's vocabulary once (only the codes it uses when it is larger than the run).
     if len(run.doc_ids) > len(run.doc_codes):
-        used, inverse = np.unique(run.doc_codes, return_inverse=True)
+        used, entry_vocab = np.unique(run.doc_codes, return_inverse=True)
         vocab_code = _vocabulary_map(run.doc_ids[used], qrels)
-        entry_code = vocab_code[inverse]
     else:
+        entry_vocab = run.doc_codes
         vocab_code = _vocabulary_map(run.doc_ids, qrels)
-        entry_code = vocab_code[run.doc_codes]
     _check_judged_ids_unique(vocab_code, qrels)
-    candidates = np.flatnonzero(entry_code >= 0)
+    # Only entries whose document is judged (for any query) can be rows; a boolean gather
+    # finds them without an int64 array the size of the run.
+    candidates = np.flatnonzero((vocab_code >= 0)[entry_vocab])
+    entry_code = vocab_code[entry_vocab[candidates]]
     seg = np.searchsorted(run.offsets, candidates, side="right") - 1
     query = q_of_run[seg]
     keep = query >= 0
-    candidates, seg, query = candidates[keep], seg[keep], query[keep]
-    found, grade = judgments.lookup(query, entry_code[candidates])
+    if not keep.all():
+        candidates, seg, query, entry_code = (
+            candidates[keep],
+            seg[keep],
+            query[keep],
+            entry_code[keep],
+        )
+    found, grade = judgments.lookup(query, entry_code)
     rank = (candidates - run.offsets[seg] + 1)[found]
     query, grade = query[found], grade[found]
     order = np.lexsort((rank, query))
