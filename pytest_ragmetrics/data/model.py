@@ -379,7 +379,10 @@ class Run:
         """Build from a search result matrix, e.g. faiss's ``(n_queries, k)`` output.
 
         ``indices[i, j]`` is a position in ``doc_ids``; negative positions (faiss's -1 padding)
-        are skipped. No Python loop per entry.
+        are skipped, whatever their score. Higher scores rank first: negate distances (faiss
+        ``IndexFlatL2``) before calling. ``doc_ids`` must be unique (corpus ids). No Python loop
+        runs per entry, and no copy is made when none is needed: the Run may share memory with
+        ``indices`` and ``scores``, so do not modify them afterwards.
         """
         qids = as_str_array(list(query_ids))
         vocab = doc_ids if isinstance(doc_ids, np.ndarray) else as_str_array(list(doc_ids))
