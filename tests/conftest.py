@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 # pytester's in-process runs restore sys.modules afterwards; numpy cannot be imported twice in
 # one process, so load it (and our modules that use it) once, up front.
 import numpy  # noqa: F401
+import pytest
 
 import pytest_ragmetrics.metrics.retrieval
 import pytest_ragmetrics.regression  # noqa: F401
+
+
+@pytest.fixture(scope="session")
+def scifact_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache folder for every slow SciFact test of the session, shared by xdist workers.
+
+    Encoding the 5,183 abstracts takes minutes; the file lock of the cache makes the first test
+    that needs the embeddings compute them while any other waits and reads.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        root = root.parent  # the base folder all workers share
+    return root / "scifact-cache"

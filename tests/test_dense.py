@@ -334,9 +334,9 @@ def test_two_processes_sharing_a_cache_encode_the_corpus_once(tmp_path: Path) ->
 @pytest.mark.skipif(
     not SCIFACT.is_dir(), reason="needs the SciFact data (example_suite/data or ../shared/data)"
 )
-def test_scifact_reproduces_mteb(tmp_path: Path) -> None:
+def test_scifact_reproduces_mteb(scifact_cache: Path) -> None:
     dataset = load_dataset(SCIFACT, "test")
-    run = DenseRetriever(dataset.corpus, cache=tmp_path).search(dataset.queries, 100)
+    run = DenseRetriever(dataset.corpus, cache=scifact_cache).search(dataset.queries, 100)
     evaluation = evaluate(dataset.qrels, run, ["ndcg_at_10", "map_at_10", "recall_at_100"])
     mean = evaluation.mean
     assert mean["ndcg_at_10"] == pytest.approx(0.64508, abs=1e-4)

@@ -235,3 +235,35 @@ def test_failing_retriever_error_is_shown_cleanly(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines(
         ["*score nan of document 'd1' for query 'q1' is not a finite number*"]
     )
+
+
+def test_builtin_dense_retriever_encodes_once_under_xdist(pytester: pytest.Pytester) -> None:
+    """Two workers need the same corpus embeddings: one encodes, the other waits and reads."""
+    pytest.importorskip("sentence_transformers")
+    make_project(
+        pytester,
+        ini='ragmetrics_retriever = "dense"\nragmetrics_k = "3"\n',
+        conftest="",
+        tests="""
+        import pytest
+
+        @pytest.mark.parametrize("name", ["a", "b", "c", "d"])
+        def test_run(rag_eval, rag_run, name):
+            rag_eval.retrieval(rag_run, name=name)
+    """,
+    )
+    result = pytester.runpytest_subprocess("-n", "2", "--ragmetrics-json=report.json")
+    result.assert_outcomes(passed=4)
+    from pytest_ragmetrics import load_dataset
+    from pytest_ragmetrics.cache import Cache
+    from pytest_ragmetrics.retrievers import DenseRetriever
+
+    corpus = load_dataset(pytester.path / "data").corpus
+    key = DenseRetriever(corpus).embedding_key()
+    assert Cache(pytester.path / ".ragmetrics" / "cache").computations("embeddings", key) == 1
+    report = json.loads((pytester.path / "report.json").read_text())
+    identity = report["evaluations"][0]["identity"]["retriever"]
+    assert identity["kind"] == "dense" and identity["model"] == "all-MiniLM-L6-v2"
+    # A warm serial rerun computes nothing new.
+    pytester.runpytest_subprocess("-p", "no:xdist").assert_outcomes(passed=4)
+    assert Cache(pytester.path / ".ragmetrics" / "cache").computations("embeddings", key) == 1
