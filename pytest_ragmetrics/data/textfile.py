@@ -69,6 +69,10 @@ def read_jsonl(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
                 p,
                 lineno,
             ) from None
+        except (ValueError, RecursionError) as exc:
+            # Valid JSON that Python refuses: an integer of thousands of digits, or nesting
+            # deeper than the recursion limit.
+            raise DataFormatError(f"cannot read this JSON line ({exc})", p, lineno) from None
         if not isinstance(value, dict):
             raise DataFormatError(f"expected a JSON object, got {type(value).__name__}", p, lineno)
         yield lineno, value
