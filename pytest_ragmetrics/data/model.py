@@ -236,6 +236,11 @@ def _require_nested_mapping(value: object, what: str, shape: str) -> None:
             )
 
 
+# Grades are C ints in trec_eval and pytrec_eval; larger ones are typos, not judgments.
+MIN_GRADE, MAX_GRADE = -(2**31), 2**31 - 1
+GRADE_RANGE_HINT = f"grades must be integers from {MIN_GRADE} to {MAX_GRADE}"
+
+
 def _as_grade(grade: object, query_id: str, doc_id: str) -> int:
     if isinstance(grade, bool) or not isinstance(grade, (int, np.integer, float, np.floating)):
         raise DataFormatError(
@@ -245,7 +250,13 @@ def _as_grade(grade: object, query_id: str, doc_id: str) -> int:
         raise DataFormatError(
             f"qrels: grade {grade!r} of query {query_id!r}, document {doc_id!r} is not an integer"
         )
-    return int(grade)
+    value = int(grade)
+    if not MIN_GRADE <= value <= MAX_GRADE:
+        raise DataFormatError(
+            f"qrels: grade {grade!r} of query {query_id!r}, document {doc_id!r} is out of range; "
+            + GRADE_RANGE_HINT
+        )
+    return value
 
 
 def _as_score(score: object, query_id: str, doc_id: str) -> float:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from pytest_ragmetrics.data.model import Qrels, Run
+from pytest_ragmetrics.data.model import GRADE_RANGE_HINT, MAX_GRADE, MIN_GRADE, Qrels, Run
 from pytest_ragmetrics.data.textfile import PathLike, read_lines, resolve
 from pytest_ragmetrics.errors import DataFormatError
 from pytest_ragmetrics.fileio import atomic_write_text
@@ -16,15 +16,18 @@ from pytest_ragmetrics.fileio import atomic_write_text
 def parse_grade(token: str, path: PathLike, line: int) -> int:
     """An integer grade, or an error naming file and line."""
     try:
-        return int(token)
+        grade = int(token)
     except ValueError:
         try:
             value = float(token)
         except ValueError:
             value = math.nan
-        if math.isfinite(value) and value.is_integer():
-            return int(value)
-        raise DataFormatError(f"grade {token!r} is not an integer", path, line) from None
+        if not (math.isfinite(value) and value.is_integer()):
+            raise DataFormatError(f"grade {token!r} is not an integer", path, line) from None
+        grade = int(value)
+    if not MIN_GRADE <= grade <= MAX_GRADE:
+        raise DataFormatError(f"grade {token!r} is out of range; {GRADE_RANGE_HINT}", path, line)
+    return grade
 
 
 def read_qrels(path: PathLike) -> Qrels:
