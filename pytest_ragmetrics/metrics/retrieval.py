@@ -357,8 +357,8 @@ def _check_scores(query_id: str, docs: Mapping[str, float]) -> FloatArray:
         bad_index = int(np.flatnonzero(~np.isfinite(scores))[0])
         bad = list(docs)[bad_index]
         raise DataFormatError(
-            f"run: score {scores[bad_index]!r} of document {bad!r} for query {query_id!r} is "
-            "not a finite number"
+            f"run: score {float(scores[bad_index])!r} of document {bad!r} for query "
+            f"{query_id!r} is not a finite number"
         )
     return scores
 
@@ -399,6 +399,23 @@ def rank_and_judge(
     )
 
 
+# 2^grade - 1 must stay finite, also summed over every judged document of a query.
+MAX_EXPONENTIAL_GRADE = 512
+
+
+def _check_exponential_grades(qrels: Qrels) -> None:
+    if not len(qrels.grades) or int(qrels.grades.max()) <= MAX_EXPONENTIAL_GRADE:
+        return
+    entry = int(np.argmax(qrels.grades))
+    query = str(qrels.query_ids[int(np.searchsorted(qrels.offsets, entry, side="right") - 1)])
+    doc = str(qrels.doc_ids[qrels.doc_codes[entry]])
+    raise MetricError(
+        f"grade {int(qrels.grades[entry])} of query {query!r}, document {doc!r} is too large "
+        f"for exponential gain (2^grade - 1 overflows above {MAX_EXPONENTIAL_GRADE}); use "
+        "linear gain or smaller grades"
+    )
+
+
 def evaluate(
     qrels: Qrels | Mapping[str, Mapping[str, int]],
     run: Run | Mapping[str, Mapping[str, float]],
@@ -422,6 +439,8 @@ def evaluate(
             "assessments (pytest_ragmetrics.evaluate_answers), not from a run"
         )
     qrels_obj = _as_qrels(qrels)
+    if gain == "exponential":
+        _check_exponential_grades(qrels_obj)
     # A query with no judgment at all (``{"q": {}}``) is not judged: trec_eval cannot read
     # one and pytrec_eval leaves it out, so it is neither averaged nor scored 0.
     has_judgments = np.diff(qrels_obj.offsets) > 0
