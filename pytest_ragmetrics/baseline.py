@@ -176,13 +176,18 @@ def _strip_version(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k != "plugin_version"}
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _check_entry(entry: Any) -> str | None:
+    """What is wrong with a baseline entry (None when it is usable); a hand edit that would
+    crash the comparison is caught here, with the field named."""
     if not isinstance(entry, dict):
         return "must be an object"
     metrics = entry.get("metrics")
     if not isinstance(metrics, dict) or not all(
-        v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-        for v in metrics.values()
+        v is None or _is_number(v) for v in metrics.values()
     ):
         return "'metrics' must map metric names to numbers"
     per_query = entry.get("per_query", {})
@@ -190,12 +195,34 @@ def _check_entry(entry: Any) -> str | None:
         return "'per_query' must map query ids to {metric: value}"
     for qid, row in per_query.items():
         for metric, value in row.items():
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, (int, float))
-            ):
+            if value is not None and not _is_number(value):
                 return f"per-query value of {metric!r} for query {qid!r} is not a number"
     if entry.get("layer") not in ("retrieval", "answer"):
         return "'layer' must be 'retrieval' or 'answer'"
+    for key in ("identity", "semantics"):
+        if entry.get(key) is not None and not isinstance(entry[key], dict):
+            return f"{key!r} must be an object"
+    dataset = entry.get("dataset")
+    if dataset is not None:
+        if not isinstance(dataset, dict):
+            return "'dataset' must be an object"
+        fingerprints = dataset.get("fingerprints")
+        if fingerprints is not None and not (
+            isinstance(fingerprints, dict)
+            and all(isinstance(v, str) for v in fingerprints.values())
+        ):
+            return "'dataset.fingerprints' must map dataset parts to fingerprint strings"
+    details = entry.get("details")
+    if details is not None:
+        if not isinstance(details, dict) or not all(isinstance(v, dict) for v in details.values()):
+            return "'details' must map names to {query id: integer}"
+        for name, values in details.items():
+            for qid, value in values.items():
+                if isinstance(value, bool) or not isinstance(value, int):
+                    return f"details value {name!r} for query {qid!r} is not an integer"
+    k = entry.get("k")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
+        return "'k' must be an integer or null"
     return None
 
 
