@@ -137,8 +137,16 @@ class Cache:
             return None
         arrays: Arrays = {}
         try:
-            for name, meta in manifest.get("arrays", {}).items():
+            listed = manifest.get("arrays", {})
+            if not isinstance(listed, dict):
+                raise ValueError("manifest 'arrays' is not an object")
+            for name, meta in listed.items():
+                if not name or name.startswith(".") or "/" in name or "\\" in name:
+                    raise ValueError(f"manifest names an array {name!r} outside the entry")
                 array = np.load(entry / f"{name}.npy", allow_pickle=False)
+                if not isinstance(array, np.ndarray):  # a zip archive loads as an NpzFile
+                    array.close()
+                    raise ValueError(f"{name}.npy is not a .npy array file")
                 if list(array.shape) != meta["shape"] or str(array.dtype) != meta["dtype"]:
                     raise ValueError(
                         f"{name}.npy has shape {array.shape} / {array.dtype}, "
