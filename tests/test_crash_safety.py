@@ -147,3 +147,119 @@ def test_atomic_append_keeps_old_content_on_failure(
         fileio.atomic_append_text(target, "## added\n")
     assert target.read_text() == "# before\n"
     assert [p.name for p in tmp_path.iterdir()] == ["summary.md"]
+
+
+# --- the other write paths: Markdown append, calibration file, digest sidecars, TREC runs -----
+# Each writer rewrites its file in a loop, version after version (fsync slowed as above), and
+# is killed at several moments after it is ready; every file left must be a complete version.
+
+WRITERS = {
+    "markdown": """
+from pytest_ragmetrics.fileio import atomic_append_text
+
+def write(i):
+    atomic_append_text(target, report(i))
+""",
+    "calibration": """
+from pytest_ragmetrics.judges.calibration import CalibrationResult, save_calibration
+
+def write(i):
+    result = CalibrationResult(
+        judge={"name": f"judge-{i}"}, labels={"file": "labels.jsonl"}, n=i + 1,
+        accuracy=0.5, kappa=0.25, confusion={"tp": i, "fp": 0, "fn": 0, "tn": 1},
+    )
+    save_calibration(target, result)
+""",
+    "digests": """
+from pathlib import Path
+from pytest_ragmetrics.baseline import save_digests
+
+def write(i):
+    digests = {f"doc-{j}": f"{i:08x}{j:08x}" for j in range(2000)}
+    save_digests(Path(target), "corpus", f"{i:016x}", digests)
+""",
+    "trec-run": """
+from pytest_ragmetrics import Run, write_run
+
+def write(i):
+    rankings = {f"q{q}": [f"d{d}" for d in range(300)] for q in range(20)}
+    write_run(Run.from_rankings(rankings), target, tag=f"v{i}")
+""",
+}
+WRITER_MAIN = """
+import sys
+target = sys.argv[1]
+
+def report(i):
+    return f"## run {i}\\n" + "| metric | value |\\n" * 300 + f"end of run {i}\\n"
+
+{body}
+print("ready", flush=True)
+i = 0
+while True:
+    write(i)
+    i += 1
+"""
+
+
+def _report(i: int) -> str:
+    return f"## run {i}\n" + "| metric | value |\n" * 300 + f"end of run {i}\n"
+
+
+def _versions_left(kind: str, target: Path) -> int:
+    """How many versions the file holds; fails unless it is a complete version."""
+    import gzip
+
+    from pytest_ragmetrics import read_run
+    from pytest_ragmetrics.judges.calibration import CalibrationResult
+
+    if kind == "digests":
+        folder = target.parent / "datasets"
+        files = sorted(p for p in folder.glob("*.json.gz")) if folder.exists() else []
+        for path in files:  # temporary files start with '.', so the glob skips them
+            data = json.loads(gzip.decompress(path.read_bytes()))
+            i = int(path.name.split("-")[1].split(".")[0], 16)
+            assert data == {f"doc-{j}": f"{i:08x}{j:08x}" for j in range(2000)}
+        return len(files)
+    if not target.exists():
+        return 0
+    if kind == "markdown":
+        # Each writer process numbers its reports from 0; every one must be whole.
+        chunks = ["## run " + c for c in target.read_text().split("## run ")[1:]]
+        assert "".join(chunks) == target.read_text()
+        for chunk in chunks:
+            assert chunk == _report(int(chunk.split()[2])), chunk[:40]
+        return len(chunks)
+    if kind == "calibration":
+        data = json.loads(target.read_text())
+        records = [CalibrationResult.from_dict(r) for r in data["judges"].values()]
+        assert sorted(r.n for r in records) == list(range(1, len(records) + 1))
+        return len(records)
+    run = read_run(target)
+    assert run.depths().tolist() == [300] * 20
+    tags = {line.rsplit(" ", 1)[1] for line in target.read_text().splitlines()}
+    assert len(tags) == 1
+    return int(tags.pop()[1:]) + 1
+
+
+@pytest.mark.parametrize("kind", list(WRITERS))
+def test_other_write_paths_survive_sigkill(tmp_path: Path, kind: str) -> None:
+    script = tmp_path / "writer.py"
+    script.write_text(SLOW_FSYNC + WRITER_MAIN.replace("{body}", textwrap.dedent(WRITERS[kind])))
+    target = tmp_path / "out" / "file"
+    seen = []
+    for delay in (0.05, 0.15, 0.3, 0.45, 0.6):
+        process = subprocess.Popen(
+            [sys.executable, str(script), str(target)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert process.stdout is not None
+        assert process.stdout.readline() == "ready\n"
+        time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        process.stdout.close()
+        seen.append(_versions_left(kind, target))
+    assert max(seen) > 0, seen  # some writes completed, so kills landed at different moments
