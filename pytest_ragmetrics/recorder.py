@@ -231,12 +231,19 @@ class RagEval:
         self,
         assessments: Iterable[Any],
         name: str | None = None,
+        *,
+        metrics: Iterable[str] | None = None,
     ) -> Evaluation:
-        """Evaluate answer assessments (groundedness, answer relevance) and record them."""
-        from pytest_ragmetrics.metrics.answer import evaluate_answers
+        """Evaluate answer assessments and record them; returns the result.
+
+        The metrics are the answer-layer ones in ragmetrics_metrics and the thresholds, plus
+        ``metrics``; both groundedness and answer_relevance when none is configured.
+        """
+        from pytest_ragmetrics.metrics.answer import ANSWER_METRICS, evaluate_answers
 
         items = list(assessments)
-        evaluation = evaluate_answers(items)
+        names = self._metrics_for("answer", metrics) or list(ANSWER_METRICS)
+        evaluation = evaluate_answers(items, names)
         judges: dict[str, Any] = {}
         for item in items:
             judge = getattr(item, "judge", None)
@@ -275,4 +282,16 @@ def _identity_of(run: Any, retriever: Any) -> tuple[dict[str, Any], int | None]:
     elif provenance.get("retriever"):
         identity = {"retriever": provenance["retriever"]}
     k = provenance.get("k")
-    return identity, k if isinstance(k, int) else None
+    if not isinstance(k, int):
+        k = _depth(run)
+    return identity, k
+
+
+def _depth(run: Any) -> int | None:
+    """How many documents the run retrieved for its deepest query (its effective k)."""
+    if isinstance(run, Run):
+        depths = run.depths()
+        return int(depths.max()) if len(depths) else 0
+    if isinstance(run, Mapping):
+        return max((len(docs) for docs in run.values()), default=0)
+    return None

@@ -134,6 +134,13 @@ class Verdict:
         return out
 
 
+def _moved(query: str, delta: float, before: int, after: int) -> str:
+    """How a query's first relevant document moved, e.g. '1234: rank 1 → 7 (Δ -0.613)'."""
+    if before == after and before > 0:
+        return f"{query}: first relevant still at rank {before}, others fell (Δ {delta:+.3f})"
+    return f"{query}: rank {_rank_text(before)} → {_rank_text(after)} (Δ {delta:+.3f})"
+
+
 def _rank_text(rank: int) -> str:
     return str(rank) if rank > 0 else "not retrieved"
 
@@ -175,7 +182,10 @@ def compare_to_baseline(
     reasons = _incomparable(entry, current, dataset_change or {})
     verdict = Verdict(
         "ok",
-        identity_change=_identity_change(entry.get("identity") or {}, current["identity"] or {}),
+        identity_change=_identity_change(
+            {"k": entry.get("k"), **(entry.get("identity") or {})},
+            {"k": current["k"], **(current["identity"] or {})},
+        ),
     )
     base_pq: Mapping[str, Mapping[str, Any]] = entry.get("per_query") or {}
     cur_pq: Mapping[str, Mapping[str, Any]] = current["per_query"]
@@ -295,10 +305,7 @@ def failure_message(recorded: RecordedEvaluation, verdict: Verdict, baseline_pat
             )
             lines.append(f"    queries: {c.worse} worse, {c.better} better, {c.same} unchanged")
         if m.worst:
-            moved = "; ".join(
-                f"{q}: rank {_rank_text(rb)} → {_rank_text(ra)} (Δ {d:+.3f})"
-                for q, d, rb, ra in m.worst
-            )
+            moved = "; ".join(_moved(q, d, rb, ra) for q, d, rb, ra in m.worst)
             lines.append(f"    most regressed: {moved}")
     if verdict.identity_change:
         lines.append(f"  configuration changed: {verdict.identity_change}")

@@ -5,10 +5,9 @@ its opposite embed close together), which calibration measures.
 
 from __future__ import annotations
 
-import contextlib
 import copy as copy_module
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,8 +59,7 @@ class _LazyModel:
             from pytest_ragmetrics.retrievers.dense import load_sentence_transformer
 
             try:
-                with _quiet_transformers():
-                    self._model = load_sentence_transformer(self.source, device=self.device)
+                self._model = load_sentence_transformer(self.source, device=self.device)
             except RetrieverError as exc:
                 raise JudgeError(f"embedding judge: {exc}") from None
         return self._model.encode(
@@ -71,24 +69,6 @@ class _LazyModel:
             normalize_embeddings=True,
             show_progress_bar=False,
         )
-
-
-@contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    # transformers draws a "Loading weights" bar on stderr; library code must not print.
-    try:
-        from transformers.utils import logging as transformers_logging
-    except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
-        yield
-        return
-    hf_logging: Any = transformers_logging
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()
 
 
 class EmbeddingJudge:

@@ -8,10 +8,11 @@ torch, sentence_transformers and faiss are imported only when a model or index i
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -323,6 +324,24 @@ def _positive(option: str, value: object) -> None:
         raise ConfigError(f"DenseRetriever: {option} must be a positive integer, got {value!r}")
 
 
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Hide transformers' "Loading weights" bar on stderr: library code must not print."""
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
+        yield
+        return
+    hf_logging: Any = transformers_logging
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 def load_sentence_transformer(
     source: ModelSource,
     *,
@@ -339,12 +358,13 @@ def load_sentence_transformer(
             "pip install 'pytest-ragmetrics[dense]'"
         ) from None
     try:
-        model = SentenceTransformer(
-            source.load_from,
-            device=device,
-            revision=source.revision if source.path is None else None,
-            local_files_only=not allow_download,
-        )
+        with quiet_transformers():
+            model = SentenceTransformer(
+                source.load_from,
+                device=device,
+                revision=source.revision if source.path is None else None,
+                local_files_only=not allow_download,
+            )
     except Exception as exc:
         hint = (
             "check the folder holds a saved sentence-transformers model"

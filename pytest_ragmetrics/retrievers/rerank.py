@@ -23,6 +23,7 @@ from pytest_ragmetrics.retrievers.base import (
     check_k,
     check_run,
 )
+from pytest_ragmetrics.retrievers.dense import quiet_transformers
 from pytest_ragmetrics.retrievers.models import ModelSource, resolve_model
 
 if TYPE_CHECKING:
@@ -304,13 +305,14 @@ def load_cross_encoder(
             "pip install 'pytest-ragmetrics[dense]'"
         ) from None
     try:
-        model: CrossEncoder = CrossEncoder(
-            source.load_from,
-            device=device,
-            max_length=max_length,
-            revision=source.revision if source.path is None else None,
-            local_files_only=not allow_download,
-        )
+        with quiet_transformers():
+            model: CrossEncoder = CrossEncoder(
+                source.load_from,
+                device=device,
+                max_length=max_length,
+                revision=source.revision if source.path is None else None,
+                local_files_only=not allow_download,
+            )
     except Exception as exc:
         hint = (
             "check the folder holds a saved cross-encoder (sequence-classification) model"
