@@ -25,6 +25,8 @@ def atomic_writer(path: PathLike, mode: str = "w") -> Iterator[IO[str] | IO[byte
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        # mkstemp makes the file private (0600); give it the mode a plain open() would have.
+        os.chmod(tmp, _existing_mode(target))
         binary = "b" in mode
         with os.fdopen(
             fd,
@@ -63,6 +65,16 @@ def atomic_append_text(path: PathLike, text: str) -> None:
         old = b""
     separator = b"" if not old or old.endswith(b"\n") else b"\n"
     atomic_write_bytes(target, old + separator + text.encode("utf-8"))
+
+
+def _existing_mode(target: Path) -> int:
+    """The target's current permission bits, or 0666 minus the umask for a new file."""
+    try:
+        return target.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _fsync_dir(folder: Path) -> None:
