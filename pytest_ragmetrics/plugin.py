@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from pytest_ragmetrics.errors import RagMetricsError
-from pytest_ragmetrics.session import RagSession
-from pytest_ragmetrics.settings import (
+from pytest_ragmetrics.options import (
     FLAG_CLEAR_CACHE,
     FLAG_NO_CACHE,
     FLAG_UPDATE_BASELINE,
     INI_OPTIONS,
-    build_settings,
 )
+from pytest_ragmetrics.session import RagSession
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.data.judged import JudgedRankings
@@ -118,6 +117,23 @@ def pytest_configure(config: pytest.Config) -> None:
         "rag_queries(*query_ids): run a rag_query test only for these query ids",
     )
 
+    session = RagSession(lambda: _build_settings(config), is_worker=hasattr(config, "workerinput"))
+    config.stash[SESSION_KEY] = session
+    # A project that neither configures nor extends pytest-ragmetrics pays nothing more here:
+    # settings (and the metric registry) are then built on first use, with the defaults.
+    if _register_extra_metrics(config) or _configured(config):
+        settings = session.settings  # validates now: a bad value is a UsageError at start-up
+        if settings.clear_cache and not session.is_worker:
+            session.cleared = session.cache().clear()
+    config.pluginmanager.register(_ReportCollector(session), "ragmetrics-collector")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistHooks(session), "ragmetrics-xdist")
+
+
+def _build_settings(config: pytest.Config) -> Any:
+    """Settings from ini keys and their command-line overrides; a UsageError when invalid."""
+    from pytest_ragmetrics.settings import build_settings
+
     def get(name: str) -> tuple[Any, bool]:
         value = config.getoption(name, default=None)
         if value is not None:
@@ -126,8 +142,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     inipath = config.inipath
     try:
-        _register_extra_metrics(config)
-        settings = build_settings(
+        return build_settings(
             get,
             rootdir=inipath.parent if inipath is not None else config.rootpath,
             invocation_dir=config.invocation_params.dir,
@@ -139,17 +154,32 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except RagMetricsError as exc:
         raise pytest.UsageError(f"pytest-ragmetrics: {exc}") from None
-    session = RagSession(settings, is_worker=hasattr(config, "workerinput"))
-    config.stash[SESSION_KEY] = session
-    if settings.clear_cache and not session.is_worker:
-        session.cleared = session.cache().clear()
-    config.pluginmanager.register(_ReportCollector(session), "ragmetrics-collector")
-    if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistHooks(session), "ragmetrics-xdist")
 
 
-def _register_extra_metrics(config: pytest.Config) -> None:
-    """Let conftests register metrics; they are removed again when this config ends."""
+def _configured(config: pytest.Config) -> bool:
+    """Whether any ragmetrics ini key or command-line option differs from its default."""
+    for name in ("ragmetrics_update_baseline", "ragmetrics_no_cache", "ragmetrics_clear_cache"):
+        if config.getoption(name, default=False):
+            return True
+    for option in INI_OPTIONS:
+        if config.getoption(option.name, default=None) is not None:
+            return True
+        value = config.getini(option.name)
+        if option.type == "bool":
+            if value:
+                return True
+        elif option.type == "args":
+            if list(value) != shlex.split(option.default or ""):
+                return True
+        elif value != option.default:
+            return True
+    return False
+
+
+def _register_extra_metrics(config: pytest.Config) -> bool:
+    """Let conftests register metrics (removed again when this config ends); True if any did."""
+    if not config.hook.pytest_ragmetrics_register_metrics.get_hookimpls():
+        return False
     from pytest_ragmetrics.metrics.names import register_metric, unregister_metric
 
     names: list[str] = []
@@ -163,7 +193,11 @@ def _register_extra_metrics(config: pytest.Config) -> None:
             unregister_metric(name)
 
     config.add_cleanup(cleanup)
-    config.hook.pytest_ragmetrics_register_metrics(register=register)
+    try:
+        config.hook.pytest_ragmetrics_register_metrics(register=register)
+    except RagMetricsError as exc:
+        raise pytest.UsageError(f"pytest-ragmetrics: {exc}") from None
+    return True
 
 
 class _ReportCollector:
@@ -433,8 +467,6 @@ def _terminal_progress(config: pytest.Config) -> Any:
 
     Silent on xdist workers (they have no terminal), with -q, and when stdout is not a TTY.
     """
-    from pytest_ragmetrics.progress import LineProgress
-
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     capture = config.pluginmanager.get_plugin("capturemanager")
     if (
@@ -445,6 +477,8 @@ def _terminal_progress(config: pytest.Config) -> Any:
         or not reporter.isatty
     ):
         return None
+    from pytest_ragmetrics.progress import LineProgress
+
     started = False
 
     def write(text: str) -> None:
@@ -537,7 +571,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
         reset_reporter(state.progress_token)
         state.progress_token = None
-    if state.is_worker:
+    if state.is_worker or not state.in_use:
         return
     try:
         state.finish()
@@ -581,7 +615,7 @@ def _write_reports(config: pytest.Config, state: RagSession) -> None:
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """Print the retrieval-layer and answer-layer tables (controller only)."""
     state = _session(config)
-    if state.is_worker:
+    if state.is_worker or not state.in_use:
         return
     from pytest_ragmetrics.report.terminal import summary_lines
 

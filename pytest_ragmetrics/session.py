@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_ragmetrics.errors import BaselineError, ConfigError
-from pytest_ragmetrics.settings import Settings
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.baseline import BaselineStore
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.data.model import Dataset
     from pytest_ragmetrics.metrics.evaluation import Evaluation
     from pytest_ragmetrics.recorder import RecordedEvaluation
+    from pytest_ragmetrics.settings import Settings
 
 PLUGIN_VERSION = "0.1.0"
 
@@ -32,8 +32,9 @@ def _digest(text: str) -> str:
 class RagSession:
     """Everything pytest-ragmetrics keeps for one pytest session in one process."""
 
-    def __init__(self, settings: Settings, *, is_worker: bool) -> None:
-        self.settings = settings
+    def __init__(self, settings: Settings | Callable[[], Settings], *, is_worker: bool) -> None:
+        self._settings_factory = settings if callable(settings) else None
+        self._settings: Settings | None = None if callable(settings) else settings
         self.is_worker = is_worker
         self.entries: list[dict[str, Any]] = []
         self.ran_tests: set[str] = set()
@@ -54,6 +55,19 @@ class RagSession:
         self.progress_token: Any = None
 
     # -- lazily loaded resources ---------------------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        """The validated settings, built on first use."""
+        if self._settings is None:
+            assert self._settings_factory is not None
+            self._settings = self._settings_factory()
+        return self._settings
+
+    @property
+    def in_use(self) -> bool:
+        """Whether anything in this session needed pytest-ragmetrics (settings were built)."""
+        return self._settings is not None
 
     def dataset(self) -> Dataset:
         """The configured dataset, loaded once per process."""
@@ -166,6 +180,7 @@ class RagSession:
     def add_entries(
         self, test: str, entries: Iterable[Mapping[str, Any]], *, errored: bool
     ) -> None:
+        self.settings  # noqa: B018 - evaluations arrived: this session uses pytest-ragmetrics
         self.ran_tests.add(test)
         if errored:
             self.errored_tests.add(test)
@@ -173,7 +188,7 @@ class RagSession:
 
     def finish(self) -> None:
         """Compute stale entries and, when asked, write the updated baseline (controller)."""
-        if self.is_worker:
+        if self.is_worker or not self.in_use:
             return
         if not self.settings.update_baseline and not self.settings.baseline.exists():
             return  # nothing to compare with or to list as stale; read nothing
