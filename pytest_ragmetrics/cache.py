@@ -4,8 +4,10 @@ Layout: ``<root>/<kind>/<key>/manifest.json`` plus ``<name>.npy`` (arrays) or ``
 ``key`` is the sha256 of the canonical JSON of the entry's identity, and the manifest repeats
 the identity: an entry whose identity differs from the one asked for is a miss, never a stale
 hit. An entry is built in a temporary folder and renamed into place, so readers see a complete
-entry or none. Arrays are ``.npy`` read with ``allow_pickle=False``: nothing read executes code.
-A file lock per key lets one process compute while others (xdist workers) wait and then read.
+entry or none; it is written once (a later put of a published identity keeps the published
+entry) and removed by renaming it away first, so a reader that loses a race sees a plain miss,
+never a torn entry. Arrays are ``.npy`` read with ``allow_pickle=False``: nothing read executes
+code. A file lock per key lets one process compute while others (xdist workers) wait and then read.
 Each computation is also appended to ``<root>/<kind>/computed.log`` (key, pid, time), so tests
 can count how often concurrent processes computed an entry (:meth:`Cache.computations`).
 """
@@ -33,6 +35,19 @@ from pytest_ragmetrics.fileio import atomic_write_text
 SCHEMA = 1
 COMPUTE_LOG = "computed.log"
 Arrays = dict[str, npt.NDArray[Any]]
+FileId = tuple[int, int]
+
+
+def _names(path: Path, file_id: FileId) -> bool:
+    """Whether ``path`` still names the file ``file_id`` (device, inode).
+
+    The caller keeps that file open, so its inode cannot be reused by a newer file meanwhile.
+    """
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino) == file_id
 
 
 def canonical_json(value: Any) -> str:
@@ -94,23 +109,51 @@ class Cache:
                 "it. If no other run is active, delete the .lock file"
             ) from None
 
-    def _read_manifest(self, entry: Path, identity: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _read_manifest(
+        self, entry: Path, identity: Mapping[str, Any], pinned: contextlib.ExitStack
+    ) -> tuple[dict[str, Any], FileId] | None:
+        """The entry's manifest and the id of the manifest file, held open in ``pinned``.
+
+        None on a miss. A manifest that cannot be read is an unreadable entry (warning,
+        discarded) unless another process removed or replaced the entry meanwhile: that is a
+        plain miss.
+        """
         manifest_path = entry / "manifest.json"
-        if not manifest_path.exists():
-            return None
         try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+            handle = pinned.enter_context(open(manifest_path, "rb"))  # noqa: SIM115
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._unreadable(entry, f"manifest unreadable ({exc})")
+            return None
+        info = os.fstat(handle.fileno())
+        file_id = (info.st_dev, info.st_ino)
+        try:
+            manifest = json.loads(handle.read().decode("utf-8"))
             if not isinstance(manifest, dict):
                 raise ValueError("manifest is not an object")
         except (OSError, ValueError) as exc:
-            self._unreadable(entry, f"manifest unreadable ({exc})")
+            if _names(manifest_path, file_id):
+                self._unreadable(entry, f"manifest unreadable ({exc})")
             return None
         if manifest.get("schema") != SCHEMA or canonical_json(
             manifest.get("identity")
         ) != canonical_json(identity):
             # Same key, different identity: a hash collision or a hand edit. Never reuse it.
             return None
-        return manifest
+        return manifest, file_id
+
+    def _holds(self, entry: Path, identity: Mapping[str, Any]) -> bool:
+        """Whether ``entry`` is already published for ``identity`` (read quietly)."""
+        try:
+            manifest = json.loads((entry / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return (
+            isinstance(manifest, dict)
+            and manifest.get("schema") == SCHEMA
+            and canonical_json(manifest.get("identity")) == canonical_json(identity)
+        )
 
     def _unreadable(self, entry: Path, why: str) -> None:
         warnings.warn(
@@ -131,10 +174,22 @@ class Cache:
         if not self.enabled:
             return None
         entry = self._entry(kind, identity)
-        manifest = self._read_manifest(entry, identity)
-        if manifest is None:
+        with contextlib.ExitStack() as pinned:
+            found = self._read_manifest(entry, identity, pinned)
+            if found is None:
+                self.misses += 1
+                return None
+            manifest, file_id = found
+            arrays = self._load_arrays(entry, manifest, file_id)
+        if arrays is None:
             self.misses += 1
             return None
+        self.hits += 1
+        return arrays
+
+    def _load_arrays(
+        self, entry: Path, manifest: Mapping[str, Any], file_id: FileId
+    ) -> Arrays | None:
         arrays: Arrays = {}
         try:
             listed = manifest.get("arrays", {})
@@ -154,10 +209,13 @@ class Cache:
                     )
                 arrays[name] = array
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            self._unreadable(entry, str(exc))
-            self.misses += 1
+            if _names(entry / "manifest.json", file_id):
+                self._unreadable(entry, str(exc))
             return None
-        self.hits += 1
+        if not _names(entry / "manifest.json", file_id):
+            # Removed or replaced while we read (clear(), a discarded entry being rewritten):
+            # the arrays may come from two versions, so this is a plain miss.
+            return None
         return arrays
 
     def get_json(self, kind: str, identity: Mapping[str, Any]) -> Any | None:
@@ -165,12 +223,13 @@ class Cache:
         if not self.enabled:
             return None
         entry = self._entry(kind, identity)
-        manifest = self._read_manifest(entry, identity)
-        if manifest is None or "value" not in manifest:
+        with contextlib.ExitStack() as pinned:
+            found = self._read_manifest(entry, identity, pinned)
+        if found is None or "value" not in found[0]:
             self.misses += 1
             return None
         self.hits += 1
-        return manifest["value"]
+        return found[0]["value"]
 
     def put_arrays(
         self,
@@ -237,6 +296,10 @@ class Cache:
             }
             atomic_write_text(staging / "manifest.json", canonical_json(manifest))
             if entry.exists():
+                if self._holds(entry, identity):
+                    # Published by another process first. Same identity, same content: keep
+                    # theirs, so readers never see a valid entry disappear.
+                    return
                 self._discard(entry)
             try:
                 os.replace(staging, entry)
@@ -335,9 +398,12 @@ class Cache:
             if not kind_dir.is_dir():
                 continue
             for entry in kind_dir.iterdir():
+                if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                    continue  # another process is building this entry right now
                 if entry.is_dir():
-                    shutil.rmtree(entry, ignore_errors=True)
-                    removed += 1
+                    self._discard(entry)  # renamed away first: readers see it whole or not
+                    if not entry.name.startswith("."):  # not the trash of an earlier discard
+                        removed += 1
                 else:
                     with contextlib.suppress(OSError):
                         entry.unlink()
