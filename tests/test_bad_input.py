@@ -69,7 +69,10 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "test_rag.py").write_text(TEST_FILE)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *NO_PLUGINS, "--ragmetrics-update-baseline"],
+        [
+            *(sys.executable, "-m", "pytest", "-q", *NO_PLUGINS),
+            *("-p", "no:hypothesispytest", "-p", "no:anyio", "--ragmetrics-update-baseline"),
+        ],
         cwd=root,
         env=env,
         capture_output=True,
