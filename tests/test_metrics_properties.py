@@ -7,8 +7,11 @@ file runs in seconds; raise them with ``--hypothesis-profile`` settings if you n
 
 from __future__ import annotations
 
+import math
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -16,7 +19,16 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_ragmetrics import Evaluation, Qrels, Run, evaluate
+from pytest_ragmetrics import (
+    AnswerAssessment,
+    Claim,
+    Evaluation,
+    Qrels,
+    Run,
+    evaluate,
+    evaluate_answers,
+    read_run,
+)
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -248,16 +260,23 @@ def test_adding_a_relevant_doc_at_the_top_never_lowers_recall_or_ndcg(
     metrics = [m for m in ALL_METRICS if m.startswith(("recall", "ndcg"))] + ["recall_at_100"]
     before = ours(instance, metrics, gain=gain, relevance_level=level)
     improved = {q: dict(docs) for q, docs in instance.run.items()}
-    changed = []
+    changed = {}
     for qid, docs in instance.qrels.items():
         top_grade = max(docs.values())
         retrieved = improved.get(qid, {})
         candidates = [d for d, g in docs.items() if g == top_grade and d not in retrieved]
-        if top_grade >= level and candidates:
-            improved[qid] = {candidates[0]: max(retrieved.values(), default=0.0) + 1, **retrieved}
-            changed.append(qid)
+        # Strictly above the best score as trec_eval compares them (float32), so the new doc
+        # is really first, not tied (impossible above float32's range: those queries are out).
+        with np.errstate(over="ignore"):
+            best = np.float32(max(retrieved.values(), default=0.0))
+        if top_grade >= level and candidates and np.isfinite(best):
+            top = float(np.nextafter(best, np.float32(np.inf)))
+            improved[qid] = {candidates[0]: top, **retrieved}
+            changed[qid] = candidates[0]
     assume(changed)
-    after = evaluate(instance.qrels, improved, metrics, gain=gain, relevance_level=level)
+    run = Run.from_dict(improved)
+    assert all(run.ranking(qid)[0][0] == doc for qid, doc in changed.items())
+    after = evaluate(instance.qrels, run, metrics, gain=gain, relevance_level=level)
     for qid in changed:
         for name in metrics:
             assert after.per_query[qid][name] >= before.per_query[qid][name] - 1e-12, (qid, name)
@@ -266,3 +285,60 @@ def test_adding_a_relevant_doc_at_the_top_never_lowers_recall_or_ndcg(
         assert after.per_query[qid]["recall_at_100"] == pytest.approx(
             before.per_query[qid]["recall_at_100"] + 1 / relevant
         )
+
+
+@given(instances(), st.randoms(use_true_random=False))
+@EXAMPLES
+def test_invariant_to_the_order_of_lines_in_a_trec_run_file(instance: Instance, rnd: Any) -> None:
+    """The same run written as a TREC file with its lines shuffled (ranks column included, as
+    trec_eval ignores it) evaluates exactly like the run itself."""
+    assume(shared(instance))
+    lines = [
+        f"{qid} Q0 {doc} {rank} {score!r} tag\n"
+        for qid, docs in instance.run.items()
+        for rank, (doc, score) in enumerate(docs.items(), start=1)
+    ]
+    assume(lines)
+    rnd.shuffle(lines)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "run.txt"
+        path.write_text("".join(lines), encoding="utf-8")
+        from_file = evaluate(instance.qrels, read_run(path), ALL_METRICS)
+    expected = ours(instance, ALL_METRICS)
+    assert from_file.query_ids.tolist() == expected.query_ids.tolist()
+    np.testing.assert_array_equal(from_file.values, expected.values)
+
+
+@st.composite
+def assessments(draw: st.DrawFn) -> list[AnswerAssessment]:
+    """Answers with supported / unsupported / unjudged claims and yes/no or ordinal relevance."""
+    out = []
+    for i in range(draw(st.integers(1, 6))):
+        verdicts = draw(st.lists(st.sampled_from([True, False, None]), max_size=8))
+        claims = tuple(Claim(f"claim {j}.", v) for j, v in enumerate(verdicts))
+        scale = draw(st.sampled_from([None, (0, 1), (1, 5), (-2, 2)]))
+        if scale is None:
+            relevance: bool | int | None = draw(st.sampled_from([True, False, None]))
+        else:
+            relevance = draw(st.integers(*scale) | st.none())
+        out.append(AnswerAssessment(f"q{i}", "answer", claims, relevance, scale))
+    return out
+
+
+@given(assessments())
+@EXAMPLES
+def test_answer_metrics_are_between_zero_and_one(items: list[AnswerAssessment]) -> None:
+    """groundedness and answer_relevance lie in [0, 1]; they are NaN (not applicable) exactly
+    when no claim was judged or relevance was not judged."""
+    evaluation = evaluate_answers(items)
+    for item in items:
+        row = evaluation.per_query[item.query_id]
+        for name, applicable in (
+            ("groundedness", item.judged_claims > 0),
+            ("answer_relevance", item.addresses_question is not None),
+        ):
+            value = row[name]
+            if applicable:
+                assert 0.0 <= value <= 1.0, (name, value)
+            else:
+                assert math.isnan(value), (name, value)
