@@ -120,10 +120,26 @@ def _resolve_input(value: str, base: Path) -> Path:
     return path if path.is_absolute() else (base / path).resolve()
 
 
-def _resolve_output(value: str, base: Path, option: str) -> Path:
+def _resolve_output(value: str, base: Path, option: str, rootdir: Path) -> Path:
+    """An output path from ``base`` (the rootdir, or where pytest runs for a command-line
+    value) that stays inside ``base`` or the project; ``..`` may not lead out of both."""
     from pytest_ragmetrics.fileio import path_inside
 
-    return path_inside(base, os.path.expandvars(os.path.expanduser(value)), option=option)
+    raw = os.path.expandvars(os.path.expanduser(value))
+    try:
+        return path_inside(base, raw, option=option)
+    except ConfigError:
+        if base == rootdir:
+            raise
+    # e.g. --ragmetrics-json=../report.json run from a subfolder of the project
+    resolved, root = (base / raw).resolve(), rootdir.resolve()
+    if resolved != root and root not in resolved.parents:
+        raise ConfigError(
+            f"{option}: {value!r} points outside the project ({root}) and the folder pytest "
+            f"runs in ({base}); use a path inside one of them, or an absolute path if you "
+            "really mean another place"
+        )
+    return resolved
 
 
 def _float_in(text: str, option: str, low: float, high: float) -> float:
@@ -210,7 +226,7 @@ def build_settings(
     values["semantics"] = MetricSemantics(level, gain or "linear", query_set or "qrels")  # type: ignore[arg-type]
     baseline, cli = text("ragmetrics_baseline")
     values["baseline"] = _resolve_output(
-        baseline or ".ragmetrics/baseline.json", base_for(cli), "ragmetrics_baseline"
+        baseline or ".ragmetrics/baseline.json", base_for(cli), "ragmetrics_baseline", rootdir
     )
     tolerance_raw, _ = get("ragmetrics_tolerance")
     if tolerance_raw:
@@ -222,7 +238,7 @@ def build_settings(
     values["strict"] = _as_bool(strict, "ragmetrics_strict")
     cache_dir, cli = text("ragmetrics_cache_dir")
     values["cache_dir"] = _resolve_output(
-        cache_dir or ".ragmetrics/cache", base_for(cli), "ragmetrics_cache_dir"
+        cache_dir or ".ragmetrics/cache", base_for(cli), "ragmetrics_cache_dir", rootdir
     )
     for name, key in (
         ("ragmetrics_json", "json_report"),
@@ -230,7 +246,7 @@ def build_settings(
     ):
         value, cli = text(name)
         if value:
-            values[key] = _resolve_output(value, base_for(cli), name)
+            values[key] = _resolve_output(value, base_for(cli), name, rootdir)
     junit, _ = get("ragmetrics_junit_properties")
     values["junit_properties"] = _as_bool(junit, "ragmetrics_junit_properties")
     kappa, _ = text("ragmetrics_min_judge_kappa")
