@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,7 +76,35 @@ def read_jsonl(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
             raise DataFormatError(f"cannot read this JSON line ({exc})", p, lineno) from None
         if not isinstance(value, dict):
             raise DataFormatError(f"expected a JSON object, got {type(value).__name__}", p, lineno)
+        if _SURROGATE_ESCAPE.search(text):
+            _refuse_lone_surrogates(value, p, lineno)
         yield lineno, value
+
+
+# A \uD800-\uDFFF escape: valid in pairs (an astral character), not alone.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
+def _refuse_lone_surrogates(value: Any, path: Path, line: int) -> None:
+    """Strings with a lone surrogate are not Unicode text: they cannot be written back out."""
+    strings = [value] if isinstance(value, str) else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            strings.append(key)
+            _refuse_lone_surrogates(item, path, line)
+    elif isinstance(value, list):
+        for item in value:
+            _refuse_lone_surrogates(item, path, line)
+    for text in strings:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise DataFormatError(
+                f"the escape \\u{ord(text[exc.start]):04x} is half of a surrogate pair, not a "
+                "character; fix the text that wrote this line",
+                path,
+                line,
+            ) from None
 
 
 def require_str(
