@@ -168,8 +168,9 @@ class BaselineStore:
         """Write atomically (temp file in the same folder + os.replace)."""
         try:
             atomic_write_text(self.path, self.dumps())
-        except OSError as exc:
-            raise BaselineError(f"{self.path}: cannot write the baseline ({exc})") from None
+        except (OSError, UnicodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise BaselineError(f"{self.path}: cannot write the baseline ({reason})") from None
 
 
 def _strip_version(entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -41,6 +41,13 @@ class CacheError(RagMetricsError):
     """A cache entry cannot be written."""
 
 
+class OutputError(RagMetricsError, OSError):
+    """A file (report, run, baseline) cannot be written; an existing one is left unchanged.
+
+    Also an ``OSError``, so code that handles I/O errors keeps working.
+    """
+
+
 class RetrieverError(RagMetricsError):
     """A retriever could not be built or returned an invalid result."""
 

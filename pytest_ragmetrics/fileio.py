@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from pytest_ragmetrics.errors import ConfigError
+from pytest_ragmetrics.errors import ConfigError, OutputError
 
 PathLike = str | os.PathLike[str]
 
@@ -51,9 +51,21 @@ def atomic_write_text(path: PathLike, text: str) -> None:
 
 
 def atomic_write_bytes(path: PathLike, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically."""
-    with atomic_writer(path, "wb") as handle:
-        handle.write(data)  # type: ignore[arg-type]
+    """Replace ``path`` with ``data`` atomically; an OutputError names the file on failure."""
+    try:
+        with atomic_writer(path, "wb") as handle:
+            handle.write(data)  # type: ignore[arg-type]
+    except OSError as exc:
+        raise _output_error(path, exc) from exc
+
+
+def _output_error(path: PathLike, exc: OSError) -> OutputError:
+    if isinstance(exc, OutputError):
+        return exc
+    reason = exc.strerror or str(exc)
+    error = OutputError(f"{os.fspath(path)}: cannot write ({reason})")
+    error.strerror = reason  # what callers that add their own context show
+    return error
 
 
 def atomic_append_text(path: PathLike, text: str) -> None:
@@ -63,6 +75,8 @@ def atomic_append_text(path: PathLike, text: str) -> None:
         old = target.read_bytes()
     except FileNotFoundError:
         old = b""
+    except OSError as exc:
+        raise _output_error(path, exc) from exc
     separator = b"" if not old or old.endswith(b"\n") else b"\n"
     atomic_write_bytes(target, old + separator + text.encode("utf-8"))
 
