@@ -122,7 +122,20 @@ def _resolve_input(value: str, base: Path) -> Path:
 
 def _resolve_output(value: str, base: Path, option: str, rootdir: Path) -> Path:
     """An output path from ``base`` (the rootdir, or where pytest runs for a command-line
-    value) that stays inside ``base`` or the project; ``..`` may not lead out of both."""
+    value) that stays inside ``base`` or the project; ``..`` may not lead out of both.
+
+    A file option naming an existing folder (or the cache folder naming a file) is refused
+    here, before any test runs, rather than when the session ends.
+    """
+    path = _output_path(value, base, option, rootdir)
+    folder = option == "ragmetrics_cache_dir"
+    if path.exists() and path.is_dir() != folder:
+        wanted, found = ("a folder", "a file") if folder else ("a file", "a folder")
+        raise ConfigError(f"{option}: {value!r} is {found}; give the path of {wanted}")
+    return path
+
+
+def _output_path(value: str, base: Path, option: str, rootdir: Path) -> Path:
     from pytest_ragmetrics.fileio import path_inside
 
     raw = os.path.expandvars(os.path.expanduser(value))
