@@ -348,6 +348,24 @@ def cli_bad_metric(p: Project) -> None:
         assert errors.getvalue().startswith(f"ragmetrics evaluate: error: {message}")
 
 
+def report_path_is_a_folder(p: Project) -> None:
+    (p.root / "report.json").mkdir()
+    p.ini('ragmetrics_json = "report.json"\n')
+    result = p.run("--ragmetrics-update-baseline")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ragmetrics_json: 'report.json' is a folder; give the path of a file" in output(result)
+
+
+def report_cannot_be_written(p: Project) -> None:
+    """Found only when the session ends (the parent 'folder' is a file): the tests pass, the
+    session fails with one line naming the file."""
+    (p.root / "reports").write_text("not a folder")
+    result = p.run("--ragmetrics-markdown=reports/summary.md")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert f"ragmetrics: error: {p.root / 'reports' / 'summary.md'}: cannot write" in output(result)
+
+
 # --- the baseline file ------------------------------------------------------------------------
 
 
@@ -545,6 +563,15 @@ CASES = [
         dataset_case("corpus.jsonl", b"[" * 100_000 + b"\n", 6, "cannot read this JSON line"),
         id="corpus-nested-too-deep",
     ),
+    pytest.param(
+        dataset_case(
+            "corpus.jsonl",
+            b'{"_id": "d6", "text": "half \\ud800 a pair"}\n',
+            6,
+            "the escape \\ud800 is half of a surrogate pair",
+        ),
+        id="corpus-lone-surrogate",
+    ),
     # queries
     pytest.param(truncated("queries.jsonl", 4), id="queries-truncated"),
     pytest.param(
@@ -674,6 +701,8 @@ CASES = [
     ),
     pytest.param(Case(metric_in_test_body), id="test-body-bad-metric-k"),
     pytest.param(Case(cli_bad_metric), id="ragmetrics-evaluate-bad-metric"),
+    pytest.param(Case(report_path_is_a_folder), id="report-path-is-a-folder"),
+    pytest.param(Case(report_cannot_be_written), id="report-cannot-be-written"),
     # the baseline
     pytest.param(baseline_case(lambda text: "", "the baseline file is empty"), id="baseline-empty"),
     pytest.param(
