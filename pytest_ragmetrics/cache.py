@@ -218,8 +218,18 @@ class Cache:
             return None
         return arrays
 
-    def get_json(self, kind: str, identity: Mapping[str, Any]) -> Any | None:
-        """The cached JSON value for ``identity``, or None."""
+    def get_json(
+        self,
+        kind: str,
+        identity: Mapping[str, Any],
+        *,
+        valid: Callable[[Any], bool] | None = None,
+    ) -> Any | None:
+        """The cached JSON value for ``identity``, or None.
+
+        ``valid(value)`` False (say, a hand-edited value of the wrong shape) makes the entry
+        unreadable: a miss with a warning, and it is rewritten.
+        """
         if not self.enabled:
             return None
         entry = self._entry(kind, identity)
@@ -228,8 +238,13 @@ class Cache:
         if found is None or "value" not in found[0]:
             self.misses += 1
             return None
+        value = found[0]["value"]
+        if valid is not None and not valid(value):
+            self._unreadable(entry, "its value does not have the shape its reader expects")
+            self.misses += 1
+            return None
         self.hits += 1
-        return found[0]["value"]
+        return value
 
     def put_arrays(
         self,
@@ -345,15 +360,17 @@ class Cache:
         identity: Mapping[str, Any],
         compute: Callable[[], Any],
         meta: Mapping[str, Any] | None = None,
+        *,
+        valid: Callable[[Any], bool] | None = None,
     ) -> Any:
         """Get the JSON value, computing and storing it under the lock on a miss."""
         if not self.enabled:
             return compute()
-        found = self.get_json(kind, identity)
+        found = self.get_json(kind, identity, valid=valid)
         if found is not None:
             return found
         with self.lock(kind, identity):
-            found = self.get_json(kind, identity)
+            found = self.get_json(kind, identity, valid=valid)
             self.misses -= 1  # the first look-up already counted this miss
             if found is not None:
                 return found

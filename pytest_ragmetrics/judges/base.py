@@ -211,20 +211,28 @@ class VerdictCache:
     def _key(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         return {**self._judge, "inputs_sha256": sha256_text(canonical_json(inputs))}
 
-    def get(self, inputs: Mapping[str, Any], compute: Callable[[], T]) -> T:
+    def get(
+        self,
+        inputs: Mapping[str, Any],
+        compute: Callable[[], T],
+        *,
+        valid: Callable[[Any], bool] | None = None,
+    ) -> T:
         """The cached verdict for ``inputs``, or ``compute()`` stored for next time.
 
         Computed under the entry's lock, so parallel workers asking the same question pay
-        for one answer.
+        for one answer. A cached value that fails ``valid`` is unreadable: recomputed.
         """
         if not self.cache.enabled:
             return compute()
-        value: T = self.cache.json(VERDICT_CACHE_KIND, self._key(inputs), compute)
+        value: T = self.cache.json(VERDICT_CACHE_KIND, self._key(inputs), compute, valid=valid)
         return value
 
-    def peek(self, inputs: Mapping[str, Any]) -> Any | None:
+    def peek(
+        self, inputs: Mapping[str, Any], *, valid: Callable[[Any], bool] | None = None
+    ) -> Any | None:
         """The cached verdict for ``inputs``, or None."""
-        return self.cache.get_json(VERDICT_CACHE_KIND, self._key(inputs))
+        return self.cache.get_json(VERDICT_CACHE_KIND, self._key(inputs), valid=valid)
 
     def put(self, inputs: Mapping[str, Any], value: Any) -> None:
         """Store a verdict computed outside :meth:`get` (e.g. in a batch)."""

@@ -6,6 +6,7 @@ its opposite embed close together), which calibration measures.
 from __future__ import annotations
 
 import copy as copy_module
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -182,8 +183,10 @@ class EmbeddingJudge:
             prepared.append((texts, _context_sentences(pairs), inputs))
         matches: list[list[dict[str, Any]]] = [[] for _ in prepared]
         missing: list[int] = []
-        for i, (_, _, inputs) in enumerate(prepared):
-            found = self._similarities.peek(inputs)
+        for i, (texts, _, inputs) in enumerate(prepared):
+            found = self._similarities.peek(
+                inputs, valid=functools.partial(_are_matches, claims=texts)
+            )
             if found is None:
                 missing.append(i)
             else:
@@ -311,6 +314,28 @@ def _best_matches(
             {"text": claim, "score": score, "context": cid, "index": index, "sentence": sentence}
         )
     return found
+
+
+def _are_matches(value: Any, claims: list[str]) -> bool:
+    """Whether a cached value has the shape :func:`_best_matches` gives for ``claims``."""
+    if not isinstance(value, list) or len(value) != len(claims):
+        return False
+    for match, claim in zip(value, claims, strict=True):
+        if not isinstance(match, dict) or match.get("text") != claim:
+            return False
+        score = match.get("score")
+        if score is None:
+            continue
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            return False
+        if not (
+            math.isfinite(score)
+            and isinstance(match.get("context"), str)
+            and isinstance(match.get("index"), int)
+            and isinstance(match.get("sentence"), str)
+        ):
+            return False
+    return True
 
 
 def _context_sentences(pairs: list[tuple[str, str]]) -> list[tuple[str, int, str]]:

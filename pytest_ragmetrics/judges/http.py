@@ -125,6 +125,16 @@ def _endpoint(base_url: str) -> tuple[str, str]:
     return url, shown
 
 
+def _is_verdict(value: Any) -> bool:
+    """The shape of a cached verdict: {"reply": text, "verdict": true, false or null}."""
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("reply"), str)
+        and "verdict" in value
+        and (value["verdict"] is None or isinstance(value["verdict"], bool))
+    )
+
+
 def _retry_after(value: str | None) -> float | None:
     """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
     if not value:
@@ -426,6 +436,7 @@ class HttpJudge:
             raw = self._verdicts.get(
                 {"task": "support", "prompt": prompt},
                 functools.partial(self._verdict, prompt, "claim support"),
+                valid=_is_verdict,
             )
             self._check_parsed(raw, "claim support")
             verdicts.append(Claim(claim, raw["verdict"], verdict=raw["reply"]))
@@ -453,6 +464,7 @@ class HttpJudge:
                 reply = self._verdicts.get(
                     {"task": "relevance", "prompt": prompt},
                     lambda: self._verdict(prompt, "answer relevance"),
+                    valid=_is_verdict,
                 )
                 self._check_parsed(reply, "answer relevance")
                 addresses, raw["relevance"] = reply["verdict"], reply["reply"]
