@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -42,7 +43,7 @@ from pytest_ragmetrics import (
 )
 from pytest_ragmetrics.baseline import BaselineStore
 from pytest_ragmetrics.cli import main as cli_main
-from pytest_ragmetrics.judges import HttpJudge, RecordedJudge
+from pytest_ragmetrics.judges import EmbeddingJudge, HttpJudge, RecordedJudge
 from pytest_ragmetrics.retrievers import ShortRankingWarning, check_run, from_function
 
 INI = """\
@@ -390,8 +391,6 @@ def _edit_entry(key: str, value: str) -> Callable[[str], str]:
     """Replace the value of ``key`` in the (only) entry with ``value`` (raw JSON)."""
 
     def damage(text: str) -> str:
-        import json
-
         data = json.loads(text)
         data["entries"][TEST_ID]["bm25"][key] = json.loads(value)
         return json.dumps(data, indent=2)
@@ -424,6 +423,43 @@ def unreadable_cache_entry_is_rewritten(p: Project) -> None:
     assert snapshot(entry).keys() == snapshot(p.template / relative).keys()
     for name, (data, _) in snapshot(p.template / relative).items():
         assert (entry / name).read_bytes() == data, name
+
+
+def _garble_verdicts(cache: Path, value: object) -> None:
+    for manifest in (cache / "judge-verdicts").glob("*/manifest.json"):
+        data = json.loads(manifest.read_text())
+        data["value"] = value
+        manifest.write_text(json.dumps(data))
+
+
+def hand_edited_http_verdict(p: Project) -> None:
+    """A cached verdict of the wrong shape is an unreadable entry: asked again, rewritten."""
+    with serve() as server:
+        HttpJudge(server.url, "tiny", cache=p.cache).judge_claims(["Cats purr SUPPORTED."], ["c"])
+        _garble_verdicts(p.cache, "yes")
+        judge = HttpJudge(server.url, "tiny", cache=p.cache)
+        with pytest.warns(RagMetricsWarning, match="unreadable .* does not have the shape"):
+            (claim,) = judge.judge_claims(["Cats purr SUPPORTED."], ["c"])
+        assert claim.supported is True
+        assert server.count == 2
+    assert (
+        HttpJudge("http://127.0.0.1:9", "tiny", cache=p.cache)
+        .judge_claims(["Cats purr SUPPORTED."], ["c"])[0]
+        .supported
+    )  # rewritten: served from the cache, nothing is asked
+
+
+def hand_edited_embedding_similarity(p: Project) -> None:
+    def encoder(texts: list[str]) -> list[list[float]]:
+        return [[1.0, float(len(t))] for t in texts]
+
+    def judge() -> EmbeddingJudge:
+        return EmbeddingJudge(encoder=encoder, model_name="toy", cache=p.cache)
+
+    expected = judge().judge_claims(["Cats purr."], ["Cats purr and sleep."])
+    _garble_verdicts(p.cache, [{"text": "Cats purr.", "score": "high"}])
+    with pytest.warns(RagMetricsWarning, match="unreadable .* does not have the shape"):
+        assert judge().judge_claims(["Cats purr."], ["Cats purr and sleep."]) == expected
 
 
 # --- retrievers (from_function / check_run) ---------------------------------------------------
@@ -739,6 +775,14 @@ CASES = [
     pytest.param(
         Case(unreadable_cache_entry_is_rewritten, damage_cache_entry, may_change=("cache/run/",)),
         id="cache-entry-unreadable",
+    ),
+    pytest.param(
+        Case(hand_edited_http_verdict, may_change=("cache/judge-verdicts/",)),
+        id="cache-http-verdict-hand-edited",
+    ),
+    pytest.param(
+        Case(hand_edited_embedding_similarity, may_change=("cache/judge-verdicts/",)),
+        id="cache-similarity-hand-edited",
     ),
     # retrievers
     pytest.param(
