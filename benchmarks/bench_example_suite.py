@@ -22,9 +22,19 @@ SUITE = Path(__file__).resolve().parents[1] / "example_suite"
 def run(cache: Path) -> float:
     start = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         f"--ragmetrics-cache-dir={cache}"],
-        cwd=SUITE, capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--ragmetrics-cache-dir={cache}",
+        ],
+        cwd=SUITE,
+        capture_output=True,
+        text=True,
+        check=False,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     elapsed = time.perf_counter() - start

@@ -24,7 +24,14 @@ import subprocess
 import sys
 import time
 
-METRICS = ["ndcg_at_10", "recall_at_100", "map_at_100", "mrr_at_10", "precision_at_5", "recall_at_5"]
+METRICS = [
+    "ndcg_at_10",
+    "recall_at_100",
+    "map_at_100",
+    "mrr_at_10",
+    "precision_at_5",
+    "recall_at_5",
+]
 DIM = 384
 
 
@@ -45,8 +52,9 @@ def child(n_docs: int, n_queries: int, index_type: str) -> dict[str, float]:
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     doc_ids = np.char.add("d", np.arange(n_docs).astype(str))
     query_ids = [f"q{i}" for i in range(n_queries)]
-    qrels = Qrels.from_dict({q: {str(doc_ids[t]): 1} for q, t in zip(query_ids, targets,
-                                                                        strict=True)})
+    qrels = Qrels.from_dict(
+        {q: {str(doc_ids[t]): 1} for q, t in zip(query_ids, targets, strict=True)}
+    )
     made = time.perf_counter()
     if index_type == "hnsw":
         index = faiss.IndexHNSWFlat(DIM, 32, faiss.METRIC_INNER_PRODUCT)
@@ -71,8 +79,9 @@ def child(n_docs: int, n_queries: int, index_type: str) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--child", nargs=3, metavar=("DOCS", "QUERIES", "INDEX"))
     parser.add_argument("--max-docs", type=int, default=1_000_000)
     args = parser.parse_args()
@@ -80,20 +89,30 @@ def main() -> None:
         print(json.dumps(child(int(args.child[0]), int(args.child[1]), args.child[2])))
         return
     configs = [
-        (100_000, 1_000, "flat"), (300_000, 1_000, "flat"), (1_000_000, 1_000, "flat"),
+        (100_000, 1_000, "flat"),
+        (300_000, 1_000, "flat"),
+        (1_000_000, 1_000, "flat"),
         (100_000, 10_000, "flat"),
     ]
-    print(f"{'docs':>9} {'queries':>7} {'index':>5} {'build':>8} {'search':>8} {'evaluate':>9} "
-          f"{'peak RSS':>9}  ndcg@10")
+    print(
+        f"{'docs':>9} {'queries':>7} {'index':>5} {'build':>8} {'search':>8} {'evaluate':>9} "
+        f"{'peak RSS':>9}  ndcg@10"
+    )
     for n_docs, n_queries, index_type in configs:
         if n_docs > args.max_docs:
             continue
-        out = subprocess.run([sys.executable, __file__, "--child", str(n_docs), str(n_queries),
-                              index_type], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", str(n_docs), str(n_queries), index_type],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"{n_docs:>9,} {n_queries:>7,} {index_type:>5} {r['index_s']:>7.2f}s "
-              f"{r['search_s']:>7.2f}s {r['evaluate_s'] * 1000:>7.1f}ms {r['max_rss_mb']:>7.0f}MB"
-              f"  {r['ndcg_at_10']:.3f}")
+        print(
+            f"{n_docs:>9,} {n_queries:>7,} {index_type:>5} {r['index_s']:>7.2f}s "
+            f"{r['search_s']:>7.2f}s {r['evaluate_s'] * 1000:>7.1f}ms {r['max_rss_mb']:>7.0f}MB"
+            f"  {r['ndcg_at_10']:.3f}"
+        )
     print("evaluate = Run.from_arrays + six metrics; the embeddings alone take 1.5 GB per 1M docs")
 
 

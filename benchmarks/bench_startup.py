@@ -45,8 +45,10 @@ def main() -> None:
     for label, index in (("wall", 0), ("CPU", 1)):
         a = statistics.median(t[index] for t in with_plugin)
         b = statistics.median(t[index] for t in without)
-        print(f"  {label:4}: plugin installed {a * 1000:7.1f} ms, -p no:ragmetrics "
-              f"{b * 1000:7.1f} ms, ratio {a / b:.3f}x (target <= 1.05)")
+        print(
+            f"  {label:4}: plugin installed {a * 1000:7.1f} ms, -p no:ragmetrics "
+            f"{b * 1000:7.1f} ms, ratio {a / b:.3f}x (target <= 1.05)"
+        )
 
 
 if __name__ == "__main__":

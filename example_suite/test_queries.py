@@ -37,9 +37,12 @@ def test_hard_claims_stay_retrieved(rag_query):
     )
 
 
-@pytest.mark.xfail(strict=True, reason="known miss: MiniLM does not retrieve the abstract for "
-                   "this negated claim; a fix will make this test XPASS and fail, as a reminder "
-                   "to move the query to HARD")
+@pytest.mark.xfail(
+    strict=True,
+    reason="known miss: MiniLM does not retrieve the abstract for "
+    "this negated claim; a fix will make this test XPASS and fail, as a reminder "
+    "to move the query to HARD",
+)
 @pytest.mark.rag_queries("1110")
 def test_known_miss(rag_query):
     assert best_rank(rag_query) is not None

@@ -19,8 +19,9 @@ def status_of(entry: Mapping[str, Any]) -> str:
     if outcome.get("gate"):
         return f"{baseline} (not enforced)"
     if any(not t["passed"] for t in outcome.get("thresholds", [])):
-        return "below threshold" if baseline in ("-", "ok", "new") else \
-            f"below threshold, {baseline}"
+        return (
+            "below threshold" if baseline in ("-", "ok", "new") else f"below threshold, {baseline}"
+        )
     return baseline
 
 
