@@ -146,8 +146,11 @@ class RagEval:
         self._on_record = on_record
         self.recorded: list[RecordedEvaluation] = []
 
-    def _metrics_for(self, layer: Layer, extra: Iterable[str] | None) -> list[str]:
-        names = [m for m in self._metrics if parse_metric(m).layer == layer]
+    def _metrics_for(
+        self, layer: Layer, extra: Iterable[str] | None, default: Iterable[str] = ()
+    ) -> list[str]:
+        """Configured metrics of ``layer`` (or ``default`` if none), thresholds, ``extra``."""
+        names = [m for m in self._metrics if parse_metric(m).layer == layer] or list(default)
         names += [m for m in self._thresholds if parse_metric(m).layer == layer]
         if extra:
             names += [parse_metric(m).name for m in extra]
@@ -242,7 +245,7 @@ class RagEval:
         from pytest_ragmetrics.metrics.answer import ANSWER_METRICS, evaluate_answers
 
         items = list(assessments)
-        names = self._metrics_for("answer", metrics) or list(ANSWER_METRICS)
+        names = self._metrics_for("answer", metrics, default=ANSWER_METRICS)
         evaluation = evaluate_answers(items, names)
         judges: dict[str, Any] = {}
         for item in items:

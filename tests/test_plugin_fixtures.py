@@ -267,3 +267,30 @@ def test_builtin_dense_retriever_encodes_once_under_xdist(pytester: pytest.Pytes
     # A warm serial rerun computes nothing new.
     pytester.runpytest_subprocess("-p", "no:xdist").assert_outcomes(passed=4)
     assert Cache(pytester.path / ".ragmetrics" / "cache").computations("embeddings", key) == 1
+
+
+def test_cache_flags_with_the_builtin_bm25(pytester: pytest.Pytester) -> None:
+    """The cache is reused across sessions; --ragmetrics-no-cache bypasses it; clear empties it."""
+    pytest.importorskip("bm25s")
+    make_project(
+        pytester,
+        ini='ragmetrics_retriever = "bm25"\n',
+        conftest="",
+        tests="def test_run(rag_eval, rag_run):\n    rag_eval.retrieval(rag_run)\n",
+    )
+    cache = pytester.path / ".ragmetrics" / "cache"
+    pytester.runpytest_subprocess().assert_outcomes(passed=1)
+    entries = sorted(p.relative_to(cache) for p in cache.rglob("manifest.json"))
+    assert entries
+    pytester.runpytest_subprocess().assert_outcomes(passed=1)
+    assert sorted(p.relative_to(cache) for p in cache.rglob("manifest.json")) == entries
+    logs = "".join(p.read_text() for p in cache.rglob("computed.log"))
+    assert len(logs.splitlines()) == len(entries)  # the second session computed nothing
+    no_cache = pytester.path / "other-cache"
+    pytester.runpytest_subprocess(
+        f"--ragmetrics-cache-dir={no_cache}", "--ragmetrics-no-cache"
+    ).assert_outcomes(passed=1)
+    assert not no_cache.exists()
+    cleared = pytester.runpytest_subprocess("--ragmetrics-clear-cache")
+    cleared.assert_outcomes(passed=1)
+    cleared.stdout.fnmatch_lines([f"ragmetrics: cleared {len(entries)} cache entries in *"])
