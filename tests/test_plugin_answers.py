@@ -102,3 +102,36 @@ def test_kappa_gate(
     result.stdout.fnmatch_lines([f"*{message}*"])
     if outcome == "passed":
         result.stdout.fnmatch_lines(["test_rag.py::test_answers [[]toy[]]*(not enforced)"])
+
+
+def test_answer_metrics_are_gated_by_the_baseline(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_project(
+        pytester,
+        tests="""
+        import os
+        from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
+
+        def test_answers(rag_eval):
+            worse = bool(os.environ.get("ANSWERS_WORSE"))
+            rag_eval.answers([
+                AnswerAssessment(query_id=f"q{i}", answer="A. B.",
+                                 claims=(Claim("A.", True), Claim("B.", not (worse and i < 6))),
+                                 addresses_question=True)
+                for i in range(12)
+            ], name="answers")
+    """,
+    )
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    monkeypatch.setenv("ANSWERS_WORSE", "1")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*'answers' (test_rag.py::test_answers) regressed against the baseline*",
+            "*groundedness: baseline 1.0000 → current 0.7500, Δ -0.2500*",
+            "*queries: 6 worse, 0 better, 6 unchanged*",
+            "*- ragmetrics: answer layer -*",
+        ]
+    )
