@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.metrics.names import parse_metric, register_metric, unregister_metric
     from pytest_ragmetrics.metrics.retrieval import RankedJudgments, evaluate
     from pytest_ragmetrics.metrics.semantics import MetricSemantics
+    from pytest_ragmetrics.per_query import RagQuery
 
 __version__ = "0.1.0"
 
@@ -44,6 +45,7 @@ _EXPORTS = {
     "MetricSemantics": "pytest_ragmetrics.metrics.semantics",
     "Qrels": "pytest_ragmetrics.data.model",
     "Queries": "pytest_ragmetrics.data.model",
+    "RagQuery": "pytest_ragmetrics.per_query",
     "RankedJudgments": "pytest_ragmetrics.metrics.retrieval",
     "Run": "pytest_ragmetrics.data.model",
     "evaluate": "pytest_ragmetrics.metrics.retrieval",
@@ -77,6 +79,7 @@ __all__ = [
     "Queries",
     "RagMetricsError",
     "RagMetricsWarning",
+    "RagQuery",
     "RankedJudgments",
     "RetrieverError",
     "Run",

@@ -6,6 +6,10 @@ a project configures or uses pytest-ragmetrics.
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Callable
+from typing import Any
+
 DEFAULT_METRICS = (
     "ndcg_at_10",
     "recall_at_5",
@@ -171,3 +175,26 @@ INI_OPTIONS: tuple[IniOption, ...] = (
 FLAG_UPDATE_BASELINE = "--ragmetrics-update-baseline"
 FLAG_NO_CACHE = "--ragmetrics-no-cache"
 FLAG_CLEAR_CACHE = "--ragmetrics-clear-cache"
+
+
+def configured(getoption: Callable[..., Any], getini: Callable[[str], Any]) -> bool:
+    """Whether any ragmetrics ini key or command-line option differs from its default.
+
+    ``getoption``/``getini`` are pytest's ``config.getoption``/``config.getini``.
+    """
+    for name in ("ragmetrics_update_baseline", "ragmetrics_no_cache", "ragmetrics_clear_cache"):
+        if getoption(name, default=False):
+            return True
+    for option in INI_OPTIONS:
+        if getoption(option.name, default=None) is not None:
+            return True
+        value = getini(option.name)
+        if option.type == "bool":
+            if value:
+                return True
+        elif option.type == "args":
+            if list(value) != shlex.split(option.default or ""):
+                return True
+        elif value != option.default:
+            return True
+    return False

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
@@ -20,12 +18,14 @@ from pytest_ragmetrics.options import (
     FLAG_NO_CACHE,
     FLAG_UPDATE_BASELINE,
     INI_OPTIONS,
+    configured,
 )
 from pytest_ragmetrics.session import RagSession
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.data.judged import JudgedRankings
     from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries, Run
+    from pytest_ragmetrics.per_query import RagQuery
     from pytest_ragmetrics.recorder import RagEval
 
 T = TypeVar("T")
@@ -117,11 +117,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "rag_queries(*query_ids): run a rag_query test only for these query ids",
     )
 
-    session = RagSession(lambda: _build_settings(config), is_worker=hasattr(config, "workerinput"))
+    session = RagSession(lambda: _settings(config), is_worker=hasattr(config, "workerinput"))
     config.stash[SESSION_KEY] = session
     # A project that neither configures nor extends pytest-ragmetrics pays nothing more here:
     # settings (and the metric registry) are then built on first use, with the defaults.
-    if _register_extra_metrics(config) or _configured(config):
+    if _register_extra_metrics(config) or configured(config.getoption, config.getini):
         settings = session.settings  # validates now: a bad value is a UsageError at start-up
         if settings.clear_cache and not session.is_worker:
             session.cleared = session.cache().clear()
@@ -130,50 +130,14 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_XdistHooks(session), "ragmetrics-xdist")
 
 
-def _build_settings(config: pytest.Config) -> Any:
-    """Settings from ini keys and their command-line overrides; a UsageError when invalid."""
-    from pytest_ragmetrics.settings import build_settings
+def _settings(config: pytest.Config) -> Any:
+    """Validated settings; a bad value stops pytest with a UsageError saying what is allowed."""
+    from pytest_ragmetrics.settings import settings_from_pytest
 
-    def get(name: str) -> tuple[Any, bool]:
-        value = config.getoption(name, default=None)
-        if value is not None:
-            return value, True
-        return config.getini(name), False
-
-    inipath = config.inipath
     try:
-        return build_settings(
-            get,
-            rootdir=inipath.parent if inipath is not None else config.rootpath,
-            invocation_dir=config.invocation_params.dir,
-            flags={
-                "update_baseline": config.getoption("ragmetrics_update_baseline"),
-                "no_cache": config.getoption("ragmetrics_no_cache"),
-                "clear_cache": config.getoption("ragmetrics_clear_cache"),
-            },
-        )
+        return settings_from_pytest(config)
     except RagMetricsError as exc:
         raise pytest.UsageError(f"pytest-ragmetrics: {exc}") from None
-
-
-def _configured(config: pytest.Config) -> bool:
-    """Whether any ragmetrics ini key or command-line option differs from its default."""
-    for name in ("ragmetrics_update_baseline", "ragmetrics_no_cache", "ragmetrics_clear_cache"):
-        if config.getoption(name, default=False):
-            return True
-    for option in INI_OPTIONS:
-        if config.getoption(option.name, default=None) is not None:
-            return True
-        value = config.getini(option.name)
-        if option.type == "bool":
-            if value:
-                return True
-        elif option.type == "args":
-            if list(value) != shlex.split(option.default or ""):
-                return True
-        elif value != option.default:
-            return True
-    return False
 
 
 def _register_extra_metrics(config: pytest.Config) -> bool:
@@ -424,79 +388,21 @@ def judged_rankings(request: pytest.FixtureRequest) -> JudgedRankings:
     return _clean(lambda: read_judged_rankings(path))
 
 
-@dataclass
-class RagQuery:
-    """One query of the dataset, with its judgments, ranking and metric values (rag_query)."""
-
-    id: str
-    text: str
-    relevant: dict[str, int]
-    ranking: list[tuple[str, float]]
-    metrics: dict[str, float]
-    _ranks: dict[str, int] = field(default_factory=dict, repr=False)
-
-    def rank_of(self, doc_id: str) -> int | None:
-        """1-based rank of ``doc_id`` in this query's ranking, None when not retrieved."""
-        if not self._ranks:
-            self._ranks = {doc: i for i, (doc, _) in enumerate(self.ranking, start=1)}
-        return self._ranks.get(doc_id)
-
-
 @pytest.fixture
 def rag_query(request: pytest.FixtureRequest, rag_run: Run) -> RagQuery:
     """The query this test instance is about (tests using it run once per query id)."""
-    qid = str(request.param)
+    from pytest_ragmetrics.per_query import rag_query_of
+
     session = _session(request.config)
-
-    def build() -> RagQuery:
-        dataset = session.dataset()
-        evaluation = session.run_evaluation(rag_run)
-        return RagQuery(
-            qid,
-            dataset.queries[qid],
-            dataset.qrels.judgments(qid),
-            rag_run.ranking(qid),
-            evaluation.per_query.get(qid, {}),
-        )
-
-    return _clean(build)
-
-
-def _terminal_progress(config: pytest.Config) -> Any:
-    """A progress reporter writing through pytest's terminal (None when it should stay silent).
-
-    Silent on xdist workers (they have no terminal), with -q, and when stdout is not a TTY.
-    """
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    if (
-        reporter is None
-        or capture is None
-        or hasattr(config, "workerinput")
-        or config.get_verbosity() < 0
-        or not reporter.isatty
-    ):
-        return None
-    from pytest_ragmetrics.progress import LineProgress
-
-    started = False
-
-    def write(text: str) -> None:
-        nonlocal started
-        with capture.global_and_fixture_disabled():
-            if not started:
-                reporter.ensure_newline()
-                started = True
-            reporter.write(text)
-            reporter.flush()
-
-    return LineProgress(write)
+    return _clean(lambda: rag_query_of(session, rag_run, str(request.param)))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Show library progress bars (corpus encoding) on the terminal for the whole session."""
-    reporter = _terminal_progress(session.config)
+    from pytest_ragmetrics.progress import pytest_terminal_reporter
+
+    reporter = pytest_terminal_reporter(session.config)
     if reporter is not None:
         from pytest_ragmetrics.progress import set_reporter
 
@@ -575,41 +481,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     try:
         state.finish()
-        _write_reports(session.config, state)
+        state.write_reports(
+            lambda document: session.config.hook.pytest_ragmetrics_modify_report(
+                report=document, config=session.config
+            )
+        )
     except RagMetricsError as exc:
         state.finish_error = str(exc)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def _write_reports(config: pytest.Config, state: RagSession) -> None:
-    settings = state.settings
-    if settings.json_report is None and settings.markdown_report is None:
-        return
-    if settings.json_report is not None:
-        import json
-
-        from pytest_ragmetrics.fileio import atomic_write_text
-        from pytest_ragmetrics.report.json_report import build_report
-
-        document = build_report(
-            state.entries,
-            settings=state.report_settings(),
-            plugin_version=state.plugin_version,
-            update_counts=state.update_counts,
-            stale=state.stale,
-        )
-        config.hook.pytest_ragmetrics_modify_report(report=document, config=config)
-        atomic_write_text(
-            settings.json_report,
-            json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n",
-        )
-    if settings.markdown_report is not None:
-        from pytest_ragmetrics.fileio import atomic_append_text
-        from pytest_ragmetrics.report.markdown import markdown_report
-
-        atomic_append_text(
-            settings.markdown_report, markdown_report(state.entries, settings.metrics)
-        )
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -628,7 +507,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         state.settings.metrics,
         update_counts=state.update_counts,
         stale=state.stale,
-        baseline_path=_display_path(state.settings.baseline, config.rootpath),
+        baseline_path=state.settings.display(state.settings.baseline),
     )
     for kind, text in lines:
         if kind == "section":
@@ -639,14 +518,4 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(f"ragmetrics: error: {state.finish_error}", red=True)
     for path in (state.settings.json_report, state.settings.markdown_report):
         if path is not None and path.exists() and state.entries:
-            terminalreporter.write_line(f"ragmetrics: wrote {_display_path(path, config.rootpath)}")
-
-
-def _display_path(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
-
-
-__all__ = ["RagQuery"]
+            terminalreporter.write_line(f"ragmetrics: wrote {state.settings.display(path)}")

@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar, Token
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 
 class ProgressReporter(Protocol):
@@ -123,3 +123,32 @@ def progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
         yield reporter.advance
     finally:
         reporter.finish()
+
+
+def pytest_terminal_reporter(config: Any) -> ProgressReporter | None:
+    """A progress reporter writing through pytest's terminal (None when it should stay silent).
+
+    Silent on xdist workers (they have no terminal), with -q, and when stdout is not a TTY.
+    """
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if (
+        reporter is None
+        or capture is None
+        or hasattr(config, "workerinput")
+        or config.get_verbosity() < 0
+        or not reporter.isatty
+    ):
+        return None
+    started = False
+
+    def write(text: str) -> None:
+        nonlocal started
+        with capture.global_and_fixture_disabled():
+            if not started:
+                reporter.ensure_newline()
+                started = True
+            reporter.write(text)
+            reporter.flush()
+
+    return LineProgress(write)

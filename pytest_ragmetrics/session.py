@@ -234,6 +234,33 @@ class RagSession:
             if test.split("::", 1)[0] in files and test not in self.collected
         )
 
+    def write_reports(self, modify_report: Callable[[dict[str, Any]], None]) -> None:
+        """Write the JSON report (after ``modify_report`` edits it); append the Markdown one."""
+        settings = self.settings
+        if settings.json_report is not None:
+            from pytest_ragmetrics.fileio import atomic_write_text
+            from pytest_ragmetrics.report.json_report import build_report
+
+            document = build_report(
+                self.entries,
+                settings=self.report_settings(),
+                plugin_version=self.plugin_version,
+                update_counts=self.update_counts,
+                stale=self.stale,
+            )
+            modify_report(document)
+            atomic_write_text(
+                settings.json_report,
+                json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n",
+            )
+        if settings.markdown_report is not None:
+            from pytest_ragmetrics.fileio import atomic_append_text
+            from pytest_ragmetrics.report.markdown import markdown_report
+
+            atomic_append_text(
+                settings.markdown_report, markdown_report(self.entries, settings.metrics)
+            )
+
     def report_settings(self) -> dict[str, Any]:
         s = self.settings
 

@@ -287,3 +287,29 @@ def _as_bool(value: Any, option: str) -> bool:
     if text in ("0", "false", "no", "off", ""):
         return False
     raise ConfigError(f"{option}: {value!r} must be true or false")
+
+
+def settings_from_pytest(config: Any) -> Settings:
+    """Settings from a pytest Config: ini keys and their ``--ragmetrics-...`` overrides.
+
+    Ini paths are relative to the ini file's folder (the rootdir), command-line paths to the
+    folder pytest was started in.
+    """
+
+    def get(name: str) -> tuple[Any, bool]:
+        value = config.getoption(name, default=None)
+        if value is not None:
+            return value, True
+        return config.getini(name), False
+
+    inipath = config.inipath
+    return build_settings(
+        get,
+        rootdir=inipath.parent if inipath is not None else config.rootpath,
+        invocation_dir=config.invocation_params.dir,
+        flags={
+            "update_baseline": config.getoption("ragmetrics_update_baseline"),
+            "no_cache": config.getoption("ragmetrics_no_cache"),
+            "clear_cache": config.getoption("ragmetrics_clear_cache"),
+        },
+    )

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -226,6 +227,12 @@ def test_cache_readers_never_see_half_written_entries(tmp_path: Path) -> None:
     writing.set()
     clearer.join(timeout=60)
     assert clearer.exitcode == 0
+    # The clearer may have emptied the cache last; publish one round again so the readers surely
+    # see complete entries (not only misses) before they stop, however busy the machine is.
+    cache = Cache(tmp_path)
+    for i in range(ENTRIES):
+        cache.put_arrays(KIND, _identity(i, 0), _content(i))
+    time.sleep(3)
     done.set()
     outcomes = [results.get(timeout=60) for _ in readers]
     for process in readers:
@@ -235,7 +242,6 @@ def test_cache_readers_never_see_half_written_entries(tmp_path: Path) -> None:
     assert all(hits > 0 and misses > 0 for hits, misses in outcomes), outcomes
     # No staging or trash folders are left behind, and what is left is complete.
     assert not [p.name for p in (tmp_path / KIND).iterdir() if p.name.startswith(".")]
-    cache = Cache(tmp_path)
     for round_ in range(ROUNDS):
         for i in range(ENTRIES):
             found = cache.get_arrays(KIND, _identity(i, round_))
