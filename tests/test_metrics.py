@@ -700,9 +700,20 @@ def test_duplicate_doc_in_qrels_names_query_and_doc() -> None:
 
 
 def test_repeated_id_in_the_from_arrays_vocabulary_cannot_count_twice() -> None:
+    """Two positions of the doc id list naming one document, both in one query's row."""
+    ids = ["a", "a", "b", "c", "c"]
+    for row, doc in (([0, 1, 2], "a"), ([2, 3, 4], "c"), ([4, -1, 3], "c")):
+        with pytest.raises(DataFormatError, match=f"document '{doc}' appears twice for query 'q'"):
+            Run.from_arrays(["q"], np.array([row]), np.array([[3.0, 2.0, 1.0]]), ids)
+
+
+def test_repeated_id_in_the_from_arrays_vocabulary_in_different_queries() -> None:
+    """Repeats that never meet in one query build; a judged one is refused at evaluation."""
     run = Run.from_arrays(
-        ["q"], np.array([[0, 1, 2]]), np.array([[3.0, 2.0, 1.0]]), ["a", "a", "b"]
+        ["p", "q"], np.array([[0, 2], [1, 2]]), np.array([[2.0, 1.0], [2.0, 1.0]]), ["a", "a", "b"]
     )
+    assert run.to_dict() == {"p": {"a": 2.0, "b": 1.0}, "q": {"a": 2.0, "b": 1.0}}
+    assert evaluate({"p": {"b": 1}}, run, ["mrr"]).mean["mrr"] == 0.5
     with pytest.raises(DataFormatError, match="document id 'a' appears more than once"):
         evaluate({"q": {"a": 1}}, run, ["precision_at_2"])
 

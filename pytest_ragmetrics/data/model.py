@@ -72,6 +72,30 @@ def _check_unique_query_ids(query_ids: StrArray, what: str) -> None:
         raise DataFormatError(f"{what}: query id {str(values[counts > 1][0])!r} appears twice")
 
 
+def _canonical_positions(vocab: StrArray, codes: IntArray) -> IntArray | None:
+    """Map each position of ``vocab`` to the first position holding the same id, or None.
+
+    None means the ids at the positions ``codes`` uses are all distinct (the usual case). When
+    the run is smaller than the vocabulary only the used positions are checked, so the cost
+    follows the smaller of the two.
+    """
+    if len(vocab) <= codes.size:
+        positions = np.arange(len(vocab), dtype=np.int64)
+    else:
+        used = np.zeros(len(vocab), dtype=bool)
+        used[codes] = True
+        positions = np.flatnonzero(used)
+    names = vocab[positions]
+    # A stable sort is fastest on ids that come in order, as corpus ids often do.
+    ordered = np.sort(names, kind="stable")
+    if not (ordered[1:] == ordered[:-1]).any():
+        return None
+    _, first, inverse = np.unique(names, return_index=True, return_inverse=True)
+    canonical = np.arange(len(vocab), dtype=np.int64)
+    canonical[positions] = positions[first][inverse]
+    return canonical
+
+
 def _check_no_duplicate_docs(
     query_ids: StrArray, offsets: IntArray, doc_ids: StrArray, codes: IntArray, what: str
 ) -> None:
@@ -420,6 +444,9 @@ class Run:
             offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
             codes, flat_scores = idx[valid], sc[valid]
         if idx.shape[1] > 1:
+            canonical = _canonical_positions(vocab, codes)
+            if canonical is not None:  # a repeated id: compare names, not positions
+                idx = np.where(valid, canonical[np.maximum(idx, 0)], -1)
             # int32 sorts twice as fast; padding becomes distinct negatives so it never matches.
             narrow = idx.astype(np.int32) if len(vocab) < 2**31 else idx
             if not valid.all():
