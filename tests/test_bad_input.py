@@ -530,7 +530,10 @@ def http_judge_garbage(body: object, *parts: str) -> Callable[[Project], None]:
             judge = HttpJudge(server.url, "tiny", cache=p.cache, max_retries=0)
             ours(
                 JudgeError,
-                lambda: judge.assess("which animal purrs", "Cats purr.", ["Cats purr."]),
+                lambda: judge.assess(
+                    "which animal purrs", "Cats purr.", ["Cats purr."], query_id="q7"
+                ),
+                "judging query 'q7'",
                 f"{server.url}/v1/chat/completions",
                 *parts,
             )
@@ -544,6 +547,7 @@ def http_judge_rambles(p: Project) -> None:
         ours(
             JudgeError,
             lambda: judge.assess("which animal purrs", "Cats purr.", ["Cats purr."]),
+            "judging query 'q-",  # no query_id given: the query's default id
             "model 'tiny' replied 'It is hard to say.' to the claim support question",
         )
 

@@ -388,3 +388,19 @@ def test_judge_garbage_through_evaluate_is_our_error() -> None:
     script = [Reply(200, b"\xff\xfe garbage")]
     with serve(script) as server, pytest.raises(JudgeError, match="malformed reply"):
         judge(server.url).assess("q", "a claim.", ["ctx"])
+
+
+def test_calibration_error_names_the_labels_file_line(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    rows = [
+        {"id": f"c{i}", "claim": "Cats purr.", "context_sentences": ["Cats purr."], "label": lab}
+        for i, lab in enumerate(["SUPPORT", "NOINFO", "SUPPORT"])
+    ]
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    answers = iter(["yes", "no", "Who knows?"])
+    with serve(answer=lambda prompt: next(answers)) as server:
+        with pytest.raises(JudgeError) as info:
+            calibrate(judge(server.url), labels)
+    message = str(info.value)
+    assert message.startswith(f"{labels}:3: claim 'c2': ")
+    assert "replied 'Who knows?'" in message

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pytest_ragmetrics.cache import Cache, canonical_json
@@ -99,6 +100,20 @@ def identity_hash(identity: Mapping[str, Any]) -> str:
 def default_query_id(query: str) -> str:
     """A stable id for a query given without one."""
     return "q-" + sha256_text(query)[:12]
+
+
+@contextlib.contextmanager
+def naming(where: str) -> Iterator[None]:
+    """Re-raise a JudgeError with ``where`` it happened in front of its message."""
+    try:
+        yield
+    except JudgeError as exc:
+        raise JudgeError(f"{where}: {exc}") from exc
+
+
+def naming_query(query_id: str) -> contextlib.AbstractContextManager[None]:
+    """Re-raise a JudgeError naming the query being judged."""
+    return naming(f"judging query {query_id!r}")
 
 
 def check_text(value: object, what: str) -> str:

@@ -30,6 +30,7 @@ from pytest_ragmetrics.judges.base import (
     Judge,
     ThresholdJudge,
     identity_hash,
+    naming,
 )
 from pytest_ragmetrics.judges.records import Claim
 from pytest_ragmetrics.progress import progress
@@ -315,7 +316,11 @@ def calibrate(
                 advance(len(chunk))
         else:
             for item in items:
-                verdicts.append(_verdict(judge, item))
+                where = f"claim {item.id!r}"
+                if path is not None:
+                    where = f"{os.fspath(path)}:{item.line}: {where}"
+                with naming(where):
+                    verdicts.append(_verdict(judge, item))
                 advance(1)
     human = np.array([item.supported for item in items], dtype=bool)
     rows = [

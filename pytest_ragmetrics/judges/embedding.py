@@ -23,6 +23,7 @@ from pytest_ragmetrics.judges.base import (
     check_text,
     default_query_id,
     make_identity,
+    naming_query,
     normalise_contexts,
     split_sentences,
 )
@@ -240,18 +241,20 @@ class EmbeddingJudge:
         """Judge every sentence of ``answer`` against the sentences of ``contexts``."""
         check_text(query, "query")
         check_text(answer, "answer")
-        pairs = normalise_contexts(contexts)
+        qid = query_id if query_id is not None else default_query_id(query)
         wants_relevance = self.relevance_threshold is not None
-        stored = self._similarities.get(
-            {
-                "task": "assess",
-                "query": query if wants_relevance else "",
-                "answer": answer,
-                "contexts": pairs,
-                "relevance": wants_relevance,
-            },
-            lambda: self._measure(query, answer, pairs, relevance=wants_relevance),
-        )
+        with naming_query(qid):
+            pairs = normalise_contexts(contexts)
+            stored = self._similarities.get(
+                {
+                    "task": "assess",
+                    "query": query if wants_relevance else "",
+                    "answer": answer,
+                    "contexts": pairs,
+                    "relevance": wants_relevance,
+                },
+                lambda: self._measure(query, answer, pairs, relevance=wants_relevance),
+            )
         addresses: bool | None = None
         raw: dict[str, Any] = {}
         similarity = stored["relevance"]
@@ -262,7 +265,7 @@ class EmbeddingJudge:
                 f"{'>=' if addresses else '<'} {self.relevance_threshold}"
             )
         return AnswerAssessment(
-            query_id if query_id is not None else default_query_id(query),
+            qid,
             answer,
             tuple(self._verdict(m) for m in stored["claims"]),
             addresses,

@@ -33,6 +33,7 @@ from pytest_ragmetrics.judges.base import (
     check_text,
     default_query_id,
     make_identity,
+    naming_query,
     normalise_contexts,
     split_sentences,
 )
@@ -450,9 +451,22 @@ class HttpJudge:
         *,
         query_id: str | None = None,
     ) -> AnswerAssessment:
-        """Judge each sentence of ``answer`` against ``contexts``, then the answer's relevance."""
+        """Judge each sentence of ``answer`` against ``contexts``, then the answer's relevance.
+
+        A JudgeError (server trouble, a malformed or unparseable reply) names the query.
+        """
         check_text(query, "query")
         check_text(answer, "answer")
+        qid = query_id if query_id is not None else default_query_id(query)
+        with naming_query(qid):
+            claims, addresses, raw = self._assess(query, answer, contexts)
+        return AnswerAssessment(
+            qid, answer, tuple(claims), addresses, None, self._identity, raw, query
+        )
+
+    def _assess(
+        self, query: str, answer: str, contexts: Contexts
+    ) -> tuple[list[Claim], bool | None, dict[str, Any]]:
         claims = self.judge_claims(split_sentences(answer), contexts)
         addresses: bool | None = None
         raw: dict[str, Any] = {}
@@ -468,13 +482,4 @@ class HttpJudge:
                 )
                 self._check_parsed(reply, "answer relevance")
                 addresses, raw["relevance"] = reply["verdict"], reply["reply"]
-        return AnswerAssessment(
-            query_id if query_id is not None else default_query_id(query),
-            answer,
-            tuple(claims),
-            addresses,
-            None,
-            self._identity,
-            raw,
-            query,
-        )
+        return claims, addresses, raw
