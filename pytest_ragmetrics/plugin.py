@@ -187,6 +187,12 @@ class _XdistHooks:
     def __init__(self, session: RagSession) -> None:
         self.session = session
 
+    def pytest_configure_node(self, node: Any) -> None:
+        """Tell each worker whether it may draw progress bars on the controlling terminal."""
+        from pytest_ragmetrics.progress import WORKER_TTY_KEY, controller_shows_progress
+
+        node.workerinput[WORKER_TTY_KEY] = controller_shows_progress(node.config)
+
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """The controller learns which tests exist (it does not collect itself)."""
         self.session.collected.update(ids)

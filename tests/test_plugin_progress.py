@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from plugin_project import CONFTEST, make_project
@@ -58,11 +61,38 @@ def test_bar_shows_on_a_terminal_and_not_with_quiet(pytester: pytest.Pytester) -
     assert "encoding corpus" not in quiet
     workers = run_in_tty(pytester, "-n", "2")
     assert "1 passed" in workers
-    assert "encoding corpus" not in workers
+    # The worker draws on the controlling terminal, naming itself.
+    assert re.search(r"\[gw[01]\] encoding corpus \[#+\] 5/5", workers), workers
+    quiet_workers = run_in_tty(pytester, "-n", "2", "-q")
+    assert "1 passed" in quiet_workers
+    assert "encoding corpus" not in quiet_workers
 
 
-def test_bar_is_silent_when_not_a_terminal(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_bar_is_silent_when_not_a_terminal(pytester: pytest.Pytester, xdist: list[str]) -> None:
     make_project(pytester, conftest=SLOW_RETRIEVER, tests=TESTS)
-    result = pytester.runpytest_subprocess()
+    result = pytester.runpytest_subprocess(*xdist)
     result.assert_outcomes(passed=1)
     assert "encoding corpus" not in result.stdout.str() + result.stderr.str()
+
+
+def test_worker_bar_goes_to_the_terminal_only_when_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_ragmetrics import progress as module
+
+    tty = tmp_path / "tty"
+    monkeypatch.setattr(module, "TTY_PATH", str(tty))
+    config = SimpleNamespace(workerinput={"workerid": "gw3", module.WORKER_TTY_KEY: False})
+    assert module.pytest_terminal_reporter(config) is None
+    config.workerinput[module.WORKER_TTY_KEY] = True
+    reporter = module.pytest_terminal_reporter(config)
+    with module.use_reporter(reporter), module.progress("encoding corpus", 4) as advance:
+        advance(4)
+    text = tty.read_bytes().decode()  # read_text() would turn the \r into \n
+    assert text.startswith("\n\r[gw3] encoding corpus [")
+    assert "4/4" in text and text.endswith("\n")
+    monkeypatch.setattr(module, "TTY_PATH", str(tmp_path / "missing" / "tty"))
+    reporter = module.pytest_terminal_reporter(config)
+    with module.use_reporter(reporter), module.progress("encoding corpus", 1) as advance:
+        advance(1)  # no terminal to open: silent, no error
