@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 SESSION_KEY = pytest.StashKey[RagSession]()
+# Under xdist each worker reports the tests it collected, deselected ones included.
+WORKER_COLLECTION_KEY = "ragmetrics_collected"
 RAG_EVAL_KEY = pytest.StashKey["RagEval"]()
 RESULTS_KEY = pytest.StashKey["tuple[list[dict[str, Any]], bool]"]()
 REPORT_ATTRIBUTE = "ragmetrics"
@@ -197,6 +199,11 @@ class _XdistHooks:
         """The controller learns which tests exist (it does not collect itself)."""
         self.session.collected.update(ids)
 
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """A worker finished: add the tests it deselected (they exist too) to what exists."""
+        output = getattr(node, "workeroutput", None) or {}
+        self.session.merge_worker_collection(output.get(WORKER_COLLECTION_KEY))
+
 
 def _session(config: pytest.Config) -> RagSession:
     return config.stash[SESSION_KEY]
@@ -261,15 +268,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Remember which tests exist, to spot stale baseline entries (no xdist)."""
+    """Remember which tests exist, to spot stale baseline entries (xdist: on each worker)."""
     state = _session(session.config)
     state.collected.update(item.nodeid for item in session.items)
     state.collection_complete = not any("::" in str(a) for a in session.config.args)
-    if session.config.pluginmanager.hasplugin("dsession"):
-        option = session.config.option
-        state.collection_complete &= not (
-            getattr(option, "keyword", "") or getattr(option, "markexpr", "")
-        )
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
@@ -483,6 +485,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
         reset_reporter(state.progress_token)
         state.progress_token = None
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: xdist sends this dict to the controller
+        workeroutput[WORKER_COLLECTION_KEY] = state.collection_summary()
     if state.is_worker or not state.in_use:
         return
     try:

@@ -223,6 +223,24 @@ class RagSession:
         self._baseline = new_store
         self.update_counts = counts
 
+    # -- what exists, across xdist workers ----------------------------------------------------
+
+    def collection_summary(self) -> dict[str, Any]:
+        """What this worker collected, deselected tests included (sent to the controller)."""
+        return {"tests": sorted(self.collected), "complete": self.collection_complete}
+
+    def merge_worker_collection(self, summary: Any) -> None:
+        """Controller: add a worker's :meth:`collection_summary` (None if the worker died).
+
+        Without every worker's full list, nothing can be called stale: a deselected test's
+        entry must never be listed or removed because the controller did not hear of it.
+        """
+        if not isinstance(summary, dict) or not isinstance(summary.get("tests"), list):
+            self.collection_complete = False
+            return
+        self.collected.update(str(test) for test in summary["tests"])
+        self.collection_complete &= bool(summary.get("complete"))
+
     def _stale_entries(self, store: BaselineStore) -> list[tuple[str, str]]:
         """Entries whose test no longer exists, judged only when collection saw all of a file."""
         if not self.collection_complete or not self.collected:

@@ -398,9 +398,8 @@ def test_calibration_error_names_the_labels_file_line(tmp_path: Path) -> None:
     ]
     labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
     answers = iter(["yes", "no", "Who knows?"])
-    with serve(answer=lambda prompt: next(answers)) as server:
-        with pytest.raises(JudgeError) as info:
-            calibrate(judge(server.url), labels)
+    with serve(answer=lambda prompt: next(answers)) as server, pytest.raises(JudgeError) as info:
+        calibrate(judge(server.url), labels)
     message = str(info.value)
     assert message.startswith(f"{labels}:3: claim 'c2': ")
     assert "replied 'Who knows?'" in message

@@ -321,10 +321,10 @@ def test_bad_inputs_to_assess() -> None:
         judge.assess("q", None, [])  # type: ignore[arg-type]
     with pytest.raises(JudgeError, match="not a single string"):
         judge.assess("q", "a", "context")
-    with pytest.raises(JudgeError, match="^judging query 'q3': context '1' must be a string"):
+    with pytest.raises(JudgeError, match=r"^judging query 'q3': context '1' must be a string"):
         judge.assess("q", "a", {"0": "fine", "1": 5}, query_id="q3")  # type: ignore[dict-item]
     broken = EmbeddingJudge(encoder=lambda texts: np.zeros((1, 3)), model_name="broken")
-    with pytest.raises(JudgeError, match="^judging query 'q4': .*one finite vector per text"):
+    with pytest.raises(JudgeError, match=r"^judging query 'q4': .*one finite vector per text"):
         broken.assess("q", "a. b.", ["c."], query_id="q4")
 
 

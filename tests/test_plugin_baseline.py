@@ -6,6 +6,7 @@ import json
 import os
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from plugin_project import XDIST_MODES, make_project, write_dataset
@@ -147,8 +148,9 @@ def test_strict_mode_fails_on_a_missing_entry(project: pytest.Pytester) -> None:
     )
 
 
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_update_removes_entries_no_longer_recorded_and_lists_stale(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, xdist: list[str]
 ) -> None:
     make_project(
         pytester,
@@ -161,7 +163,7 @@ def test_update_removes_entries_no_longer_recorded_and_lists_stale(
             rag_eval.retrieval(rag_run)
     """,
     )
-    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=2)
+    pytester.runpytest("--ragmetrics-update-baseline", *xdist).assert_outcomes(passed=2)
     assert sorted(baseline_of(pytester)["entries"]["test_rag.py::test_a"]) == ["one", "two"]
     pytester.makepyfile(
         test_rag="""
@@ -169,7 +171,7 @@ def test_update_removes_entries_no_longer_recorded_and_lists_stale(
             rag_eval.retrieval(rag_run, name="one")
     """
     )
-    plain = pytester.runpytest()
+    plain = pytester.runpytest(*xdist)
     plain.assert_outcomes(passed=1)
     plain.stdout.fnmatch_lines(
         [
@@ -178,15 +180,43 @@ def test_update_removes_entries_no_longer_recorded_and_lists_stale(
         ]
     )
     # Selecting one test by node id says nothing about the others.
-    only = pytester.runpytest("test_rag.py::test_a")
+    only = pytester.runpytest("test_rag.py::test_a", *xdist)
     assert "no longer exist" not in only.stdout.str()
-    result = pytester.runpytest("--ragmetrics-update-baseline")
+    result = pytester.runpytest("--ragmetrics-update-baseline", *xdist)
     result.stdout.fnmatch_lines(["*0 updated, 0 added, 2 removed*"])
     assert baseline_of(pytester)["entries"] == {
         "test_rag.py::test_a": {
             "one": baseline_of(pytester)["entries"]["test_rag.py::test_a"]["one"]
         }
     }
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("select", [["-k", "test_a"], ["-m", "not slow"]], ids=["k", "m"])
+def test_deselected_tests_are_neither_stale_nor_removed(
+    pytester: pytest.Pytester, xdist: list[str], select: list[str]
+) -> None:
+    make_project(
+        pytester,
+        ini='markers = ["slow: takes long"]',
+        tests="""
+        import pytest
+
+        def test_a(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+
+        @pytest.mark.slow
+        def test_b(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+    """,
+    )
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=2)
+    before = baseline_of(pytester)
+    result = pytester.runpytest("--ragmetrics-update-baseline", *select, *xdist)
+    result.assert_outcomes(passed=1, deselected=0 if xdist else 1)  # xdist does not count them
+    result.stdout.fnmatch_lines(["*0 updated, 0 added, 0 removed*"])
+    assert "no longer exist" not in result.stdout.str()
+    assert baseline_of(pytester) == before
 
 
 def test_update_leaves_other_tests_untouched(pytester: pytest.Pytester) -> None:
@@ -310,3 +340,18 @@ def test_baseline_path_outside_project_is_refused(project: pytest.Pytester) -> N
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*ragmetrics_baseline*points outside the project*"])
     assert not Path(project.path.parent / "elsewhere").exists()
+
+
+def test_a_worker_without_its_collection_makes_nothing_stale() -> None:
+    """A crashed worker sends no list: no entry may then be called stale (or removed)."""
+    from pytest_ragmetrics.session import RagSession
+
+    no_settings: Any = None  # never read: nothing here needs the configuration
+    state = RagSession(lambda: no_settings, is_worker=False)
+    state.merge_worker_collection({"tests": ["t.py::a", "t.py::b"], "complete": True})
+    assert state.collection_complete and state.collected == {"t.py::a", "t.py::b"}
+    state.merge_worker_collection({"tests": ["t.py::a"], "complete": False})  # node ids given
+    assert not state.collection_complete
+    fresh = RagSession(lambda: no_settings, is_worker=False)
+    fresh.merge_worker_collection(None)
+    assert not fresh.collection_complete
