@@ -1,4 +1,5 @@
-"""Answer layer on SciFact's annotated claim-abstract pairs, with the offline embedding judge.
+"""Answer layer on SciFact's annotated claim-abstract pairs, with the offline embedding judge
+(``rag_judge``, configured by ragmetrics_judge in pyproject.toml).
 
 Each claim is treated as an answer and its abstract's sentences as the context it was generated
 from; groundedness is the share of claims the judge finds supported by their context. The
@@ -11,20 +12,14 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragmetrics.judges import EmbeddingJudge, agreement, read_claim_labels
-
-
-@pytest.fixture(scope="session")
-def judge(rag_cache):
-    """all-MiniLM-L6-v2, claim supported at cosine >= 0.66 (the threshold calibration chose)."""
-    return EmbeddingJudge(cache=rag_cache)
+from pytest_ragmetrics.judges import agreement, read_claim_labels
 
 
 @pytest.mark.rag_threshold(groundedness=0.45)
-def test_claims_grounded_in_their_abstracts(rag_eval, judge, claim_pairs_path):
+def test_claims_grounded_in_their_abstracts(rag_eval, rag_judge, claim_pairs_path):
     pairs = read_claim_labels(claim_pairs_path)
     assessments = [
-        judge.assess(pair.claim, pair.claim, list(pair.contexts), query_id=pair.id)
+        rag_judge.assess(pair.claim, pair.claim, list(pair.contexts), query_id=pair.id)
         for pair in pairs
     ]
     evaluation = rag_eval.answers(assessments, name="embedding judge")

@@ -92,6 +92,33 @@ INI_OPTIONS: tuple[IniOption, ...] = (
         metavar="MODEL",
     ),
     IniOption(
+        "ragmetrics_judge",
+        "built-in judge for the rag_judge fixture: embedding, http or recorded "
+        "(default: none; override rag_judge in conftest.py)",
+        None,
+        metavar="KIND",
+    ),
+    IniOption(
+        "ragmetrics_judge_model",
+        "the judge's model: a local folder for embedding (default: the offline "
+        "all-MiniLM-L6-v2), the served model's name for http (or RAGMETRICS_JUDGE_MODEL)",
+        None,
+        metavar="MODEL",
+    ),
+    IniOption(
+        "ragmetrics_judge_url",
+        "base URL of the OpenAI-compatible server of the http judge (or RAGMETRICS_JUDGE_URL; "
+        "the API key is read from RAGMETRICS_JUDGE_API_KEY only)",
+        None,
+        metavar="URL",
+    ),
+    IniOption(
+        "ragmetrics_judge_verdicts",
+        "JSONL of recorded assessments for the recorded judge",
+        None,
+        metavar="FILE",
+    ),
+    IniOption(
         "ragmetrics_relevance_level",
         "minimum grade that counts as relevant (default: 1)",
         "1",

@@ -45,6 +45,15 @@ OVERRIDE_HINT = """rag_retriever is not configured. Override it in your conftest
 
 or use a built-in one: ragmetrics_retriever = dense (or bm25) in your pytest configuration."""
 
+JUDGE_HINT = """rag_judge is not configured. Set ragmetrics_judge = embedding (offline MiniLM),
+http (with ragmetrics_judge_url and ragmetrics_judge_model, or RAGMETRICS_JUDGE_URL and
+RAGMETRICS_JUDGE_MODEL) or recorded (with ragmetrics_judge_verdicts) in your pytest
+configuration, or override it in your conftest.py:
+
+    @pytest.fixture(scope="session")
+    def rag_judge(rag_cache):
+        return MyJudge(...)  # assess(query, answer, contexts, *, query_id=None)"""
+
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """Register the pytest_ragmetrics_* hook specifications (always, so conftests may use them)."""
@@ -214,7 +223,9 @@ def _clean(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except RagMetricsError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        message = str(exc)
+    # Failed outside the except block, so the report does not chain our error's message twice.
+    pytest.fail(message, pytrace=False)
 
 
 # -- collection --------------------------------------------------------------------------------
@@ -328,6 +339,21 @@ def rag_retriever(request: pytest.FixtureRequest) -> Any:
         if session.settings.model:
             options["model"] = session.settings.model
         return build_retriever(kind, session.dataset().corpus, **options)
+
+    return _clean(build)
+
+
+@pytest.fixture(scope="session")
+def rag_judge(request: pytest.FixtureRequest) -> Any:
+    """The answer-layer judge: override it in conftest.py, or set ragmetrics_judge."""
+    session = _session(request.config)
+    if session.settings.judge is None:
+        pytest.fail(JUDGE_HINT, pytrace=False)
+
+    def build() -> Any:
+        from pytest_ragmetrics.judges.factory import configured_judge
+
+        return configured_judge(session.settings, session.cache())
 
     return _clean(build)
 
@@ -449,14 +475,17 @@ def _finish_item(item: pytest.Item, *, errored: bool) -> list[str]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     """After the test body: thresholds and baseline; our errors fail without a traceback."""
+    message: str | None = None
     try:
         result = yield
     except RagMetricsError as exc:
         _finish_item(item, errored=True)
-        pytest.fail(str(exc), pytrace=False)
+        message = str(exc)
     except BaseException:
         _finish_item(item, errored=True)
         raise
+    if message is not None:  # failed outside the except block: no chained messages
+        pytest.fail(message, pytrace=False)
     failures = _finish_item(item, errored=False)
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)

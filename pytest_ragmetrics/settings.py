@@ -92,6 +92,10 @@ class Settings:
     judged_rankings: Path | None = None
     retriever: str | None = None
     model: str | None = None
+    judge: str | None = None
+    judge_model: str | None = None
+    judge_url: str | None = None
+    judge_verdicts: Path | None = None
     semantics: MetricSemantics = field(default_factory=MetricSemantics)
     baseline: Path = Path(".ragmetrics/baseline.json")
     tolerances: Tolerances = field(default_factory=Tolerances)
@@ -217,8 +221,9 @@ def build_settings(
                 "or bm25, or override the rag_retriever fixture in conftest.py"
             )
         values["retriever"] = retriever.lower()
-    model, _ = text("ragmetrics_model")
-    values["model"] = model
+    model, cli = text("ragmetrics_model")
+    values["model"] = _model_value(model, base_for(cli))
+    values.update(_judge_settings(text, base_for))
     level_text, _ = text("ragmetrics_relevance_level")
     gain, _ = text("ragmetrics_gain")
     query_set, _ = text("ragmetrics_query_set")
@@ -274,6 +279,49 @@ def build_settings(
     if flags.get("strict"):
         values["strict"] = True
     return Settings(**values)
+
+
+JUDGES = ("embedding", "http", "recorded")
+
+
+def _model_value(value: str | None, base: Path) -> str | None:
+    """A model folder relative to ``base`` (rootdir for ini values) made absolute; a model
+    name (no such folder) kept as given."""
+    if value is None:
+        return None
+    candidate = _resolve_input(value, base)
+    return str(candidate) if candidate.is_dir() else value
+
+
+def _judge_settings(
+    text: Callable[[str], tuple[str | None, bool]], base_for: Callable[[bool], Path]
+) -> dict[str, Any]:
+    """The ragmetrics_judge* keys, checked against each other (a judge gets what it needs)."""
+    kind, _ = text("ragmetrics_judge")
+    model, model_cli = text("ragmetrics_judge_model")
+    url, _ = text("ragmetrics_judge_url")
+    verdicts, cli = text("ragmetrics_judge_verdicts")
+    if not kind or kind.lower() != "http":  # an http judge's model is a served name
+        model = _model_value(model, base_for(model_cli))
+    values: dict[str, Any] = {"judge_model": model, "judge_url": url}
+    if verdicts:
+        values["judge_verdicts"] = _resolve_input(verdicts, base_for(cli))
+    if not kind or kind.lower() == "none":
+        return values
+    kind = kind.lower()
+    if kind not in JUDGES:
+        raise ConfigError(
+            f"ragmetrics_judge: {kind!r} is not a built-in judge; use {', '.join(JUDGES)}, "
+            "or override the rag_judge fixture in conftest.py"
+        )
+    if kind == "recorded" and not verdicts:
+        raise ConfigError(
+            "ragmetrics_judge = recorded needs ragmetrics_judge_verdicts = path/to/verdicts.jsonl"
+        )
+    if url and kind != "http":
+        raise ConfigError(f"ragmetrics_judge_url is only used by the http judge, not {kind}")
+    values["judge"] = kind
+    return values
 
 
 def _as_bool(value: Any, option: str) -> bool:

@@ -135,3 +135,120 @@ def test_answer_metrics_are_gated_by_the_baseline(
             "*- ragmetrics: answer layer -*",
         ]
     )
+
+
+JUDGE_TESTS = """
+    import pytest
+
+    @pytest.mark.rag_threshold(groundedness=0.4)
+    def test_judged(rag_eval, rag_judge):
+        assessment = rag_judge.assess(
+            "Do cats purr?", "Cats purr. Cats fly.", ["Cats purr when content."], query_id="q1"
+        )
+        e = rag_eval.answers([assessment], name="configured judge")
+        assert e.mean["groundedness"] == 0.5
+"""
+
+
+def test_rag_judge_unconfigured_says_how(pytester: pytest.Pytester) -> None:
+    make_project(pytester, tests=JUDGE_TESTS)
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*rag_judge is not configured. Set ragmetrics_judge = embedding*", "*def rag_judge(*"]
+    )
+
+
+def test_rag_judge_recorded_from_ini(pytester: pytest.Pytester) -> None:
+    make_project(
+        pytester,
+        ini='ragmetrics_judge = "recorded"\nragmetrics_judge_verdicts = "v.jsonl"\n',
+        tests=JUDGE_TESTS,
+    )
+    pytester.path.joinpath("v.jsonl").write_text(
+        '{"query_id": "q1", "answer": "Cats purr. Cats fly.", "claims": ['
+        '{"text": "Cats purr.", "supported": true}, {"text": "Cats fly.", "supported": false}]}\n'
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["test_rag.py::test_judged [[]configured judge[]]*0.5000*"])
+
+
+def test_rag_judge_http_from_ini_and_command_line(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_openai import serve
+
+    from pytest_ragmetrics.judges.http import ENV_API_KEY, ENV_MODEL, ENV_URL
+
+    for name in (ENV_URL, ENV_MODEL, ENV_API_KEY):
+        monkeypatch.delenv(name, raising=False)
+    with serve(answer=lambda prompt: "yes" if "purr" in prompt.split("Claim:")[-1] else "no") as (
+        server
+    ):
+        make_project(
+            pytester,
+            ini=f'ragmetrics_judge = "http"\nragmetrics_judge_url = "{server.url}"\n',
+            tests=JUDGE_TESTS,
+        )
+        missing_model = pytester.runpytest()
+        missing_model.assert_outcomes(errors=1)
+        missing_model.stdout.fnmatch_lines(["*HTTP judge: no model*RAGMETRICS_JUDGE_MODEL*"])
+        assert "Traceback" not in missing_model.stdout.str()
+        result = pytester.runpytest("--ragmetrics-judge-model=tiny")
+        result.assert_outcomes(passed=1)
+        assert server.requests  # the judge really asked the server
+
+
+def test_rag_judge_embedding_with_a_missing_model_is_a_clean_error(
+    pytester: pytest.Pytester,
+) -> None:
+    make_project(
+        pytester,
+        ini='ragmetrics_judge = "embedding"\nragmetrics_judge_model = "no/such/folder"\n',
+        tests=JUDGE_TESTS,
+    )
+    # In a subprocess: trying to load the model imports torch, which cannot be imported
+    # again in this process once in-process pytester has dropped it from sys.modules.
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)  # the model loads when first used
+    result.stdout.fnmatch_lines(
+        ["judging query 'q1': embedding judge: cannot load model 'no/such/folder'*"]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert "During handling" not in result.stdout.str()
+
+
+def test_model_folders_in_ini_are_relative_to_the_rootdir(pytester: pytest.Pytester) -> None:
+    from pytest_ragmetrics.settings import build_settings
+
+    (pytester.path / "models" / "mini").mkdir(parents=True)
+    ini = {
+        "ragmetrics_model": "models/mini",
+        "ragmetrics_judge": "embedding",
+        "ragmetrics_judge_model": "models/mini",
+    }
+    settings = build_settings(
+        lambda name: (ini.get(name), False),
+        rootdir=pytester.path,
+        invocation_dir=pytester.path / "models",
+        flags={},
+    )
+    assert settings.model == settings.judge_model == str(pytester.path / "models" / "mini")
+    named = build_settings(
+        lambda name: (
+            {**ini, "ragmetrics_judge_model": "sentence-transformers/x"}.get(name),
+            False,
+        ),
+        rootdir=pytester.path,
+        invocation_dir=pytester.path,
+        flags={},
+    )
+    assert named.judge_model == "sentence-transformers/x"  # a name, not a folder: as given
+    served = build_settings(
+        lambda name: ({**ini, "ragmetrics_judge": "http"}.get(name), False),
+        rootdir=pytester.path,
+        invocation_dir=pytester.path,
+        flags={},
+    )
+    assert served.judge_model == "models/mini"  # an http judge's model is the server's name

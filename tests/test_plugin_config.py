@@ -35,6 +35,10 @@ def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
         "--ragmetrics-json",
         "--ragmetrics-markdown",
         "--ragmetrics-min-judge-kappa",
+        "--ragmetrics-judge",
+        "--ragmetrics-judge-model",
+        "--ragmetrics-judge-url",
+        "--ragmetrics-judge-verdicts",
     ):
         assert flag in text, flag
     for key in (
@@ -72,6 +76,15 @@ def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
         (["--ragmetrics-min-judge-kappa=x"], "ragmetrics_min_judge_kappa: 'x' is not a number"),
         (["--ragmetrics-retriever=elastic"], "'elastic' is not a built-in retriever"),
         (["--ragmetrics-json=../../report.json"], "ragmetrics_json"),
+        (
+            ["--ragmetrics-judge=gpt"],
+            "ragmetrics_judge: 'gpt' is not a built-in judge; use embedding, http, recorded",
+        ),
+        (["--ragmetrics-judge=recorded"], "recorded needs ragmetrics_judge_verdicts"),
+        (
+            ["--ragmetrics-judge=embedding", "--ragmetrics-judge-url=http://127.0.0.1:1"],
+            "ragmetrics_judge_url is only used by the http judge, not embedding",
+        ),
     ],
 )
 def test_invalid_values_are_usage_errors(
