@@ -312,6 +312,12 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="environment variable holding the API key (default RAGMETRICS_JUDGE_API_KEY)",
     )
     web.add_argument("--timeout", type=float, help="seconds per request (default 60)")
+    web.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="questions in flight at once (default 1; 4 to 16 suits hosted APIs)",
+    )
     rec = p.add_argument_group("recorded options")
     rec.add_argument(
         "--verdicts", metavar="FILE.jsonl", help="recorded assessments, query_id = item id"
@@ -330,18 +336,28 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
 
     own = {
         "embedding": {"threshold", "model"},
-        "http": {"model", "url", "api_key_env", "timeout"},
+        "http": {"model", "url", "api_key_env", "timeout", "concurrency"},
         "recorded": {"verdicts"},
     }
     given = {
         name
-        for name in ("threshold", "model", "url", "api_key_env", "timeout", "verdicts")
+        for name in (
+            "threshold",
+            "model",
+            "url",
+            "api_key_env",
+            "timeout",
+            "concurrency",
+            "verdicts",
+        )
         if getattr(args, name) is not None
     }
     wrong = sorted(given - own[args.judge])
     if wrong:
         flags = ", ".join("--" + name.replace("_", "-") for name in wrong)
         raise ConfigError(f"{flags}: not an option of --judge {args.judge}")
+    if args.concurrency is not None and args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be a positive integer, got {args.concurrency}")
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be a positive integer, got {args.limit}")
     options = {name: getattr(args, name) for name in given}

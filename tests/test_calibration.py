@@ -352,6 +352,8 @@ def test_cli_recorded_json_and_save(tmp_path: Path) -> None:
         (["--judge", "recorded"], "needs a verdicts file"),
         (["--judge", "http"], "RAGMETRICS_JUDGE_URL"),
         (["--judge", "embedding", "--limit", "0"], "--limit must be a positive integer"),
+        (["--judge", "embedding", "--concurrency", "4"], "--concurrency: not an option"),
+        (["--judge", "http", "--concurrency", "0"], "--concurrency must be a positive integer"),
     ],
 )
 def test_cli_errors(
@@ -385,8 +387,11 @@ def test_cli_http_against_a_local_server(tmp_path: Path) -> None:
         assert code == 0 and server.count == 3
         code, again = run_cli(*argv)  # every verdict is cached: no request
         assert code == 0 and server.count == 3
+        code, parallel = run_cli(*argv, "--concurrency", "3", "--no-cache")
+        assert code == 0 and server.count == 6
     data = json.loads(out)
     assert {**json.loads(again), "seconds": 0} == {**data, "seconds": 0}
+    assert {**json.loads(parallel), "seconds": 0} == {**data, "seconds": 0}
     assert data["confusion"] == {"tp": 1, "fp": 1, "fn": 0, "tn": 1}
     assert data["threshold"] is None
 

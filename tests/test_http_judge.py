@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import math
 import socket
+import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -390,16 +392,56 @@ def test_judge_garbage_through_evaluate_is_our_error() -> None:
         judge(server.url).assess("q", "a claim.", ["ctx"])
 
 
-def test_calibration_error_names_the_labels_file_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_calibration_error_names_the_labels_file_line(tmp_path: Path, concurrency: int) -> None:
     labels = tmp_path / "labels.jsonl"
     rows = [
-        {"id": f"c{i}", "claim": "Cats purr.", "context_sentences": ["Cats purr."], "label": lab}
-        for i, lab in enumerate(["SUPPORT", "NOINFO", "SUPPORT"])
+        {"id": f"c{i}", "claim": claim, "context_sentences": ["Cats purr."], "label": label}
+        for i, (claim, label) in enumerate(
+            [("Cats purr.", "SUPPORT"), ("Cats bark.", "NOINFO"), ("Cats fly.", "SUPPORT")]
+        )
     ]
     labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    answers = iter(["yes", "no", "Who knows?"])
-    with serve(answer=lambda prompt: next(answers)) as server, pytest.raises(JudgeError) as info:
-        calibrate(judge(server.url), labels)
+
+    def reply(prompt: str) -> str:
+        claim = prompt.split("Claim: ")[1]
+        return "Who knows?" if claim.startswith("Cats fly") else "yes"
+
+    with serve(answer=reply) as server, pytest.raises(JudgeError) as info:
+        calibrate(judge(server.url, concurrency=concurrency, cache=tmp_path / "c"), labels)
     message = str(info.value)
     assert message.startswith(f"{labels}:3: claim 'c2': ")
     assert "replied 'Who knows?'" in message
+
+
+def test_concurrency_overlaps_questions_and_changes_no_verdict() -> None:
+    in_flight, peak = 0, 0
+    lock = threading.Lock()
+
+    def slow_answer(prompt: str) -> str:
+        nonlocal in_flight, peak
+        with lock:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        time.sleep(0.2)  # long enough for all four to be asked before the first is answered
+        with lock:
+            in_flight -= 1
+        return "yes" if "purr" in prompt.split("Claim: ")[1] else "no"
+
+    answer = "Cats purr. Cats fly. Cats purr loudly. Cats bark. Cats purr softly. Cats swim."
+    results = {}
+    for concurrency in (1, 4):
+        peak = 0
+        with serve(answer=slow_answer) as server:
+            j = judge(server.url, concurrency=concurrency, judge_relevance=False)
+            results[concurrency] = j.assess("Do cats purr?", answer, CONTEXTS, query_id="q")
+            assert j.requests_sent == 6
+        assert peak == (1 if concurrency == 1 else 4), (concurrency, peak)
+    assert results[1] == results[4]
+    assert [c.supported for c in results[4].claims] == [True, False, True, False, True, False]
+
+
+@pytest.mark.parametrize("value", [0, -2, 1.5])
+def test_concurrency_must_be_a_positive_integer(value: object) -> None:
+    with pytest.raises(JudgeError, match="concurrency must be a positive integer"):
+        judge("http://127.0.0.1:9", concurrency=value)

@@ -244,6 +244,15 @@ def _labels_meta(labels: Sequence[LabelledClaim], path: PathLike | None) -> dict
     return meta
 
 
+def _named_verdict(judge: Judge, item: LabelledClaim, path: PathLike | None) -> Claim:
+    """:func:`_verdict`, a JudgeError naming the labels file, line and item id."""
+    where = f"claim {item.id!r}"
+    if path is not None:
+        where = f"{os.fspath(path)}:{item.line}: {where}"
+    with naming(where):
+        return _verdict(judge, item)
+
+
 def _verdict(judge: Judge, item: LabelledClaim) -> Claim:
     if isinstance(judge, ClaimJudge):
         return judge.judge_claims([item.claim], list(item.contexts))[0]
@@ -309,18 +318,22 @@ def calibrate(
     verdicts: list[Claim] = []
     with progress(f"calibrating {judge.identity().get('name', 'judge')}", len(items)) as advance:
         if isinstance(judge, BatchClaimJudge):
-            for start in range(0, len(items), BATCH):
-                chunk = items[start : start + BATCH]
-                answers = judge.judge_claims_many([([i.claim], list(i.contexts)) for i in chunk])
-                verdicts.extend(a[0] for a in answers)
+            size = max(1, int(getattr(judge, "batch_size", BATCH)))
+            for start in range(0, len(items), size):
+                chunk = items[start : start + size]
+                try:
+                    answers = judge.judge_claims_many(
+                        [([i.claim], list(i.contexts)) for i in chunk]
+                    )
+                    verdicts.extend(a[0] for a in answers)
+                except JudgeError:
+                    # Again one by one (answers already given come from the cache), so the
+                    # error names the item it is about.
+                    verdicts.extend(_named_verdict(judge, item, path) for item in chunk)
                 advance(len(chunk))
         else:
             for item in items:
-                where = f"claim {item.id!r}"
-                if path is not None:
-                    where = f"{os.fspath(path)}:{item.line}: {where}"
-                with naming(where):
-                    verdicts.append(_verdict(judge, item))
+                verdicts.append(_named_verdict(judge, item, path))
                 advance(1)
     human = np.array([item.supported for item in items], dtype=bool)
     rows = [

@@ -16,11 +16,13 @@ import math
 import os
 import random
 import re
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -166,6 +168,11 @@ class HttpJudge:
     JudgeError too, or, with ``unparseable="unjudged"``, leaves the claim unjudged.
     Verdicts are cached per question in ``cache``; the identity (what the cache and the
     calibration file are keyed by) is the model name, rubric and parameters, not the URL.
+
+    ``concurrency`` questions are in flight at once (default 1, polite to a local server that
+    answers one at a time; 4 to 16 suits hosted APIs). The verdicts do not depend on it:
+    verdicts are assembled in question order and the first failing question, in that order,
+    is the one reported.
     """
 
     name = "http"
@@ -189,6 +196,7 @@ class HttpJudge:
         relevance_template: str = RELEVANCE_TEMPLATE,
         cache: CacheLike = None,
         use_env_proxy: bool = False,
+        concurrency: int = 1,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         base_url = base_url or os.environ.get(ENV_URL)
@@ -203,6 +211,10 @@ class HttpJudge:
         if not timeout > 0 or max_retries < 0 or backoff < 0 or max_backoff < 0:
             raise JudgeError(
                 "HTTP judge: timeout must be > 0 and max_retries, backoff, max_backoff >= 0"
+            )
+        if not isinstance(concurrency, int) or concurrency < 1:
+            raise JudgeError(
+                f"HTTP judge: concurrency must be a positive integer, got {concurrency!r}"
             )
         if unparseable not in ("error", "unjudged"):
             raise JudgeError(
@@ -224,6 +236,8 @@ class HttpJudge:
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         self.requests_sent = 0
+        self.concurrency = concurrency
+        self._count_lock = threading.Lock()
         self._system = system_prompt
         self._support = support_template
         self._relevance = relevance_template
@@ -290,7 +304,8 @@ class HttpJudge:
             )
             if self._secret:
                 request.add_unredirected_header("Authorization", self._secret.header())
-            self.requests_sent += 1
+            with self._count_lock:
+                self.requests_sent += 1
             try:
                 with self._opener.open(request, timeout=self.timeout) as response:
                     payload = response.read(MAX_REPLY_BYTES + 1)
@@ -423,25 +438,65 @@ class HttpJudge:
             return pairs[0][1]
         return "\n".join(f"[{cid}] {text}" for cid, text in pairs)
 
+    @property
+    def batch_size(self) -> int:
+        """Labelled items calibration hands over at once: enough to keep every slot busy."""
+        return self.concurrency
+
     def judge_claims(self, claims: Sequence[str], contexts: Contexts) -> list[Claim]:
         """One yes/no question per claim, with all contexts in the prompt."""
-        texts = [check_text(c, "claim") for c in claims]
-        pairs = normalise_contexts(contexts)
-        context = self._context_text(pairs)
-        verdicts: list[Claim] = []
-        for claim in texts:
-            if not pairs:
-                verdicts.append(Claim(claim, False, verdict="no context given"))
-                continue
-            prompt = self._support.format(claim=claim, context=context)
-            raw = self._verdicts.get(
-                {"task": "support", "prompt": prompt},
-                functools.partial(self._verdict, prompt, "claim support"),
-                valid=_is_verdict,
+        return self.judge_claims_many([(claims, contexts)])[0]
+
+    def judge_claims_many(
+        self, requests: Sequence[tuple[Sequence[str], Contexts]]
+    ) -> list[list[Claim]]:
+        """:meth:`judge_claims` for many (claims, contexts) pairs; each distinct question is
+        asked once, up to ``concurrency`` at a time."""
+        prepared: list[list[tuple[str, str | None]]] = []
+        for claims, contexts in requests:
+            texts = [check_text(c, "claim") for c in claims]
+            pairs = normalise_contexts(contexts)
+            context = self._context_text(pairs) if pairs else None
+            prepared.append(
+                [
+                    (c, None if context is None else self._support.format(claim=c, context=context))
+                    for c in texts
+                ]
             )
-            self._check_parsed(raw, "claim support")
-            verdicts.append(Claim(claim, raw["verdict"], verdict=raw["reply"]))
+        prompts = list(dict.fromkeys(p for item in prepared for _, p in item if p is not None))
+        replies = self._support_verdicts(prompts)
+        verdicts: list[list[Claim]] = []
+        for item in prepared:
+            claims_out: list[Claim] = []
+            for claim, prompt in item:
+                if prompt is None:
+                    claims_out.append(Claim(claim, False, verdict="no context given"))
+                else:
+                    raw = replies[prompt]
+                    claims_out.append(Claim(claim, raw["verdict"], verdict=raw["reply"]))
+            verdicts.append(claims_out)
         return verdicts
+
+    def _support_verdict(self, prompt: str) -> dict[str, Any]:
+        raw: dict[str, Any] = self._verdicts.get(
+            {"task": "support", "prompt": prompt},
+            functools.partial(self._verdict, prompt, "claim support"),
+            valid=_is_verdict,
+        )
+        self._check_parsed(raw, "claim support")
+        return raw
+
+    def _support_verdicts(self, prompts: list[str]) -> dict[str, dict[str, Any]]:
+        """Cached or fresh verdicts for ``prompts``, ``concurrency`` in flight at a time."""
+        if self.concurrency == 1 or len(prompts) < 2:
+            return {p: self._support_verdict(p) for p in prompts}
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts)))
+        try:
+            futures = [pool.submit(self._support_verdict, p) for p in prompts]
+            # In question order: the error reported is the first question's that failed.
+            return {p: f.result() for p, f in zip(prompts, futures, strict=True)}
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def assess(
         self,
