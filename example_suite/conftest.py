@@ -1,8 +1,8 @@
-"""Fixtures of the example suite: the retrievers and the judge under test.
+"""Fixtures of the example suite: the retrievers under test and the data of the answer test.
 
-pytest-ragmetrics provides rag_dataset, rag_corpus, rag_queries, rag_qrels, rag_cache, rag_run and
-rag_eval; a project only says which retriever to test (here: the dense one) and builds others
-it wants to compare.
+pytest-ragmetrics provides rag_dataset, rag_corpus, rag_queries, rag_qrels, rag_cache, rag_run,
+rag_eval and rag_judge (the judge pyproject.toml configures); a project only says which retriever
+to test (here: the dense one) and builds others it wants to compare.
 """
 
 from __future__ import annotations
