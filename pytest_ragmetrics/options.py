@@ -113,6 +113,12 @@ INI_OPTIONS: tuple[IniOption, ...] = (
         metavar="URL",
     ),
     IniOption(
+        "ragmetrics_judge_concurrency",
+        "http judge: questions in flight at once (default: 1; 4 to 16 suits hosted APIs)",
+        None,
+        metavar="N",
+    ),
+    IniOption(
         "ragmetrics_judge_verdicts",
         "JSONL of recorded assessments for the recorded judge",
         None,

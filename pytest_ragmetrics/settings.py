@@ -96,6 +96,7 @@ class Settings:
     judge_model: str | None = None
     judge_url: str | None = None
     judge_verdicts: Path | None = None
+    judge_concurrency: int | None = None
     semantics: MetricSemantics = field(default_factory=MetricSemantics)
     baseline: Path = Path(".ragmetrics/baseline.json")
     tolerances: Tolerances = field(default_factory=Tolerances)
@@ -304,6 +305,13 @@ def _judge_settings(
     if not kind or kind.lower() != "http":  # an http judge's model is a served name
         model = _model_value(model, base_for(model_cli))
     values: dict[str, Any] = {"judge_model": model, "judge_url": url}
+    concurrency, _ = text("ragmetrics_judge_concurrency")
+    if concurrency is not None:
+        if not concurrency.strip().isdigit() or int(concurrency) < 1:
+            raise ConfigError(
+                f"ragmetrics_judge_concurrency: {concurrency!r} must be a positive integer, e.g. 8"
+            )
+        values["judge_concurrency"] = int(concurrency)
     if verdicts:
         values["judge_verdicts"] = _resolve_input(verdicts, base_for(cli))
     if not kind or kind.lower() == "none":
@@ -318,8 +326,9 @@ def _judge_settings(
         raise ConfigError(
             "ragmetrics_judge = recorded needs ragmetrics_judge_verdicts = path/to/verdicts.jsonl"
         )
-    if url and kind != "http":
-        raise ConfigError(f"ragmetrics_judge_url is only used by the http judge, not {kind}")
+    for key, value in (("url", url), ("concurrency", concurrency)):
+        if value and kind != "http":
+            raise ConfigError(f"ragmetrics_judge_{key} is only used by the http judge, not {kind}")
     values["judge"] = kind
     return values
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from plugin_project import make_project
 
@@ -197,7 +199,12 @@ def test_rag_judge_http_from_ini_and_command_line(
         assert "Traceback" not in missing_model.stdout.str()
         result = pytester.runpytest("--ragmetrics-judge-model=tiny")
         result.assert_outcomes(passed=1)
-        assert server.requests  # the judge really asked the server
+        assert server.count == 3  # two claims and the relevance question, really asked
+        parallel = pytester.runpytest(
+            "--ragmetrics-judge-model=tiny", "--ragmetrics-judge-concurrency=2"
+        )
+        parallel.assert_outcomes(passed=1)
+        assert server.count == 3  # same judge identity: every verdict came from the cache
 
 
 def test_rag_judge_embedding_with_a_missing_model_is_a_clean_error(
@@ -252,3 +259,23 @@ def test_model_folders_in_ini_are_relative_to_the_rootdir(pytester: pytest.Pytes
         flags={},
     )
     assert served.judge_model == "models/mini"  # an http judge's model is the server's name
+
+
+def test_configured_http_judge_gets_its_settings(tmp_path: Path) -> None:
+    from pytest_ragmetrics.judges.factory import configured_judge
+    from pytest_ragmetrics.judges.http import HttpJudge
+    from pytest_ragmetrics.settings import build_settings
+
+    ini = {
+        "ragmetrics_judge": "http",
+        "ragmetrics_judge_url": "http://127.0.0.1:9/v1",
+        "ragmetrics_judge_model": "tiny",
+        "ragmetrics_judge_concurrency": "3",
+    }
+    settings = build_settings(
+        lambda name: (ini.get(name), False), rootdir=tmp_path, invocation_dir=tmp_path, flags={}
+    )
+    judge = configured_judge(settings)
+    assert isinstance(judge, HttpJudge)
+    assert judge.url == "http://127.0.0.1:9/v1/chat/completions"
+    assert (judge.model, judge.concurrency) == ("tiny", 3)

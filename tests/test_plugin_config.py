@@ -39,6 +39,7 @@ def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
         "--ragmetrics-judge-model",
         "--ragmetrics-judge-url",
         "--ragmetrics-judge-verdicts",
+        "--ragmetrics-judge-concurrency",
     ):
         assert flag in text, flag
     for key in (
@@ -84,6 +85,14 @@ def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
         (
             ["--ragmetrics-judge=embedding", "--ragmetrics-judge-url=http://127.0.0.1:1"],
             "ragmetrics_judge_url is only used by the http judge, not embedding",
+        ),
+        (
+            ["--ragmetrics-judge=http", "--ragmetrics-judge-concurrency=0"],
+            "ragmetrics_judge_concurrency: '0' must be a positive integer",
+        ),
+        (
+            ["--ragmetrics-judge=embedding", "--ragmetrics-judge-concurrency=4"],
+            "ragmetrics_judge_concurrency is only used by the http judge, not embedding",
         ),
     ],
 )

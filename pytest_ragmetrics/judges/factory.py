@@ -58,10 +58,14 @@ def configured_judge(settings: Settings, cache: CacheLike = None) -> Judge:
     """The judge the ragmetrics_judge* settings describe (the rag_judge fixture's default)."""
     if settings.judge is None:
         raise JudgeError("no judge configured; set ragmetrics_judge")
+    options: dict[str, Any] = {}
+    if settings.judge_concurrency is not None:
+        options["concurrency"] = settings.judge_concurrency
     return build_judge(
         settings.judge,
         cache=cache,
         model=settings.judge_model,
         url=settings.judge_url,
         verdicts=settings.judge_verdicts,
+        **options,
     )
