@@ -19,20 +19,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from scifact_data import scifact
+
 METRICS = ["ndcg_at_10", "map_at_10", "recall_at_100", "mrr_at_10"]
-
-
-def scifact() -> Path:
-    for candidate in (
-        REPO / "example_suite" / "data" / "scifact",
-        REPO.parent / "shared" / "data" / "scifact",
-    ):
-        if candidate.is_dir():
-            return candidate
-    raise SystemExit("SciFact not found in example_suite/data or ../shared/data")
 
 
 def child(cache_dir: str, docs: int) -> None:

@@ -18,24 +18,14 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from scifact_data import scifact
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-REPO = Path(__file__).resolve().parents[1]
 METRICS = ["ndcg_at_10", "map_at_10", "recall_at_100", "mrr_at_10"]
-
-
-def scifact() -> Path:
-    for candidate in (
-        REPO / "example_suite" / "data" / "scifact",
-        REPO.parent / "shared" / "data" / "scifact",
-    ):
-        if candidate.is_dir():
-            return candidate
-    raise SystemExit("SciFact not found in example_suite/data or ../shared/data")
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scifact_data import SCIFACT
 
 from pytest_ragmetrics import Corpus, Queries, evaluate, load_dataset
 from pytest_ragmetrics.cache import Cache
@@ -23,19 +24,6 @@ DOCS = {
     "d4": {"title": "Gardening", "text": "Water the tomatoes every morning."},
     "d5": {"title": "Ovens", "text": "Convection ovens bake evenly."},
 }
-_REPO = Path(__file__).resolve().parents[1]
-# The project's copy (gzipped, with its licence notes) or the shared reference data.
-SCIFACT = next(
-    (
-        p
-        for p in (
-            _REPO / "example_suite" / "data" / "scifact",
-            _REPO.parent / "shared" / "data" / "scifact",
-        )
-        if p.is_dir()
-    ),
-    _REPO / "example_suite" / "data" / "scifact",
-)
 
 
 @pytest.fixture

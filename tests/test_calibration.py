@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scifact_data import CLAIM_LABELS as LABELS
 
 from pytest_ragmetrics.cli import main
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
@@ -33,18 +34,6 @@ from pytest_ragmetrics.judges import (
     save_calibration,
 )
 
-_REPO = Path(__file__).resolve().parents[1]
-LABELS = next(
-    (
-        p
-        for p in (
-            _REPO.parent / "shared" / "data" / "scifact" / "claim_support.dev.jsonl",
-            _REPO / "example_suite" / "data" / "scifact" / "claim_support.dev.jsonl.gz",
-        )
-        if p.exists()
-    ),
-    _REPO / "example_suite" / "data" / "scifact" / "claim_support.dev.jsonl.gz",
-)
 needs_scifact = pytest.mark.skipif(not LABELS.exists(), reason="needs SciFact claim_support")
 
 # -- the math -------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scifact_data import SCIFACT
 
 from pytest_ragmetrics import Corpus, Queries, evaluate, load_dataset
 from pytest_ragmetrics.cache import Cache
@@ -42,19 +43,6 @@ QUERIES = {
     "q_bake": "how to bake bread at home",
     "q_moon": "how long does the moon take to orbit earth",
 }
-_REPO = Path(__file__).resolve().parents[1]
-# The project's copy (gzipped, with its licence notes) or the shared reference data.
-SCIFACT = next(
-    (
-        p
-        for p in (
-            _REPO / "example_suite" / "data" / "scifact",
-            _REPO.parent / "shared" / "data" / "scifact",
-        )
-        if p.is_dir()
-    ),
-    _REPO / "example_suite" / "data" / "scifact",
-)
 
 
 @pytest.fixture(scope="session")

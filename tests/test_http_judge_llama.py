@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from scifact_data import CLAIM_LABELS
 
 from pytest_ragmetrics.judges import HttpJudge, calibrate, read_claim_labels
 from pytest_ragmetrics.metrics.answer import evaluate_answers
@@ -24,18 +25,6 @@ pytestmark = pytest.mark.slow
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "pydantic_settings")
-_REPO = Path(__file__).resolve().parents[1]
-LABELS = next(
-    (
-        p
-        for p in (
-            _REPO.parent / "shared" / "data" / "scifact" / "claim_support.dev.jsonl",
-            _REPO / "example_suite" / "data" / "scifact" / "claim_support.dev.jsonl.gz",
-        )
-        if p.exists()
-    ),
-    None,
-)
 
 
 def _gguf() -> Path:
@@ -133,10 +122,9 @@ def test_fixed_seed_and_temperature_zero_give_the_same_reply(llama_server: str) 
     assert first == second
 
 
-@pytest.mark.skipif(LABELS is None, reason="needs SciFact claim_support")
+@pytest.mark.skipif(not CLAIM_LABELS.exists(), reason="needs SciFact claim_support")
 def test_calibrate_smollm2_on_a_scifact_subset(llama_server: str) -> None:
-    assert LABELS is not None
-    items = read_claim_labels(LABELS)[:8]
+    items = read_claim_labels(CLAIM_LABELS)[:8]
     judge = HttpJudge(llama_server, MODEL, timeout=120, unparseable="unjudged")
     result = calibrate(judge, items)
     assert result.n + result.unjudged == 8
