@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from pytest_ragmetrics.errors import RagMetricsError
+from pytest_ragmetrics.errors import ConfigError, RagMetricsError
 
 FORMATS = ("table", "json", "markdown")
 
@@ -18,6 +18,14 @@ def _number(value: float | None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     return f"{value:.4f}"
+
+
+def _require_positive(args: argparse.Namespace, *names: str) -> None:
+    """A ConfigError for the first of the integer options ``names`` given below 1."""
+    for name in names:
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{name} must be a positive integer, got {value}")
 
 
 def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -144,12 +152,10 @@ def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
 
     from pytest_ragmetrics.data.layouts import load_dataset
     from pytest_ragmetrics.data.trec import write_run
-    from pytest_ragmetrics.errors import ConfigError
     from pytest_ragmetrics.progress import stream_reporter, use_reporter
     from pytest_ragmetrics.retrievers import build_retriever
 
-    if args.k < 1:
-        raise ConfigError(f"--k must be a positive integer, got {args.k}")
+    _require_positive(args, "k")
     dataset = load_dataset(args.dataset, args.split)
     options: dict[str, Any] = {
         name: value
@@ -216,7 +222,6 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
 
     from tabulate import tabulate
 
-    from pytest_ragmetrics.errors import ConfigError
     from pytest_ragmetrics.regression import compare_files, failure_message
     from pytest_ragmetrics.settings import parse_tolerances
 
@@ -329,7 +334,6 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     from tabulate import tabulate
 
     from pytest_ragmetrics.cache import Cache
-    from pytest_ragmetrics.errors import ConfigError
     from pytest_ragmetrics.judges.calibration import calibrate, save_calibration
     from pytest_ragmetrics.judges.factory import build_judge
     from pytest_ragmetrics.progress import stream_reporter, use_reporter
@@ -356,10 +360,7 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     if wrong:
         flags = ", ".join("--" + name.replace("_", "-") for name in wrong)
         raise ConfigError(f"{flags}: not an option of --judge {args.judge}")
-    if args.concurrency is not None and args.concurrency < 1:
-        raise ConfigError(f"--concurrency must be a positive integer, got {args.concurrency}")
-    if args.limit is not None and args.limit < 1:
-        raise ConfigError(f"--limit must be a positive integer, got {args.limit}")
+    _require_positive(args, "concurrency", "limit")
     options = {name: getattr(args, name) for name in given}
     if args.judge == "http":
         # A weak model's off-script reply is counted as unjudged, not fatal, while calibrating.

@@ -160,6 +160,12 @@ def _output_path(value: str, base: Path, option: str, rootdir: Path) -> Path:
     return resolved
 
 
+def _positive_int(text: str, option: str, example: int) -> int:
+    if not text.strip().isdigit() or int(text) <= 0:
+        raise ConfigError(f"{option}: {text!r} must be a positive integer, e.g. {example}")
+    return int(text)
+
+
 def _float_in(text: str, option: str, low: float, high: float) -> float:
     try:
         value = float(text)
@@ -201,9 +207,7 @@ def build_settings(
     values["split"] = split or "test"
     k_text, _ = text("ragmetrics_k")
     if k_text is not None:
-        if not k_text.strip().isdigit() or int(k_text) <= 0:
-            raise ConfigError(f"ragmetrics_k: {k_text!r} must be a positive integer, e.g. 100")
-        values["k"] = int(k_text)
+        values["k"] = _positive_int(k_text, "ragmetrics_k", 100)
     metrics_raw, cli = get("ragmetrics_metrics")
     if metrics_raw:
         names = _split_list(metrics_raw)
@@ -298,25 +302,20 @@ def _judge_settings(
     text: Callable[[str], tuple[str | None, bool]], base_for: Callable[[bool], Path]
 ) -> dict[str, Any]:
     """The ragmetrics_judge* keys, checked against each other (a judge gets what it needs)."""
-    kind, _ = text("ragmetrics_judge")
+    kind = (text("ragmetrics_judge")[0] or "none").lower()
     model, model_cli = text("ragmetrics_judge_model")
     url, _ = text("ragmetrics_judge_url")
     verdicts, cli = text("ragmetrics_judge_verdicts")
-    if not kind or kind.lower() != "http":  # an http judge's model is a served name
+    if kind != "http":  # an http judge's model is a served name
         model = _model_value(model, base_for(model_cli))
     values: dict[str, Any] = {"judge_model": model, "judge_url": url}
     concurrency, _ = text("ragmetrics_judge_concurrency")
     if concurrency is not None:
-        if not concurrency.strip().isdigit() or int(concurrency) < 1:
-            raise ConfigError(
-                f"ragmetrics_judge_concurrency: {concurrency!r} must be a positive integer, e.g. 8"
-            )
-        values["judge_concurrency"] = int(concurrency)
+        values["judge_concurrency"] = _positive_int(concurrency, "ragmetrics_judge_concurrency", 8)
     if verdicts:
         values["judge_verdicts"] = _resolve_input(verdicts, base_for(cli))
-    if not kind or kind.lower() == "none":
+    if kind == "none":
         return values
-    kind = kind.lower()
     if kind not in JUDGES:
         raise ConfigError(
             f"ragmetrics_judge: {kind!r} is not a built-in judge; use {', '.join(JUDGES)}, "
