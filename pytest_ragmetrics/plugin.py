@@ -204,12 +204,9 @@ class _XdistHooks:
 
         node.workerinput[WORKER_TTY_KEY] = controller_shows_progress(node.config)
 
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        """The controller learns which tests exist (it does not collect itself)."""
-        self.session.collected.update(ids)
-
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """A worker finished: add the tests it deselected (they exist too) to what exists."""
+        """A worker finished: the controller (which does not collect) learns which tests exist,
+        deselected ones included."""
         output = getattr(node, "workeroutput", None) or {}
         self.session.merge_worker_collection(output.get(WORKER_COLLECTION_KEY))
 
