@@ -43,6 +43,7 @@ class MetricSpec:
 
 
 _FAMILIES: dict[str, Family] = {}
+MAX_CUTOFF = 2**31 - 1  # ranks are C ints in trec_eval; larger cutoffs are typos
 
 
 def _builtin(name: str, cutoff: Cutoff, layer: Layer, description: str) -> None:
@@ -97,7 +98,12 @@ def register_metric(
     :class:`~pytest_ragmetrics.metrics.retrieval.RankedJudgments`) and the cutoff (None when
     uncut) and returns one float per query. Registering a built-in name is an error.
     """
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or "_at_" in name or name.endswith("_at"):
+    if (
+        not isinstance(name, str)
+        or not re.fullmatch(r"[a-z][a-z0-9_]*", name)
+        or "_at_" in name
+        or name.endswith("_at")
+    ):
         raise MetricError(
             f"metric name {name!r} must be lowercase letters, digits and '_' (no '_at_')"
         )
@@ -149,10 +155,10 @@ def parse_metric(name: str) -> MetricSpec:
             raw_k = match.group("k")
             if family.cutoff == "none":
                 raise MetricError(f"metric {family.name!r} takes no cutoff; write {family.name}")
-            if not (raw_k.isascii() and raw_k.isdigit()) or int(raw_k) <= 0:
+            if not (raw_k.isascii() and raw_k.isdigit()) or not 0 < int(raw_k) <= MAX_CUTOFF:
                 raise MetricError(
-                    f"metric {name!r}: cutoff {raw_k!r} must be a positive integer, e.g. "
-                    f"{family.name}_at_10"
+                    f"metric {name!r}: cutoff {raw_k!r} must be a positive integer up to "
+                    f"{MAX_CUTOFF}, e.g. {family.name}_at_10"
                 )
             k = int(raw_k)
             return MetricSpec(f"{family.name}_at_{k}", family.name, k, family.layer)
@@ -173,8 +179,10 @@ def _canonical_spelling(text: str) -> str:
     return text
 
 
-def parse_metrics(names: Iterable[str]) -> list[MetricSpec]:
-    """Parse several names, dropping repeats and keeping order."""
+def parse_metrics(names: Iterable[str] | str) -> list[MetricSpec]:
+    """Parse several names, dropping repeats and keeping order; one string is one name."""
+    if isinstance(names, str):
+        names = [names]
     specs: dict[str, MetricSpec] = {}
     for name in names:
         spec = parse_metric(name)
