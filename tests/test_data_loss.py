@@ -237,9 +237,12 @@ def test_exclusive_lock_is_exclusive_and_leaves_no_file(tmp_path: Path) -> None:
     lines = (tmp_path / "log").read_text().split()
     assert lines == ["in", "out"] * 120  # never two holders at once
     assert not lock.exists()
-    with exclusive_lock(lock), pytest.raises(CacheError, match="waited 0 s for the lock"):
-        with exclusive_lock(lock, timeout=0.05, error=CacheError):
-            pass
+    with (
+        exclusive_lock(lock),
+        pytest.raises(CacheError, match="waited 0 s for the lock"),
+        exclusive_lock(lock, timeout=0.05, error=CacheError),
+    ):
+        pass
 
 
 # -- outputs that would overwrite something else -----------------------------------------------
