@@ -289,6 +289,28 @@ def plugin_qrels_grade(p: Project) -> None:
     assert f"{qrels}:7: grade 'relevant' is not an integer" in output(result)
 
 
+def plugin_manifest_error(p: Project) -> None:
+    """A dataset.json folder (here SMART files) reaches the plugin through load_dataset too."""
+    (p.data / "dataset.json").write_text(
+        json.dumps(
+            {
+                "format": "smart",
+                "documents": "docs.all",
+                "queries": "queries.qry",
+                "qrels": {"test": "qrels.txt"},
+                "query_ids": "ordinal",
+            }
+        )
+    )
+    (p.data / "docs.all").write_text(".I 1\n.W\ncats purr\n.I 2\n.W\ndogs\n.I 1\n.W\nbark\n")
+    (p.data / "queries.qry").write_text(".I 001\n.W\nwhich animal purrs\n")
+    (p.data / "qrels.txt").write_text("1 1 1\n")
+    result = p.run("--ragmetrics-update-baseline")
+    result.assert_outcomes(errors=1)
+    text = output(result)
+    assert f"{p.data / 'docs.all'}:7: document id '1' appears twice (first at line 1)" in text
+
+
 def marker_case(marker: str, message: str) -> Case:
     def act(p: Project) -> None:
         p.tests(
@@ -681,6 +703,7 @@ CASES = [
     # the plugin
     pytest.param(Case(plugin_dataset_error), id="plugin-corpus-not-utf8"),
     pytest.param(Case(plugin_qrels_grade), id="plugin-qrels-grade"),
+    pytest.param(Case(plugin_manifest_error), id="plugin-manifest-dataset-duplicate-id"),
     pytest.param(
         marker_case("rag_threshold(ndcg_at_10=0.5, recal_at_5=0.7)", "unknown metric 'recal_at_5'"),
         id="marker-unknown-metric",

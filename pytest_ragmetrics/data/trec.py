@@ -48,7 +48,7 @@ def read_qrels(
     twice is an error, as in trec_eval. The keywords serve collections with other habits:
 
     - ``columns="pairs"``: lines ``qid docno [anything ...]`` list relevant pairs (grade 1),
-      as the SMART collections' ``.REL`` files do (CISI, CACM, ADI write ``1 28 0 0.000000``,
+      as some SMART collections' files do (CISI's ``CISI.REL`` writes ``1 28 0 0.000000``,
       which the 4-column TREC rule would misread as document ``0``).
     - ``grades``: code in the file -> grade; ``None`` drops the judgment. A code missing from
       the mapping is an error (Cranfield's inverted scale: ``{1: 4, 2: 3, 3: 2, 4: 1, -1: 0}``).
