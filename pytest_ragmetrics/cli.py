@@ -139,7 +139,12 @@ def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Search a dataset's queries with the dense or BM25 retriever and write a "
         "TREC run that 'ragmetrics evaluate' reads. Embeddings and runs are cached.",
     )
-    p.add_argument("--dataset", required=True, metavar="DIR", help="BEIR or FlagEmbedding folder")
+    p.add_argument(
+        "--dataset",
+        required=True,
+        metavar="DIR",
+        help="BEIR or FlagEmbedding folder, or a folder with dataset.json (TREC, SMART)",
+    )
     p.add_argument("--split", default="test", help="qrels split whose queries to search")
     p.add_argument("--retriever", required=True, choices=("dense", "bm25"))
     p.add_argument(

@@ -222,3 +222,30 @@ def test_cli_flag(tmp_path: Path) -> None:
     assert plain["metrics"] == pytest.approx(evaluate(QRELS, RUN, METRICS).mean)
     assert filtered["per_query"]["a3"] == dict.fromkeys(METRICS, 0.0)
     assert any("ignore_identical_ids: 3 " in n for n in filtered["notes"])
+
+
+def test_a_retriever_on_a_corpus_that_contains_its_queries() -> None:
+    """ArguAna's shape end to end: BM25 finds each query itself first; the rule removes it."""
+    pytest.importorskip("bm25s")
+    from pytest_ragmetrics import Corpus, Queries
+    from pytest_ragmetrics.retrievers import BM25Retriever
+
+    arguments = {
+        "a1": "school uniforms limit the self expression of pupils",
+        "a2": "nuclear power is a cheap and clean source of energy",
+        "a3": "zoos protect endangered species from extinction",
+        "c1": "uniforms let pupils focus on learning instead of clothes and self image",
+        "c2": "nuclear waste stays dangerous for thousands of years, so the energy is not clean",
+        "c3": "animals in zoos suffer, and few zoo species are ever returned to the wild",
+    }
+    corpus = Corpus.from_dict(arguments)
+    queries = Queries.from_dict({q: arguments[q] for q in ("a1", "a2", "a3")})
+    qrels = {"a1": {"c1": 1}, "a2": {"c2": 1}, "a3": {"c3": 1}}  # the counter-arguments
+    run = BM25Retriever(corpus).search(queries, 3)
+    assert [run.ranking(q)[0][0] for q in queries] == ["a1", "a2", "a3"]
+    assert [run.ranking(q)[1][0] for q in queries] == ["c1", "c2", "c3"]
+    plain = evaluate(qrels, run, ["mrr", "precision_at_1"])
+    assert plain.mean == {"mrr": 0.5, "precision_at_1": 0.0}
+    filtered = evaluate(qrels, run, ["mrr", "precision_at_1"], ignore_identical_ids=True)
+    assert filtered.mean == {"mrr": 1.0, "precision_at_1": 1.0}
+    assert run.without_identical_ids().depths().tolist() == [2, 2, 2]
