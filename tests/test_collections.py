@@ -516,6 +516,20 @@ def test_manifest_trec_folder(tmp_path: Path) -> None:
     assert dataset.queries["051"] == "Airbus & Subsidies Government assistance to Airbus."
 
 
+def test_manifest_absolute_paths(tmp_path: Path) -> None:
+    # Licensed collections (the TREC disks) stay where they are; the manifest points at them.
+    store = tmp_path / "elsewhere"
+    smart_folder(store)
+    manifest = {
+        **MANIFEST,
+        "documents": [str(store / "docs.*")],
+        "queries": str(store / "queries.qry"),
+        "qrels": {"test": str(store / "qrels.txt")},
+    }
+    write(tmp_path / "project" / "dataset.json", json.dumps(manifest))
+    assert list(load_dataset(tmp_path / "project").corpus.doc_ids) == ["1", "2", "3"]
+
+
 def test_manifest_pairs_qrels(tmp_path: Path) -> None:
     manifest = {**MANIFEST, "qrels_columns": "pairs", "query_ids": "id"}
     del manifest["grades"]

@@ -165,7 +165,11 @@ class _Checker:
         paths: list[Path] = []
         for item in items:
             if isinstance(item, str) and any(ch in item for ch in "*?["):
-                matched = sorted(p for p in self.path.parent.glob(item) if p.is_file())
+                pattern = Path(item)
+                # Path.glob takes relative patterns only: an absolute one globs from its root.
+                base = Path(pattern.anchor) if pattern.is_absolute() else self.path.parent
+                relative = str(pattern.relative_to(base)) if pattern.is_absolute() else item
+                matched = sorted(p for p in base.glob(relative) if p.is_file())
                 if not matched:
                     raise self.fail(key, f"the pattern {item} matches no file")
                 paths += matched
