@@ -6,10 +6,11 @@ import argparse
 import json
 import math
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from pytest_ragmetrics.errors import ConfigError, RagMetricsError
+from pytest_ragmetrics.errors import ConfigError, RagMetricsError, RagMetricsWarning
 
 FORMATS = ("table", "json", "markdown")
 # Exit codes, the same for every command (README, "Exit codes").
@@ -519,7 +520,20 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code: int = args.handler(args, stream)
+        with warnings.catch_warnings(record=True) as caught:
+            # Our warnings are messages for the user, one line each on stderr, whatever
+            # filters the calling program set (a test run may turn warnings into errors).
+            warnings.simplefilter("always", RagMetricsWarning)
+            try:
+                code: int = args.handler(args, stream)
+            finally:
+                for warning in caught:
+                    if issubclass(warning.category, RagMetricsWarning):
+                        sys.stderr.write(f"ragmetrics {args.command}: warning: {warning.message}\n")
+                    else:
+                        warnings.showwarning(
+                            warning.message, warning.category, warning.filename, warning.lineno
+                        )
     except RagMetricsError as exc:
         sys.stderr.write(f"ragmetrics {args.command}: error: {exc}\n")
         return EXIT_BAD_INPUT
