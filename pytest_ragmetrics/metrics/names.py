@@ -206,6 +206,13 @@ def parse_metric(name: str) -> MetricSpec:
     return MetricSpec(base.name + JUDGED_SUFFIX, base.family, base.k, base.layer, True)
 
 
+def judged_only_name(name: str) -> str:
+    """The canonical name of a metric's judged-only form: ``map`` -> ``map_judged``
+    (``map_judged`` stays); an error for metrics without one."""
+    spec = parse_metric(name)
+    return spec.name if spec.judged_only else parse_metric(spec.name + JUDGED_SUFFIX).name
+
+
 def _family_of(lowered: str) -> Family | None:
     """The family a name (without ``_judged``) belongs to, whether or not its cutoff is valid."""
     text = _canonical_spelling(lowered)
