@@ -41,7 +41,8 @@ class RankedJudgments:
     Rows are grouped by query (in evaluation order) and ordered by rank inside each query.
     Retrieved documents without a judgment are not rows (they would add nothing but zeros);
     they are counted in ``num_retrieved``. Custom metrics registered with
-    :func:`~pytest_ragmetrics.metrics.names.register_metric` receive this object.
+    :func:`~pytest_ragmetrics.metrics.names.register_metric` receive this object, and its
+    :attr:`condensed` view for their ``_judged`` form.
     """
 
     n_queries: int
