@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.recorder import RecordedEvaluation
 
 from pytest_ragmetrics.errors import BaselineError
-from pytest_ragmetrics.fileio import atomic_write_bytes, atomic_write_text
+from pytest_ragmetrics.fileio import atomic_write_bytes, atomic_write_text, read_json_file
+from pytest_ragmetrics.schema import evaluation_problem, is_int
 
 SCHEMA_VERSION = 1
 DIGITS = 6  # per-query values are rounded so diffs in code review stay readable
@@ -70,30 +71,20 @@ class BaselineStore:
     @classmethod
     def load(cls, path: Path) -> BaselineStore:
         """Read ``path``; a missing file is an empty store, a broken one a BaselineError."""
-        if not path.exists():
-            return cls(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BaselineError(f"{path}: cannot read the baseline file ({exc})") from None
         fix = (
             f"restore it from version control (git checkout -- {path.name}) or delete it "
             f"and run with {UPDATE_HINT}"
         )
-        if not text.strip():
-            raise BaselineError(f"{path}: the baseline file is empty; {fix}")
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise BaselineError(
-                f"{path}:{exc.lineno}: the baseline file is not valid JSON ({exc.msg}); {fix}"
-            ) from None
+            data = read_json_file(path, what="baseline file", error=BaselineError, hint=fix)
+        except FileNotFoundError:
+            return cls(path)
         if not isinstance(data, dict) or "schema_version" not in data:
             raise BaselineError(
                 f"{path}: not a pytest-ragmetrics baseline (no schema_version); {fix}"
             )
         version = data["schema_version"]
-        if not isinstance(version, int) or isinstance(version, bool):
+        if not is_int(version):
             raise BaselineError(f"{path}: schema_version {version!r} is not an integer; {fix}")
         if version > SCHEMA_VERSION:
             raise BaselineError(
@@ -107,7 +98,7 @@ class BaselineStore:
             if not isinstance(named, dict):
                 raise BaselineError(f"{path}: entry {test!r} must be an object; {fix}")
             for name, entry in named.items():
-                problem = _check_entry(entry)
+                problem = evaluation_problem(entry)
                 if problem:
                     raise BaselineError(f"{path}: entry {test!r} [{name}]: {problem}; {fix}")
         return cls(path, entries, exists=True)
@@ -175,56 +166,6 @@ class BaselineStore:
 
 def _strip_version(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k != "plugin_version"}
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _check_entry(entry: Any) -> str | None:
-    """What is wrong with a baseline entry (None when it is usable); a hand edit that would
-    crash the comparison is caught here, with the field named."""
-    if not isinstance(entry, dict):
-        return "must be an object"
-    metrics = entry.get("metrics")
-    if not isinstance(metrics, dict) or not all(
-        v is None or _is_number(v) for v in metrics.values()
-    ):
-        return "'metrics' must map metric names to numbers"
-    per_query = entry.get("per_query", {})
-    if not isinstance(per_query, dict) or not all(isinstance(v, dict) for v in per_query.values()):
-        return "'per_query' must map query ids to {metric: value}"
-    for qid, row in per_query.items():
-        for metric, value in row.items():
-            if value is not None and not _is_number(value):
-                return f"per-query value of {metric!r} for query {qid!r} is not a number"
-    if entry.get("layer") not in ("retrieval", "answer"):
-        return "'layer' must be 'retrieval' or 'answer'"
-    for key in ("identity", "semantics"):
-        if entry.get(key) is not None and not isinstance(entry[key], dict):
-            return f"{key!r} must be an object"
-    dataset = entry.get("dataset")
-    if dataset is not None:
-        if not isinstance(dataset, dict):
-            return "'dataset' must be an object"
-        fingerprints = dataset.get("fingerprints")
-        if fingerprints is not None and not (
-            isinstance(fingerprints, dict)
-            and all(isinstance(v, str) for v in fingerprints.values())
-        ):
-            return "'dataset.fingerprints' must map dataset parts to fingerprint strings"
-    details = entry.get("details")
-    if details is not None:
-        if not isinstance(details, dict) or not all(isinstance(v, dict) for v in details.values()):
-            return "'details' must map names to {query id: integer}"
-        for name, values in details.items():
-            for qid, value in values.items():
-                if isinstance(value, bool) or not isinstance(value, int):
-                    return f"details value {name!r} for query {qid!r} is not an integer"
-    k = entry.get("k")
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
-        return "'k' must be an integer or null"
-    return None
 
 
 # ---------------------------------------------------------------------------------------------

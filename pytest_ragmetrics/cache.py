@@ -18,11 +18,13 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_ragmetrics.errors import CacheError, RagMetricsWarning
-from pytest_ragmetrics.fileio import atomic_write_text
+from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock
 
 SCHEMA = 1
 COMPUTE_LOG = "computed.log"
@@ -91,23 +93,14 @@ class Cache:
 
     @contextlib.contextmanager
     def lock(self, kind: str, identity: Mapping[str, Any], timeout: float = 3600) -> Iterator[None]:
-        """Hold the per-entry file lock (a no-op when the cache is disabled)."""
+        """Hold the per-entry lock (a no-op when the cache is disabled); no lock file stays."""
         if not self.enabled:
             yield
             return
-        from filelock import FileLock, Timeout
-
         entry = self._entry(kind, identity)
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(entry) + ".lock", timeout=timeout)
-        try:
-            with lock:
-                yield
-        except Timeout:
-            raise CacheError(
-                f"waited {timeout:.0f} s for the cache lock {entry}.lock; another process holds "
-                "it. If no other run is active, delete the .lock file"
-            ) from None
+        lock = Path(str(entry) + ".lock")
+        with exclusive_lock(lock, timeout=timeout, what="cache entry", error=CacheError):
+            yield
 
     def _read_manifest(
         self, entry: Path, identity: Mapping[str, Any], pinned: contextlib.ExitStack
@@ -406,22 +399,78 @@ class Cache:
             return 0
         return sum(1 for line in text.splitlines() if line.split("\t", 1)[0] == key)
 
-    def clear(self) -> int:
-        """Remove every entry; returns how many were removed."""
-        if self.root is None or not self.root.exists():
-            return 0
-        removed = 0
-        for kind_dir in self.root.iterdir():
-            if not kind_dir.is_dir():
+    def clear(self) -> ClearReport:
+        """Remove every entry this cache made, and nothing else; say what was removed.
+
+        Only folders that are recognisably cache entries are removed: a folder named by a
+        sha256 key inside a kind folder, holding a ``manifest.json`` and ``.npy`` files only
+        (and the leftovers of an earlier discard, ``.<key>.trash.*``). Everything else under the
+        root (a project's files when the cache folder was pointed at one, the dataset digests
+        beside a baseline, folders being built by another process right now) is left alone
+        and counted in :attr:`ClearReport.kept`.
+        """
+        report = ClearReport()
+        if self.root is None or not self.root.is_dir():
+            return report
+        for kind_dir in sorted(self.root.iterdir()):
+            if not kind_dir.is_dir() or kind_dir.is_symlink():
+                report.kept += 1
                 continue
-            for entry in kind_dir.iterdir():
-                if entry.name.startswith(".") and entry.name.endswith(".tmp"):
-                    continue  # another process is building this entry right now
-                if entry.is_dir():
+            removed_here = 0
+            for entry in sorted(kind_dir.iterdir()):
+                if _is_entry(entry):
                     self._discard(entry)  # renamed away first: readers see it whole or not
-                    if not entry.name.startswith("."):  # not the trash of an earlier discard
-                        removed += 1
+                    removed_here += 1
+                elif _TRASH.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                elif entry.name == COMPUTE_LOG or _LOCK.fullmatch(entry.name):
+                    continue  # bookkeeping of entries; removed with the kind folder below
+                elif _STAGING.fullmatch(entry.name):
+                    continue  # another process is building this entry right now
                 else:
-                    with contextlib.suppress(OSError):
-                        entry.unlink()
-        return removed
+                    report.kept += 1
+            if removed_here:
+                report.removed[kind_dir.name] = removed_here
+                with contextlib.suppress(OSError):
+                    (kind_dir / COMPUTE_LOG).unlink()
+        return report
+
+
+_KEY = "[0-9a-f]{64}"
+_TRASH = re.compile(rf"\.{_KEY}\.trash\.\d+\.\d+")
+_STAGING = re.compile(rf"\.{_KEY}\.[^/]*\.tmp")
+_LOCK = re.compile(rf"{_KEY}\.lock")
+
+
+def _is_entry(path: Path) -> bool:
+    """Whether ``path`` is a published cache entry: a key-named folder (not a symlink)
+    holding ``manifest.json`` and nothing but ``.npy`` files besides."""
+    if not re.fullmatch(_KEY, path.name) or path.is_symlink() or not path.is_dir():
+        return False
+    try:
+        names = [child.name for child in path.iterdir()]
+    except OSError:
+        return False
+    return "manifest.json" in names and all(
+        name == "manifest.json" or name.endswith(".npy") for name in names
+    )
+
+
+@dataclass
+class ClearReport:
+    """What :meth:`Cache.clear` removed (entries per kind) and how many other items it kept."""
+
+    removed: dict[str, int] = field(default_factory=dict)
+    kept: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.removed.values())
+
+    def describe(self, folder: str) -> str:
+        """e.g. 'cleared 3 cache entries (2 embeddings, 1 run) in .ragmetrics/cache'."""
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.removed.items()))
+        text = f"cleared {self.total} cache entries{f' ({kinds})' if kinds else ''} in {folder}"
+        if self.kept:
+            text += f"; left {self.kept} other files and folders there (not cache entries)"
+        return text

@@ -28,6 +28,32 @@ def _layer_name(layer: str) -> str:
     return "answer-layer" if layer == "answer" else "retrieval"
 
 
+def apply_late_thresholds(
+    recorded: Sequence[RecordedEvaluation], thresholds: Mapping[str, float]
+) -> list[str]:
+    """Give each evaluation the thresholds of its layer that were set after it was recorded.
+
+    A marker added while the test ran (``request.node.add_marker``) counts; if it names a
+    metric the evaluation did not compute, that is a failure saying so, never a silent pass.
+    """
+    failures: list[str] = []
+    for item in recorded:
+        for metric, bound in thresholds.items():
+            if parse_metric(metric).layer != item.layer or metric in item.thresholds:
+                continue
+            if metric in item.evaluation.metrics:
+                item.thresholds[metric] = bound
+            else:
+                failures.append(
+                    f"rag_threshold({metric}={bound:g}) was added after {_layer_name(item.layer)} "
+                    f"evaluation '{item.name}' of {item.test} was recorded, and that evaluation "
+                    f"did not compute {metric}. Add the marker before the evaluation (as a "
+                    "decorator, or request.node.add_marker(...) before rag_eval), or pass "
+                    f"metrics=[{metric!r}] to it."
+                )
+    return failures
+
+
 def check_test(
     recorded: Sequence[RecordedEvaluation],
     thresholds: Mapping[str, float],

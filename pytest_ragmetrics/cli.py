@@ -12,6 +12,11 @@ from typing import Any, TextIO
 from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError
 
 FORMATS = ("table", "json", "markdown")
+# Exit codes, the same for every command (README, "Exit codes").
+EXIT_OK = 0
+EXIT_FAILED = 1  # compare: an evaluation regressed or is not comparable
+EXIT_BAD_INPUT = 2  # a file, option or argument we cannot use (argparse's usage errors too)
+EXIT_INTERNAL_ERROR = 3
 
 
 def _number(value: float | None) -> str:
@@ -22,10 +27,42 @@ def _number(value: float | None) -> str:
 
 def _require_positive(args: argparse.Namespace, *names: str) -> None:
     """A ConfigError for the first of the integer options ``names`` given below 1."""
+    from pytest_ragmetrics.metrics.names import MAX_CUTOFF
+
     for name in names:
         value = getattr(args, name)
-        if value is not None and value < 1:
-            raise ConfigError(f"--{name} must be a positive integer, got {value}")
+        if value is not None and not 0 < value <= MAX_CUTOFF:
+            raise ConfigError(
+                f"--{name} must be a positive integer up to {MAX_CUTOFF}, got {value}"
+            )
+
+
+def _refuse_overwriting(
+    output: str,
+    flag: str,
+    *,
+    files: dict[str, str | None] | None = None,
+    folders: dict[str, str | None] | None = None,
+    cache: str | None = None,
+) -> None:
+    """A ConfigError when ``output`` would overwrite an input file, a file in an input folder
+    or a cache entry."""
+    from pathlib import Path
+
+    from pytest_ragmetrics.fileio import is_within, same_file
+    from pytest_ragmetrics.settings import inside_cache_entries
+
+    target = Path(output)
+    for other, path in (files or {}).items():
+        if path is not None and same_file(target, Path(path)):
+            raise ConfigError(f"{flag} {output}: that is the {other} file; it would be overwritten")
+    for other, path in (folders or {}).items():
+        if path is not None and is_within(target, Path(path)):
+            raise ConfigError(
+                f"{flag} {output}: inside the {other} folder {path}; write it somewhere else"
+            )
+    if cache is not None and inside_cache_entries(target, Path(cache)):
+        raise ConfigError(f"{flag} {output}: inside the cache folder {cache}; write it elsewhere")
 
 
 def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -175,6 +212,12 @@ def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.retrievers import build_retriever
 
     _require_positive(args, "k")
+    _refuse_overwriting(
+        args.out,
+        "--out",
+        folders={"--dataset": args.dataset},
+        cache=None if args.no_cache else args.cache_dir,
+    )
     dataset = load_dataset(args.dataset, args.split)
     options: dict[str, Any] = {
         name: value
@@ -214,8 +257,9 @@ def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "compare",
         help="compare a report with a baseline (or another report)",
         description="Compare the evaluations of a JSON report (--ragmetrics-json) with a "
-        "baseline file or an earlier report: the same verdicts as the plugin. Exit code 1 when "
-        "an evaluation regressed or is not comparable, 0 otherwise.",
+        "baseline file or an earlier report: the same verdicts as the plugin. Exit code 0 when "
+        "nothing regressed, 1 when an evaluation regressed or is not comparable, 2 when a file "
+        "or option cannot be used (a newer schema version included), 3 on an internal error.",
     )
     p.add_argument("before", help="baseline file (.ragmetrics/baseline.json) or JSON report")
     p.add_argument("after", help="JSON report of the run to check")
@@ -380,6 +424,13 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         flags = ", ".join("--" + name.replace("_", "-") for name in wrong)
         raise ConfigError(f"{flags}: not an option of --judge {args.judge}")
     _require_positive(args, "concurrency", "limit")
+    if args.save:
+        _refuse_overwriting(
+            args.save,
+            "--save",
+            files={"--labels": args.labels, "--verdicts": args.verdicts},
+            cache=None if args.no_cache else args.cache_dir,
+        )
     options = {name: getattr(args, name) for name in given}
     if args.judge == "http":
         # A weak model's off-script reply is counted as unjudged, not fatal, while calibrating.
@@ -462,10 +513,20 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         code: int = args.handler(args, stream)
     except RagMetricsError as exc:
         sys.stderr.write(f"ragmetrics {args.command}: error: {exc}\n")
-        return 2
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
+    except Exception:
+        # Not 1: CI reads 1 as "regressed". A crash here is our bug, so show where it is.
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.write(
+            f"ragmetrics {args.command}: internal error (a bug in pytest-ragmetrics, not in "
+            "your data); please report it with the traceback above\n"
+        )
+        return EXIT_INTERNAL_ERROR
     stream.flush()
     return code
 

@@ -1,15 +1,20 @@
-"""Atomic file writes: a reader sees the complete old file or the complete new one, never half."""
+"""Atomic file writes (a reader sees the complete old file or the complete new one, never
+half), exclusive locks that leave no file behind, and reading JSON files with clear errors."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import stat
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from pytest_ragmetrics.errors import ConfigError, OutputError
+from pytest_ragmetrics.errors import ConfigError, OutputError, RagMetricsError
 
 PathLike = str | os.PathLike[str]
 
@@ -19,9 +24,16 @@ def atomic_writer(path: PathLike, mode: str = "w") -> Iterator[IO[str] | IO[byte
     """Write to a temporary file in the target's folder, fsync, then ``os.replace`` it.
 
     On any error (or a crash) the target is untouched; the temporary file is removed when
-    Python still can.
+    Python still can. A symlink is followed: the file it points to is replaced and the link
+    stays. A stream (``/dev/stdout``, a pipe, anything under ``/dev`` or ``/proc``) cannot be
+    replaced by a rename, and may be another program's open output: it is appended to in
+    place.
     """
-    target = Path(path)
+    if is_stream(path):
+        with _stream(path, "b" in mode) as stream:
+            yield stream
+        return
+    target = Path(os.path.realpath(path))
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
@@ -69,8 +81,18 @@ def _output_error(path: PathLike, exc: OSError) -> OutputError:
 
 
 def atomic_append_text(path: PathLike, text: str) -> None:
-    """Append ``text`` by rewriting the file atomically: a crash leaves the old content whole."""
-    target = Path(path)
+    """Append ``text`` by rewriting the file atomically: a crash leaves the old content whole.
+
+    A stream (see :func:`atomic_writer`) is appended to in place.
+    """
+    if is_stream(path):
+        try:
+            with _stream(path, binary=True) as handle:
+                handle.write(text.encode("utf-8"))  # type: ignore[arg-type]
+        except OSError as exc:
+            raise _output_error(path, exc) from exc
+        return
+    target = Path(os.path.realpath(path))
     try:
         old = target.read_bytes()
     except FileNotFoundError:
@@ -102,19 +124,201 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def path_inside(root: PathLike, configured: PathLike, *, option: str) -> Path:
-    """Resolve a configured output path against ``root``; refuse one that escapes it with ``..``.
+    """Resolve a configured output path against ``root``; refuse one that escapes it.
 
     Absolute paths are the user's explicit choice and are allowed; relative ones must stay in
-    the project.
+    the project, through ``..`` or through a symlink (a checked-out repository could carry a
+    link to a folder elsewhere). A symlink to a stream (``out.md -> /dev/stdout``) is allowed:
+    nothing is replaced there. The returned path keeps its symlinks, so that writers see the
+    link to a stream for what it is.
     """
     raw = Path(configured)
     if raw.is_absolute():
         return raw
-    base = Path(root).resolve()
-    resolved = (base / raw).resolve()
-    if resolved != base and base not in resolved.parents:
+    base = Path(os.path.abspath(root))
+    written = Path(os.path.normpath(base / raw))
+    if not (written == base or base in written.parents) or not (
+        is_within(written, base) or is_stream(written)
+    ):
         raise ConfigError(
             f"{option}: {os.fspath(configured)!r} points outside the project ({base}); use a "
             "path inside it, or an absolute path if you really mean another place"
         )
-    return resolved
+    return written
+
+
+@contextlib.contextmanager
+def _stream(path: PathLike, binary: bool) -> Iterator[IO[str] | IO[bytes]]:
+    """Append to a stream in place; our own stdout or stderr through its file descriptor.
+
+    Writing ``/dev/stdout`` through a new open file would keep its own offset: when stdout is
+    a file (``pytest > log``), what the process prints next would overwrite it.
+    """
+    fd = _own_descriptor(path)
+    if fd is not None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        # The line printed last (pytest's progress line) may be unfinished: start a new one.
+        os.write(fd, b"\n")
+        handle = os.fdopen(
+            os.dup(fd), "ab" if binary else "a", encoding=None if binary else "utf-8"
+        )
+    else:
+        handle = open(path, "ab" if binary else "a", encoding=None if binary else "utf-8")  # noqa: SIM115
+    with handle:
+        yield handle
+
+
+def _own_descriptor(path: PathLike) -> int | None:
+    """1 or 2 when ``path`` is the file this process has open as stdout or stderr."""
+    try:
+        target = os.stat(path)
+    except OSError:
+        return None
+    for fd in (1, 2):
+        try:
+            info = os.fstat(fd)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) == (target.st_dev, target.st_ino):
+            return fd
+    return None
+
+
+def is_stream(path: PathLike) -> bool:
+    """Whether writing ``path`` must append in place instead of replacing a file.
+
+    True for a device, a pipe or a socket, and for any path that leads (symlink by symlink)
+    into ``/dev`` or ``/proc``: ``/dev/stdout`` may be a regular file another program has
+    open as its output, and replacing it would hide everything written after.
+    """
+    current = os.path.abspath(path)
+    for _ in range(40):  # as many hops as the kernel follows
+        if current.startswith(("/dev/", "/proc/")):
+            return True
+        if not os.path.islink(current):
+            break
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    try:
+        mode = os.stat(current).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: equal after resolving symlinks, or hard links of one."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def is_within(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies below it (symlinks resolved)."""
+    inner, outer = Path(os.path.realpath(path)), Path(os.path.realpath(folder))
+    return inner == outer or outer in inner.parents
+
+
+@contextlib.contextmanager
+def exclusive_lock(
+    path: PathLike,
+    *,
+    timeout: float = 3600,
+    what: str = "file",
+    error: type[RagMetricsError] = RagMetricsError,
+) -> Iterator[None]:
+    """Hold an exclusive lock named by ``path``, across processes; no lock file stays behind.
+
+    POSIX: ``flock`` on ``path``, which is removed again on release. A process that opened the
+    file before it was removed finds, once it holds the lock, that ``path`` no longer names
+    the file it locked, and tries again, so two processes never both hold it. Elsewhere
+    (Windows) filelock's lock file is used and left in place.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + timeout
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+        from filelock import FileLock, Timeout
+
+        try:
+            with FileLock(str(target), timeout=timeout):
+                yield
+        except Timeout:
+            raise _lock_timeout(target, timeout, what, error) from None
+        return
+    import fcntl
+
+    while True:
+        fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise _lock_timeout(target, timeout, what, error) from None
+                    time.sleep(0.02)
+            held = os.fstat(fd)
+            try:
+                now = os.stat(target)
+            except FileNotFoundError:
+                continue  # removed by the holder before us: lock the new file
+            if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+                continue
+            try:
+                yield
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(target)
+            return
+        finally:
+            os.close(fd)  # closing releases the flock
+
+
+def _lock_timeout(
+    target: Path, timeout: float, what: str, error: type[RagMetricsError]
+) -> RagMetricsError:
+    return error(
+        f"waited {timeout:.0f} s for the lock {target} of the {what}; another process holds "
+        "it. If no other run is active, delete the lock file"
+    )
+
+
+def read_json_file(
+    path: Path, *, what: str = "", error: type[RagMetricsError], hint: str = ""
+) -> Any:
+    """The JSON value of a whole file (a UTF-8 BOM is allowed); ``error`` names file and line,
+    and what the file was meant to be (``what``), followed by ``hint`` (what to do).
+
+    Raises FileNotFoundError unchanged, so callers can treat a missing file as they need.
+    """
+    tail = f"; {hint}" if hint else ""
+    subject = f"the {what} is " if what else ""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise error(
+            f"{path}: cannot read {f'the {what} ' if what else ''}({reason}){tail}"
+        ) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise error(f"{path}:{line}: {subject}not valid UTF-8{tail}") from None
+    if not text.strip():
+        raise error(f"{path}: {subject}empty{tail}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}:{exc.lineno}: {subject}not valid JSON ({exc.msg}){tail}") from None
+    except (ValueError, RecursionError) as exc:
+        # Valid JSON that Python refuses: an integer of thousands of digits, deep nesting.
+        raise error(f"{path}: cannot read {f'the {what} ' if what else ''}({exc}){tail}") from None

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.data.model import Run
     from pytest_ragmetrics.session import RagSession
 
 
@@ -28,11 +27,23 @@ class RagQuery:
         return self._ranks.get(doc_id)
 
 
-def rag_query_of(session: RagSession, run: Run, query_id: str) -> RagQuery:
+def rag_query_of(session: RagSession, run: object, query_id: str) -> RagQuery:
     """The view of ``query_id``: its text and judgments, its ranking in ``run``, its metrics.
 
-    The run is evaluated once per session (all queries at once), not once per query.
+    The run is evaluated once per session (all queries at once), not once per query. ``run``
+    may also be a ``{query_id: {doc_id: score}}`` dict (an overridden ``rag_run``).
     """
+    from collections.abc import Mapping
+
+    from pytest_ragmetrics.data.model import Run
+    from pytest_ragmetrics.errors import ConfigError
+
+    if not isinstance(run, (Run, Mapping)):
+        raise ConfigError(
+            f"rag_query: rag_run is {type(run).__name__}; it must be a Run or a dict "
+            "{query_id: {doc_id: score}}"
+        )
+    run = Run.from_dict(run)
     dataset = session.dataset()
     evaluation = session.run_evaluation(run)
     return RagQuery(

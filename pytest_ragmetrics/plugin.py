@@ -7,12 +7,12 @@ module imports nothing heavy, so having the plugin installed costs pytest nothin
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from pytest_ragmetrics.errors import RagMetricsError
+from pytest_ragmetrics.errors import RagMetricsError, RetrieverError
 from pytest_ragmetrics.options import (
     FLAG_CLEAR_CACHE,
     FLAG_NO_CACHE,
@@ -129,6 +129,9 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
     session = RagSession(lambda: _settings(config), is_worker=hasattr(config, "workerinput"))
+    session.collection_complete = not any("::" in str(a) for a in config.args)
+    session.whole_suite = config.args_source != pytest.Config.ArgsSource.ARGS
+    session.rootpath = config.rootpath
     config.stash[SESSION_KEY] = session
     # A project that neither configures nor extends pytest-ragmetrics pays nothing more here:
     # settings (and the metric registry) are then built on first use, with the defaults.
@@ -266,20 +269,33 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         raise pytest.Collector.CollectError(f"rag_query: {exc}") from None
     chosen = [a for m in metafunc.definition.iter_markers("rag_queries") for a in m.args]
     if chosen:
-        unknown = [q for q in chosen if q not in set(query_ids)]
+        test = metafunc.definition.nodeid
+        wrong = [q for q in chosen if not isinstance(q, str)]
+        if wrong:
+            raise pytest.Collector.CollectError(
+                f"{test}: rag_queries({wrong[0]!r}): query ids are strings; write "
+                f"rag_queries({str(wrong[0])!r})"
+            )
+        known = set(query_ids)
+        unknown = [q for q in chosen if q not in known]
         if unknown:
             raise pytest.Collector.CollectError(
-                f"rag_queries: query ids not in the dataset: {', '.join(map(str, unknown))}"
+                f"{test}: rag_queries: query ids not in the dataset: "
+                f"{', '.join(map(repr, unknown[:10]))}{' ...' if len(unknown) > 10 else ''} "
+                f"(it has {len(query_ids)} queries, e.g. {', '.join(map(repr, query_ids[:3]))})"
             )
-        query_ids = list(dict.fromkeys(str(q) for q in chosen))
+        query_ids = list(dict.fromkeys(chosen))
     metafunc.parametrize("rag_query", query_ids, ids=query_ids, indirect=True)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Every test pytest collects exists, even if a plugin or conftest drops it later."""
+    _session(item.config).collected.add(item.nodeid)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Remember which tests exist, to spot stale baseline entries (xdist: on each worker)."""
-    state = _session(session.config)
-    state.collected.update(item.nodeid for item in session.items)
-    state.collection_complete = not any("::" in str(a) for a in session.config.args)
+    _session(session.config).collected.update(item.nodeid for item in session.items)
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
@@ -361,7 +377,16 @@ def rag_run(request: pytest.FixtureRequest, rag_retriever: Any, rag_queries: Que
     settings = _session(request.config).settings
 
     def search() -> Run:
-        run: Run = rag_retriever.search(rag_queries, settings.k)
+        from pytest_ragmetrics.data.model import Run
+
+        result = rag_retriever.search(rag_queries, settings.k)
+        if not isinstance(result, (Run, Mapping)):
+            raise RetrieverError(
+                f"rag_retriever {rag_retriever!r}: search(queries, k) returned "
+                f"{type(result).__name__}; return a Run (e.g. Run.from_rankings("
+                "{query_id: [doc_id, ...]})) or a dict {query_id: {doc_id: score}}"
+            )
+        run = Run.from_dict(result)
         identity = getattr(rag_retriever, "identity", None)
         provenance = {
             "retriever": identity()
@@ -395,7 +420,7 @@ def rag_eval(request: pytest.FixtureRequest) -> RagEval:
         metrics=settings.metrics,
         semantics=settings.semantics,
         k=settings.k,
-        thresholds=_thresholds(item),
+        thresholds=lambda: _thresholds(item),
         dataset=session.dataset,
         on_record=on_record,
     )
@@ -446,25 +471,31 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def _finish_item(item: pytest.Item, *, errored: bool) -> list[str]:
     """Run the end-of-test checks and keep the recorded results for the report."""
     recorder = item.stash.get(RAG_EVAL_KEY, None)
-    thresholds = _thresholds(item)
-    if recorder is None and not thresholds:
+    failures: list[str] = []
+    try:
+        # Read again now: a marker added while the test ran (request.node.add_marker) counts.
+        thresholds = _thresholds(item)
+    except RagMetricsError as exc:
+        thresholds = {}
+        failures.append(f"{item.nodeid}: {exc}")
+    if recorder is None and not thresholds and not failures:
         return []
     recorded = recorder.recorded if recorder is not None else []
-    failures: list[str] = []
     if not errored:
-        from pytest_ragmetrics.checks import CheckContext, check_test
+        from pytest_ragmetrics.checks import CheckContext, apply_late_thresholds, check_test
 
         session = _session(item.config)
         try:
+            failures += apply_late_thresholds(recorded, thresholds)
             context = CheckContext(
                 session.settings,
                 session.baseline(),
                 session.describe_dataset_change,
                 session.judge_kappa,
             )
-            failures = check_test(recorded, thresholds, context)
+            failures += check_test(recorded, thresholds, context)
         except RagMetricsError as exc:
-            failures = [str(exc)]
+            failures.append(str(exc))
     item.stash[RESULTS_KEY] = ([r.to_dict() for r in recorded], errored)
     return failures
 
@@ -536,9 +567,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     from pytest_ragmetrics.report.terminal import summary_lines
 
     if state.cleared is not None:
-        terminalreporter.write_line(
-            f"ragmetrics: cleared {state.cleared} cache entries in {state.settings.cache_dir}"
-        )
+        folder = state.settings.display(state.settings.cache_dir)
+        terminalreporter.write_line(f"ragmetrics: {state.cleared.describe(folder)}")
     lines = summary_lines(
         sorted(state.entries, key=lambda e: (e["test"], e["name"])),
         state.settings.metrics,

@@ -10,7 +10,7 @@ from pytest_ragmetrics.data.judged import JudgedRankings
 from pytest_ragmetrics.data.model import Dataset, Qrels, Run
 from pytest_ragmetrics.errors import ConfigError, MetricError
 from pytest_ragmetrics.metrics.evaluation import Evaluation
-from pytest_ragmetrics.metrics.names import parse_metric
+from pytest_ragmetrics.metrics.names import parse_metric, parse_metrics
 from pytest_ragmetrics.metrics.retrieval import evaluate
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
 
@@ -110,11 +110,18 @@ def parse_thresholds(
     if not kwargs:
         raise ConfigError(f"{where}: no thresholds given, e.g. rag_threshold(recall_at_5=0.7)")
     out: dict[str, float] = {}
+    given_as: dict[str, str] = {}
     for name, value in kwargs.items():
         try:
             spec = parse_metric(name)
         except MetricError as exc:
             raise ConfigError(f"{where}: {exc}") from None
+        if spec.name in given_as:
+            raise ConfigError(
+                f"{where}: {given_as[spec.name]} and {name} are the same metric ({spec.name}); "
+                "give its threshold once"
+            )
+        given_as[spec.name] = name
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where}: {name}={value!r} is not a number in [0, 1]")
         if not (0.0 <= float(value) <= 1.0):
@@ -133,7 +140,7 @@ class RagEval:
         metrics: Iterable[str],
         semantics: MetricSemantics,
         k: int,
-        thresholds: Mapping[str, float],
+        thresholds: Mapping[str, float] | Callable[[], Mapping[str, float]],
         dataset: Callable[[], Dataset],
         on_record: Callable[[RecordedEvaluation], None] | None = None,
     ) -> None:
@@ -141,22 +148,32 @@ class RagEval:
         self._metrics = tuple(metrics)
         self._semantics = semantics
         self._k = k
-        self._thresholds = dict(thresholds)
+        # Read when an evaluation is recorded: a marker added during the test still counts.
+        self._thresholds_of = thresholds if callable(thresholds) else lambda: thresholds
         self._dataset = dataset
         self._on_record = on_record
         self.recorded: list[RecordedEvaluation] = []
 
+    @property
+    def _thresholds(self) -> dict[str, float]:
+        return dict(self._thresholds_of())
+
     def _metrics_for(
-        self, layer: Layer, extra: Iterable[str] | None, default: Iterable[str] = ()
+        self, layer: Layer, extra: Iterable[str] | str | None, default: Iterable[str] = ()
     ) -> list[str]:
         """Configured metrics of ``layer`` (or ``default`` if none), thresholds, ``extra``."""
         names = [m for m in self._metrics if parse_metric(m).layer == layer] or list(default)
         names += [m for m in self._thresholds if parse_metric(m).layer == layer]
-        if extra:
-            names += [parse_metric(m).name for m in extra]
+        if extra is not None:
+            names += [spec.name for spec in parse_metrics(extra)]
         return list(dict.fromkeys(names))
 
     def _name(self, name: str | None, default: str) -> str:
+        if name is not None and not isinstance(name, str):
+            raise ConfigError(
+                f"{self.test}: name={name!r} ({type(name).__name__}) must be a string, e.g. "
+                f"name={str(name)!r}"
+            )
         chosen = name or default
         if any(r.name == chosen for r in self.recorded):
             raise ConfigError(
@@ -176,7 +193,7 @@ class RagEval:
         qrels: Qrels | Mapping[str, Mapping[str, int]] | None = None,
         name: str | None = None,
         *,
-        metrics: Iterable[str] | None = None,
+        metrics: Iterable[str] | str | None = None,
         retriever: Any = None,
     ) -> Evaluation:
         """Evaluate ``run`` (qrels default to the dataset's) and record it; returns the result.
@@ -235,7 +252,7 @@ class RagEval:
         assessments: Iterable[Any],
         name: str | None = None,
         *,
-        metrics: Iterable[str] | None = None,
+        metrics: Iterable[str] | str | None = None,
     ) -> Evaluation:
         """Evaluate answer assessments and record them; returns the result.
 

@@ -335,32 +335,61 @@ def _query_set_lines(verdict: Verdict) -> list[str]:
 
 
 def load_evaluations(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """The evaluations of a baseline file or a JSON report, keyed by (test id, name)."""
+    """The evaluations of a baseline file or a JSON report, keyed by (test id, name).
+
+    Every field the comparison uses is checked (a BaselineError names the file, the
+    evaluation and the field); keys this version does not know are ignored; a report of a
+    newer schema version is refused.
+    """
     from pytest_ragmetrics.baseline import BaselineStore
+    from pytest_ragmetrics.fileio import read_json_file
+    from pytest_ragmetrics.report.json_report import REPORT_SCHEMA, REPORT_VERSION
+    from pytest_ragmetrics.schema import evaluation_problem, is_int
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_file(path, error=BaselineError)
     except FileNotFoundError:
         raise BaselineError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"{path}: cannot read ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise BaselineError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    if isinstance(data, dict) and isinstance(data.get("evaluations"), list):
-        out: dict[tuple[str, str], dict[str, Any]] = {}
-        for i, entry in enumerate(data["evaluations"]):
-            if not isinstance(entry, dict) or not {"test", "name", "metrics"} <= set(entry):
-                raise BaselineError(f"{path}: evaluation #{i + 1} lacks test, name or metrics")
-            out[(entry["test"], entry["name"])] = entry
-        return out
-    store = BaselineStore.load(path)
-    if not store.exists:
-        raise BaselineError(f"{path}: file not found")
-    return {
-        (test, name): {"test": test, "name": name, **entry}
-        for test, named in store.entries.items()
-        for name, entry in named.items()
-    }
+    if isinstance(data, dict) and "schema_version" in data:
+        store = BaselineStore.load(path)
+        return {
+            (test, name): {"test": test, "name": name, **entry}
+            for test, named in store.entries.items()
+            for name, entry in named.items()
+        }
+    if not isinstance(data, dict) or ("schema" not in data and "evaluations" not in data):
+        raise BaselineError(
+            f"{path}: neither a pytest-ragmetrics JSON report (--ragmetrics-json) nor a baseline "
+            "file"
+        )
+    if "schema" in data and data["schema"] != REPORT_SCHEMA:
+        raise BaselineError(f"{path}: schema {data['schema']!r} is not {REPORT_SCHEMA!r}")
+    version = data.get("version", REPORT_VERSION)
+    if not is_int(version):
+        raise BaselineError(f"{path}: report version {version!r} is not an integer")
+    if version > REPORT_VERSION:
+        raise BaselineError(
+            f"{path}: written by a newer pytest-ragmetrics (report version {version}, this "
+            f"version reads up to {REPORT_VERSION}); upgrade pytest-ragmetrics"
+        )
+    evaluations = data.get("evaluations")
+    if not isinstance(evaluations, list):
+        raise BaselineError(f"{path}: 'evaluations' must be a list of objects")
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for i, entry in enumerate(evaluations, start=1):
+        if not isinstance(entry, dict) or not {"test", "name", "metrics"} <= set(entry):
+            raise BaselineError(f"{path}: evaluation #{i} lacks test, name or metrics")
+        label = f"evaluation #{i} ({entry.get('test')!r} [{entry.get('name')}])"
+        if not isinstance(entry["test"], str) or not isinstance(entry["name"], str):
+            raise BaselineError(f"{path}: {label}: 'test' and 'name' must be strings")
+        problem = evaluation_problem(entry)
+        if problem:
+            raise BaselineError(f"{path}: {label}: {problem}")
+        key = (entry["test"], entry["name"])
+        if key in out:
+            raise BaselineError(f"{path}: {label} appears twice")
+        out[key] = entry
+    return out
 
 
 def compare_files(

@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_ragmetrics.errors import BaselineError, ConfigError
+from pytest_ragmetrics.errors import BaselineError, ConfigError, OutputError
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.baseline import BaselineStore
-    from pytest_ragmetrics.cache import Cache
-    from pytest_ragmetrics.data.model import Dataset
+    from pytest_ragmetrics.cache import Cache, ClearReport
+    from pytest_ragmetrics.data.model import Dataset, Run
     from pytest_ragmetrics.metrics.evaluation import Evaluation
     from pytest_ragmetrics.recorder import RecordedEvaluation
     from pytest_ragmetrics.settings import Settings
@@ -41,15 +41,17 @@ class RagSession:
         self.errored_tests: set[str] = set()
         self.collected: set[str] = set()
         self.collection_complete = True
+        self.rootpath: Path | None = None  # where node ids are relative to (pytest's rootdir)
+        self.whole_suite = False  # no paths or node ids were given on the command line
         self._dataset: Dataset | None = None
         self._dataset_error: Exception | None = None
         self._baseline: BaselineStore | None = None
         self._calibration: dict[str, Any] | None = None
         self._cache: Cache | None = None
-        self._run_evaluations: dict[int, Evaluation] = {}
+        self._run_evaluations: dict[str, Evaluation] = {}
         self.update_counts: dict[str, int] | None = None
         self.stale: list[tuple[str, str]] = []
-        self.cleared: int | None = None
+        self.cleared: ClearReport | None = None
         self.finish_error: str | None = None
         self.plugin_version = PLUGIN_VERSION
         self.progress_token: Any = None
@@ -109,9 +111,14 @@ class RagSession:
 
         return load_kappa(self.settings.calibration, dict(judge))
 
-    def run_evaluation(self, run: Any) -> Evaluation:
-        """The per-query evaluation of ``run`` against the dataset (for rag_query), once."""
-        found = self._run_evaluations.get(id(run))
+    def run_evaluation(self, run: Run) -> Evaluation:
+        """The per-query evaluation of ``run`` against the dataset (for rag_query), once.
+
+        Keyed by the run's content (its fingerprint), not by the object: a run made anew for
+        each test (a function-scoped ``rag_run``) can never get the numbers of another one
+        that happened to live at the same address.
+        """
+        found = self._run_evaluations.get(run.fingerprint)
         if found is None:
             from pytest_ragmetrics.metrics.retrieval import evaluate
 
@@ -125,7 +132,7 @@ class RagSession:
                 gain=semantics.gain,
                 query_set=semantics.query_set,
             )
-            self._run_evaluations[id(run)] = found
+            self._run_evaluations[run.fingerprint] = found
         return found
 
     # -- dataset digests: say what changed when a baseline is not comparable --------------------
@@ -187,24 +194,34 @@ class RagSession:
         self.entries.extend(dict(e) for e in entries)
 
     def finish(self) -> None:
-        """Compute stale entries and, when asked, write the updated baseline (controller)."""
+        """Compute stale entries and, when asked, update the baseline (controller).
+
+        An update is a read-modify-write under the baseline's lock: the file is read again
+        under the lock and only this run's changes are applied to it, so runs that update the
+        same baseline at the same time (other test files, other machines' checkouts merged
+        later) keep each other's entries.
+        """
         if self.is_worker or not self.in_use:
             return
-        if not self.settings.update_baseline and not self.settings.baseline.exists():
-            return  # nothing to compare with or to list as stale; read nothing
-        try:
-            store = self.baseline()
-        except BaselineError:
-            if not self.settings.update_baseline:
-                raise
-            from pytest_ragmetrics.baseline import BaselineStore
-
-            store = BaselineStore(self.settings.baseline)  # a broken file is replaced on update
-        self.stale = self._stale_entries(store)
         if not self.settings.update_baseline:
+            if self.settings.baseline.exists():
+                self.stale = self._stale_entries(self.baseline())
             return
+        from pytest_ragmetrics.fileio import exclusive_lock
+
+        path = self.settings.baseline
+        with exclusive_lock(path.with_name(f".{path.name}.lock"), what="baseline"):
+            self._update_baseline()
+
+    def _update_baseline(self) -> None:
+        from pytest_ragmetrics.baseline import BaselineStore
         from pytest_ragmetrics.recorder import RecordedEvaluation
 
+        try:
+            store = BaselineStore.load(self.settings.baseline)
+        except BaselineError:
+            store = BaselineStore(self.settings.baseline)  # a broken file is replaced on update
+        self.stale = self._stale_entries(store)
         # Tests that crashed keep their entries untouched: their numbers may be incomplete.
         usable = [
             RecordedEvaluation.from_dict(e)
@@ -242,15 +259,35 @@ class RagSession:
         self.collection_complete &= bool(summary.get("complete"))
 
     def _stale_entries(self, store: BaselineStore) -> list[tuple[str, str]]:
-        """Entries whose test no longer exists, judged only when collection saw all of a file."""
-        if not self.collection_complete or not self.collected:
-            return []
+        """Entries whose test no longer exists (see RELIABILITY.md, "When a baseline entry is
+        removed").
+
+        A test exists when pytest collected it in this run, whatever happened to it afterwards
+        (deselected by -k/-m, dropped by a plugin or conftest). An entry is stale when its file
+        was collected whole (no node ids on the command line, every xdist worker reported) and
+        the test was not among the collected items, or, in a run of the whole suite (no paths
+        or node ids on the command line), when its test file no longer exists. Other files are
+        never judged.
+        """
+        complete = self.collection_complete and bool(self.collected)
         files = {nodeid.split("::", 1)[0] for nodeid in self.collected}
-        return sorted(
-            (test, name)
-            for test, name in store.entry_keys()
-            if test.split("::", 1)[0] in files and test not in self.collected
-        )
+        stale = []
+        for test, name in store.entry_keys():
+            file = test.split("::", 1)[0]
+            if test in self.collected:
+                continue
+            if complete and (file in files or (self.whole_suite and self._file_is_gone(file))):
+                stale.append((test, name))
+        return sorted(stale)
+
+    def _file_is_gone(self, file: str) -> bool:
+        """Whether a test file named in a node id is missing from the project (rootdir-relative)."""
+        if self.rootpath is None or not file.endswith(".py"):
+            return False
+        try:
+            return not (self.rootpath / file).exists()
+        except OSError:
+            return False
 
     def write_reports(self, modify_report: Callable[[dict[str, Any]], None]) -> None:
         """Write the JSON report (after ``modify_report`` edits it); append the Markdown one."""
@@ -267,10 +304,16 @@ class RagSession:
                 stale=self.stale,
             )
             modify_report(document)
-            atomic_write_text(
-                settings.json_report,
-                json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n",
-            )
+            try:
+                text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False)
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise OutputError(
+                    f"{settings.display(settings.json_report)}: the JSON report cannot be "
+                    f"written: {exc} (a pytest_ragmetrics_modify_report hook may have put a "
+                    "value there that JSON cannot hold: use str, int, float, bool, None, lists "
+                    "and dicts with string keys, and finite numbers)"
+                ) from None
+            atomic_write_text(settings.json_report, text + "\n")
         if settings.markdown_report is not None:
             from pytest_ragmetrics.fileio import atomic_append_text
             from pytest_ragmetrics.report.markdown import markdown_report

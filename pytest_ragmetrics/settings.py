@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragmetrics.errors import ConfigError, MetricError
-from pytest_ragmetrics.metrics.names import parse_metrics
+from pytest_ragmetrics.metrics.names import MAX_CUTOFF, parse_metrics
 from pytest_ragmetrics.metrics.semantics import GAINS, QUERY_SETS, MetricSemantics
 from pytest_ragmetrics.options import DEFAULT_METRICS
 
@@ -44,8 +44,8 @@ def _parse_one_tolerance(text: str, where: str) -> Tolerance:
     relative = raw.endswith("%")
     number = raw[:-1] if relative else raw
     try:
-        value = float(number)
-    except ValueError:
+        value = parse_float(number, where)
+    except ConfigError:
         raise ConfigError(
             f"{where}: {text!r} is not a tolerance; write 0.01 (absolute) or 2% (relative)"
         ) from None
@@ -120,9 +120,19 @@ class Settings:
             return str(path)
 
 
-def _resolve_input(value: str, base: Path) -> Path:
+def _resolve_input(value: str, base: Path, option: str) -> Path:
     path = Path(os.path.expandvars(os.path.expanduser(value)))
-    return path if path.is_absolute() else (base / path).resolve()
+    if path.is_absolute():
+        return path
+    return _resolved(base / path, value, option)
+
+
+def _resolved(path: Path, value: str, option: str) -> Path:
+    """``path.resolve()``, with a symlink loop or an unreadable folder as a ConfigError."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop before Python 3.13
+        raise ConfigError(f"{option}: cannot resolve {value!r} ({exc})") from None
 
 
 def _resolve_output(value: str, base: Path, option: str, rootdir: Path) -> Path:
@@ -134,6 +144,12 @@ def _resolve_output(value: str, base: Path, option: str, rootdir: Path) -> Path:
     """
     path = _output_path(value, base, option, rootdir)
     folder = option == "ragmetrics_cache_dir"
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # a symlink loop, a component that is a file, no permission
+        raise ConfigError(f"{option}: cannot use {value!r} ({exc.strerror or exc})") from None
     if path.exists() and path.is_dir() != folder:
         wanted, found = ("a folder", "a file") if folder else ("a file", "a folder")
         raise ConfigError(f"{option}: {value!r} is {found}; give the path of {wanted}")
@@ -150,8 +166,12 @@ def _output_path(value: str, base: Path, option: str, rootdir: Path) -> Path:
         if base == rootdir:
             raise
     # e.g. --ragmetrics-json=../report.json run from a subfolder of the project
-    resolved, root = (base / raw).resolve(), rootdir.resolve()
-    if resolved != root and root not in resolved.parents:
+    from pytest_ragmetrics.fileio import is_stream, is_within
+
+    resolved = Path(os.path.normpath(base / raw))
+    root = Path(os.path.abspath(rootdir))
+    inside = resolved == root or root in resolved.parents
+    if not inside or not (is_within(resolved, root) or is_stream(resolved)):
         raise ConfigError(
             f"{option}: {value!r} points outside the project ({root}) and the folder pytest "
             f"runs in ({base}); use a path inside one of them, or an absolute path if you "
@@ -160,17 +180,39 @@ def _output_path(value: str, base: Path, option: str, rootdir: Path) -> Path:
     return resolved
 
 
-def _positive_int(text: str, option: str, example: int) -> int:
-    if not text.strip().isdigit() or int(text) <= 0:
-        raise ConfigError(f"{option}: {text!r} must be a positive integer, e.g. {example}")
+# Plain ASCII numbers only: int() and float() also take '²', Arabic-Indic digits and '1_000'.
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def parse_int(text: str, option: str, example: int) -> int:
+    """An ASCII integer (surrounding spaces allowed), or a ConfigError naming the option."""
+    if not _INTEGER.fullmatch(text.strip()) or len(text.strip()) > 18:
+        raise ConfigError(f"{option}: {text!r} must be an integer, e.g. {example}")
     return int(text)
 
 
-def _float_in(text: str, option: str, low: float, high: float) -> float:
+def _positive_int(text: str, option: str, example: int) -> int:
     try:
-        value = float(text)
-    except ValueError:
-        raise ConfigError(f"{option}: {text!r} is not a number") from None
+        value = parse_int(text, option, example)
+    except ConfigError:
+        value = 0
+    if not 0 < value <= MAX_CUTOFF:
+        raise ConfigError(
+            f"{option}: {text!r} must be a positive integer up to {MAX_CUTOFF}, e.g. {example}"
+        )
+    return value
+
+
+def parse_float(text: str, option: str) -> float:
+    """An ASCII decimal number such as 0.5, 1e-3 or 2, or a ConfigError naming the option."""
+    if not _DECIMAL.fullmatch(text.strip()):
+        raise ConfigError(f"{option}: {text!r} is not a number")
+    return float(text)
+
+
+def _float_in(text: str, option: str, low: float, high: float) -> float:
+    value = parse_float(text, option)
     if not (low <= value <= high):
         raise ConfigError(f"{option}: {text!r} must be between {low:g} and {high:g}")
     return value
@@ -202,7 +244,7 @@ def build_settings(
     values: dict[str, Any] = {"rootdir": rootdir}
     dataset, cli = text("ragmetrics_dataset")
     if dataset:
-        values["dataset"] = _resolve_input(dataset, base_for(cli))
+        values["dataset"] = _resolve_input(dataset, base_for(cli), "ragmetrics_dataset")
     split, _ = text("ragmetrics_split")
     values["split"] = split or "test"
     k_text, _ = text("ragmetrics_k")
@@ -217,7 +259,9 @@ def build_settings(
             raise ConfigError(f"ragmetrics_metrics: {exc}") from None
     judged, cli = text("ragmetrics_judged_rankings")
     if judged:
-        values["judged_rankings"] = _resolve_input(judged, base_for(cli))
+        values["judged_rankings"] = _resolve_input(
+            judged, base_for(cli), "ragmetrics_judged_rankings"
+        )
     retriever, _ = text("ragmetrics_retriever")
     if retriever and retriever.lower() not in ("none", ""):
         if retriever.lower() not in ("dense", "bm25"):
@@ -227,7 +271,7 @@ def build_settings(
             )
         values["retriever"] = retriever.lower()
     model, cli = text("ragmetrics_model")
-    values["model"] = _model_value(model, base_for(cli))
+    values["model"] = _model_value(model, base_for(cli), "ragmetrics_model")
     values.update(_judge_settings(text, base_for))
     level_text, _ = text("ragmetrics_relevance_level")
     gain, _ = text("ragmetrics_gain")
@@ -235,8 +279,8 @@ def build_settings(
     level = 1
     if level_text is not None:
         try:
-            level = int(level_text)
-        except ValueError:
+            level = parse_int(level_text, "ragmetrics_relevance_level", 1)
+        except ConfigError:
             raise ConfigError(
                 f"ragmetrics_relevance_level: {level_text!r} must be an integer grade, e.g. 1"
             ) from None
@@ -277,24 +321,109 @@ def build_settings(
         values["min_judge_kappa"] = _float_in(kappa, "ragmetrics_min_judge_kappa", -1.0, 1.0)
     calibration, cli = text("ragmetrics_calibration")
     if calibration:
-        values["calibration"] = _resolve_input(calibration, base_for(cli))
+        values["calibration"] = _resolve_input(calibration, base_for(cli), "ragmetrics_calibration")
     values["update_baseline"] = bool(flags.get("update_baseline"))
     values["use_cache"] = not flags.get("no_cache")
     values["clear_cache"] = bool(flags.get("clear_cache"))
     if flags.get("strict"):
         values["strict"] = True
-    return Settings(**values)
+    settings = Settings(**values)
+    check_paths_apart(settings)
+    return settings
+
+
+def check_paths_apart(settings: Settings) -> None:
+    """Refuse outputs that would overwrite something else the plugin owns or reads.
+
+    The baseline and the reports are distinct files, none of them is a file the plugin reads
+    (a dataset file, judged rankings, recorded verdicts, the calibration file, a model) or lies
+    among the cache's entries or the dataset digests; the cache folder is neither the project
+    folder (or above it) nor overlaps the dataset. See RELIABILITY.md ("Paths").
+    """
+    from pytest_ragmetrics.fileio import is_within, same_file
+
+    outputs = {
+        "ragmetrics_baseline": settings.baseline,
+        "ragmetrics_json": settings.json_report,
+        "ragmetrics_markdown": settings.markdown_report,
+    }
+    written: list[tuple[str, Path]] = [(o, p) for o, p in outputs.items() if p is not None]
+    read_files: dict[str, Path | None] = {
+        "ragmetrics_judged_rankings": settings.judged_rankings,
+        "ragmetrics_judge_verdicts": settings.judge_verdicts,
+        "ragmetrics_calibration": settings.calibration,
+    }
+    read_folders: dict[str, Path | None] = {"ragmetrics_dataset": settings.dataset}
+    for option, value in (
+        ("ragmetrics_model", settings.model),
+        ("ragmetrics_judge_model", settings.judge_model),
+    ):
+        if value is not None and Path(value).is_absolute():
+            read_folders[option] = Path(value)
+    cache = settings.cache_dir
+    digests = settings.baseline.parent / "datasets"
+    if is_within(settings.rootdir, cache):
+        raise ConfigError(
+            f"ragmetrics_cache_dir: {settings.display(cache)} is the project folder or holds it; "
+            "the cache needs a folder of its own, e.g. .ragmetrics/cache"
+        )
+    for other, folder in read_folders.items():
+        if folder is not None and (is_within(cache, folder) or is_within(folder, cache)):
+            raise ConfigError(
+                f"ragmetrics_cache_dir: {settings.display(cache)} overlaps the folder of {other} "
+                f"({settings.display(folder)}); the cache needs a folder of its own"
+            )
+    for i, (option, path) in enumerate(written):
+        for other, other_path in written[:i]:
+            if same_file(path, other_path):
+                raise ConfigError(
+                    f"{option} and {other} are the same file ({settings.display(path)}); give "
+                    "each output a path of its own"
+                )
+        for other, read_path in read_files.items():
+            if read_path is not None and same_file(path, read_path):
+                raise ConfigError(
+                    f"{option}: {settings.display(path)} is the file {other} reads; writing "
+                    "there would overwrite it. Give the output a path of its own"
+                )
+        for other, folder in read_folders.items():
+            if folder is not None and is_within(path, folder):
+                raise ConfigError(
+                    f"{option}: {settings.display(path)} is inside the folder of {other} "
+                    f"({settings.display(folder)}); writing there would change what the plugin "
+                    "reads. Give the output a path outside it"
+                )
+        if inside_cache_entries(path, cache):
+            raise ConfigError(
+                f"{option}: {settings.display(path)} is inside the cache folder's entries "
+                f"({settings.display(cache)}); give the output a path outside the cache"
+            )
+        if option != "ragmetrics_baseline" and is_within(path, digests):
+            raise ConfigError(
+                f"{option}: {settings.display(path)} is inside the dataset digests folder "
+                f"beside the baseline ({settings.display(digests)}); give it another path"
+            )
+
+
+def inside_cache_entries(path: Path, cache: Path) -> bool:
+    """Whether ``path`` is the cache folder or lies in one of its kind folders."""
+    from pytest_ragmetrics.fileio import is_within
+
+    if not is_within(path, cache):
+        return False
+    relative = Path(os.path.realpath(path)).relative_to(os.path.realpath(cache))
+    return len(relative.parts) != 1
 
 
 JUDGES = ("embedding", "http", "recorded")
 
 
-def _model_value(value: str | None, base: Path) -> str | None:
+def _model_value(value: str | None, base: Path, option: str) -> str | None:
     """A model folder relative to ``base`` (rootdir for ini values) made absolute; a model
     name (no such folder) kept as given."""
     if value is None:
         return None
-    candidate = _resolve_input(value, base)
+    candidate = _resolve_input(value, base, option)
     return str(candidate) if candidate.is_dir() else value
 
 
@@ -307,13 +436,15 @@ def _judge_settings(
     url, _ = text("ragmetrics_judge_url")
     verdicts, cli = text("ragmetrics_judge_verdicts")
     if kind != "http":  # an http judge's model is a served name
-        model = _model_value(model, base_for(model_cli))
+        model = _model_value(model, base_for(model_cli), "ragmetrics_judge_model")
     values: dict[str, Any] = {"judge_model": model, "judge_url": url}
     concurrency, _ = text("ragmetrics_judge_concurrency")
     if concurrency is not None:
         values["judge_concurrency"] = _positive_int(concurrency, "ragmetrics_judge_concurrency", 8)
     if verdicts:
-        values["judge_verdicts"] = _resolve_input(verdicts, base_for(cli))
+        values["judge_verdicts"] = _resolve_input(
+            verdicts, base_for(cli), "ragmetrics_judge_verdicts"
+        )
     if kind == "none":
         return values
     if kind not in JUDGES:

@@ -597,7 +597,7 @@ def test_judged_only_names_parse(written: str, name: str, k: int | None) -> None
         ("judged_judged", "judged_at_K has no judged-only form"),
         ("groundedness_judged", "groundedness has no judged-only form .*answer-layer"),
         ("precision_judged", "needs a cutoff: write precision_at_K_judged"),
-        ("ndcg_at_0_judged", "must be a positive integer, e.g. ndcg_at_10_judged"),
+        ("ndcg_at_0_judged", r"must be a positive integer up to \d+, e.g. ndcg_at_10_judged"),
         ("ndcg_judged_at_10", "unknown metric 'ndcg_judged_at_10'"),
         ("_judged", "unknown metric '_judged'"),
     ],

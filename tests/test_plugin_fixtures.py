@@ -293,4 +293,4 @@ def test_cache_flags_with_the_builtin_bm25(pytester: pytest.Pytester) -> None:
     assert not no_cache.exists()
     cleared = pytester.runpytest_subprocess("--ragmetrics-clear-cache")
     cleared.assert_outcomes(passed=1)
-    cleared.stdout.fnmatch_lines([f"ragmetrics: cleared {len(entries)} cache entries in *"])
+    cleared.stdout.fnmatch_lines([f"ragmetrics: cleared {len(entries)} cache entries (*) in *"])

@@ -156,7 +156,9 @@ def load_dataset(folder: PathLike, split: str = "test", *, name: str | None = No
             f"{', '.join(splits) or 'none'}",
             root,
         )
-    qrels = read_qrels(qrels_path) if layout == "beir" else read_qrels_jsonl(qrels_path)
+    qrels = (
+        read_qrels(qrels_path, layout="beir") if layout == "beir" else read_qrels_jsonl(qrels_path)
+    )
     corpus = read_corpus(root / "corpus.jsonl")
     all_queries = read_queries(queries_path)
     judged = [q for q in qrels if q in all_queries]

@@ -335,8 +335,8 @@ class Run:
         self.scores = scores
 
     @classmethod
-    def from_dict(cls, results: Mapping[str, Mapping[str, float]]) -> Run:
-        """Build from ``{query_id: {doc_id: score}}``."""
+    def from_dict(cls, results: Run | Mapping[str, Mapping[str, float]]) -> Run:
+        """Build from ``{query_id: {doc_id: score}}`` (a Run is returned as it is)."""
         if isinstance(results, Run):
             return results
         _require_nested_mapping(results, "run", "{query_id: {doc_id: score}}")

@@ -15,6 +15,15 @@ from pytest_ragmetrics.errors import DataFormatError
 
 PathLike = str | os.PathLike[str]
 
+# Fields of TREC-style files are separated by ASCII spaces and tabs, as trec_eval reads them;
+# str.split() would also split at a no-break space or other Unicode spaces inside an id.
+_FIELD_SEPARATOR = re.compile(r"[ \t\f\v]+")
+
+
+def split_fields(text: str) -> list[str]:
+    """The whitespace-separated fields of a line (ASCII whitespace only)."""
+    return [field for field in _FIELD_SEPARATOR.split(text.strip(" \t\f\v\r\n")) if field]
+
 
 def resolve(path: PathLike) -> Path:
     """``path`` itself, or ``path.gz`` when only the gzipped file exists."""
@@ -48,6 +57,8 @@ def read_lines(path: PathLike) -> Iterator[tuple[int, str]]:
                         p,
                         lineno,
                     ) from None
+                if lineno == 1 and text.startswith("\ufeff"):
+                    text = text[1:]  # a UTF-8 byte order mark, as some editors write
                 text = text.rstrip("\r\n")
                 if text.strip():
                     yield lineno, text

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from pytest_ragmetrics.data.model import GRADE_RANGE_HINT, MAX_GRADE, MIN_GRADE, Qrels, Run
-from pytest_ragmetrics.data.textfile import PathLike, read_lines, resolve
+from pytest_ragmetrics.data.textfile import PathLike, read_lines, resolve, split_fields
 from pytest_ragmetrics.errors import DataFormatError
 from pytest_ragmetrics.fileio import atomic_write_text
 
@@ -30,20 +30,33 @@ def parse_grade(token: str, path: PathLike, line: int) -> int:
     return grade
 
 
-def read_qrels(path: PathLike) -> Qrels:
+_HEADER_FIRST = {"query-id", "query_id", "qid"}
+
+
+def read_qrels(path: PathLike, *, layout: str = "auto") -> Qrels:
     """Read TREC qrels (``qid iter docno grade``) or BEIR qrels TSV (``qid docno grade``).
 
-    A BEIR header line (``query-id corpus-id score``) is skipped. A (query, doc) pair judged
-    twice is an error, as in trec_eval.
+    A BEIR header line (``query-id corpus-id score``) is skipped. In a BEIR file (one with that
+    header, or ``layout="beir"``) whose lines hold tabs, fields are separated by tabs only, so
+    ids may contain spaces, as BEIR's own reader allows; otherwise fields are separated by
+    ASCII spaces and tabs, as trec_eval reads them (a no-break space stays inside its id). A
+    (query, doc) pair judged twice is an error, as in trec_eval.
     """
+    if layout not in ("auto", "trec", "beir"):
+        raise ValueError(f"layout must be 'auto', 'trec' or 'beir', got {layout!r}")
     p = resolve(path)
     by_query: dict[str, dict[str, int]] = {}
     seen_line: dict[tuple[str, str], int] = {}
     columns = 0
+    tabs: bool | None = None
     for lineno, text in read_lines(p):
-        fields = text.split()
-        if columns == 0 and len(fields) == 3 and fields[0] in {"query-id", "query_id", "qid"}:
-            continue  # BEIR header: the first non-blank line
+        if tabs is None:
+            first = split_fields(text)
+            header = len(first) == 3 and first[0] in _HEADER_FIRST
+            tabs = "\t" in text and layout != "trec" and (header or layout == "beir")
+            if header:
+                continue  # BEIR header: the first non-blank line
+        fields = [f.strip(" ") for f in text.split("\t")] if tabs else split_fields(text)
         if columns == 0:
             columns = len(fields)
             if columns not in (3, 4):
@@ -57,6 +70,8 @@ def read_qrels(path: PathLike) -> Qrels:
             raise DataFormatError(
                 f"expected {columns} columns like the first line, got {len(fields)}", p, lineno
             )
+        if not all(fields):
+            raise DataFormatError("an empty field (two tabs in a row?)", p, lineno)
         qid, doc = fields[0], fields[columns - 2]
         grade = parse_grade(fields[-1], p, lineno)
         key = (qid, doc)
@@ -83,7 +98,7 @@ def read_run(path: PathLike) -> Run:
     by_query: dict[str, dict[str, float]] = {}
     seen_line: dict[tuple[str, str], int] = {}
     for lineno, text in read_lines(p):
-        fields = text.split()
+        fields = split_fields(text)
         if len(fields) < 5:
             raise DataFormatError(
                 f"expected 'qid Q0 docno rank score tag', got {len(fields)} columns", p, lineno
@@ -142,7 +157,8 @@ def write_qrels(qrels: Qrels, path: PathLike) -> None:
 
 def _check_ids_writable(ids: np.ndarray, what: str) -> None:
     for value in ids.tolist():
-        if not value or any(ch.isspace() for ch in value):
+        if not value or any(ch in " \t\n\r\f\v" for ch in value):
             raise DataFormatError(
-                f"{what} id {value!r} is empty or contains whitespace; TREC files cannot hold it"
+                f"{what} id {value!r} is empty or contains whitespace (a space, tab or line "
+                "break); TREC files cannot hold it"
             )

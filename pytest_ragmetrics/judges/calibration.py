@@ -23,7 +23,7 @@ import numpy as np
 
 from pytest_ragmetrics.data.textfile import read_jsonl
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
-from pytest_ragmetrics.fileio import atomic_write_text
+from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, read_json_file
 from pytest_ragmetrics.judges.base import (
     BatchClaimJudge,
     ClaimJudge,
@@ -395,15 +395,15 @@ def calibrate(
 
 
 def _read_store(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {"schema": CALIBRATION_SCHEMA, "judges": {}}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise JudgeError(
-            f"{path}: cannot read the calibration file ({exc}); delete it and run "
-            "`ragmetrics calibrate --save` again"
-        ) from None
+        data = read_json_file(
+            path,
+            what="calibration file",
+            error=JudgeError,
+            hint="delete it and run `ragmetrics calibrate --save` again",
+        )
+    except FileNotFoundError:
+        return {"schema": CALIBRATION_SCHEMA, "judges": {}}
     if (
         not isinstance(data, dict)
         or not isinstance(data.get("judges"), dict)
@@ -421,11 +421,8 @@ def save_calibration(path: PathLike, result: CalibrationResult) -> None:
 
     Other judges' records are kept; the write is atomic and locked against concurrent saves.
     """
-    from filelock import FileLock
-
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):
+    with exclusive_lock(target.with_name(f".{target.name}.lock"), what="calibration file"):
         store = _read_store(target)
         store["judges"][result.judge_key] = result.to_dict()
         atomic_write_text(target, json.dumps(store, indent=2, sort_keys=True) + "\n")

@@ -19,7 +19,7 @@ ANSWER_METRICS: tuple[str, ...] = ("groundedness", "answer_relevance")
 
 def evaluate_answers(
     assessments: Iterable[AnswerAssessment],
-    metrics: Sequence[str] = ANSWER_METRICS,
+    metrics: Sequence[str] | str = ANSWER_METRICS,
 ) -> Evaluation:
     """An answer-layer :class:`Evaluation` of judge assessments, one row per answer.
 
@@ -39,7 +39,7 @@ def evaluate_answers(
     from pytest_ragmetrics.judges.records import AnswerAssessment
     from pytest_ragmetrics.metrics.evaluation import Evaluation
 
-    wanted = list(dict.fromkeys(metrics))
+    wanted = list(dict.fromkeys([metrics] if isinstance(metrics, str) else metrics))
     unknown = [m for m in wanted if m not in ANSWER_METRICS]
     if unknown or not wanted:
         raise MetricError(

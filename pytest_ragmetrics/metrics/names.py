@@ -50,6 +50,7 @@ class MetricSpec:
 
 _FAMILIES: dict[str, Family] = {}
 JUDGED_SUFFIX = "_judged"
+MAX_CUTOFF = 2**31 - 1  # ranks are C ints in trec_eval; larger cutoffs are typos
 
 
 def _builtin(
@@ -122,7 +123,8 @@ def register_metric(
     ``<name>_judged`` evaluates the same function on the judged-only rankings.
     """
     if (
-        not re.fullmatch(r"[a-z][a-z0-9_]*", name)
+        not isinstance(name, str)
+        or not re.fullmatch(r"[a-z][a-z0-9_]*", name)
         or "_at_" in name
         or name.endswith(("_at", JUDGED_SUFFIX))
     ):
@@ -242,10 +244,10 @@ def _parse_plain(name: str, lowered: str, suffix: str = "") -> MetricSpec:
                     f"metric {family.name!r} takes no cutoff; write {family.name}{suffix} "
                     f"(valid forms: {valid_forms(family)})"
                 )
-            if not (raw_k.isascii() and raw_k.isdigit()) or int(raw_k) <= 0:
+            if not (raw_k.isascii() and raw_k.isdigit()) or not 0 < int(raw_k) <= MAX_CUTOFF:
                 raise MetricError(
-                    f"metric {name!r}: cutoff {raw_k!r} must be a positive integer, e.g. "
-                    f"{family.name}_at_10{suffix}"
+                    f"metric {name!r}: cutoff {raw_k!r} must be a positive integer up to "
+                    f"{MAX_CUTOFF}, e.g. {family.name}_at_10{suffix}"
                 )
             k = int(raw_k)
             return MetricSpec(f"{family.name}_at_{k}", family.name, k, family.layer)
@@ -266,8 +268,10 @@ def _canonical_spelling(text: str) -> str:
     return text
 
 
-def parse_metrics(names: Iterable[str]) -> list[MetricSpec]:
-    """Parse several names, dropping repeats and keeping order."""
+def parse_metrics(names: Iterable[str] | str) -> list[MetricSpec]:
+    """Parse several names, dropping repeats and keeping order; one string is one name."""
+    if isinstance(names, str):
+        names = [names]
     specs: dict[str, MetricSpec] = {}
     for name in names:
         spec = parse_metric(name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -261,7 +262,13 @@ def _metric_values(spec: MetricSpec, rj: RankedJudgments) -> FloatArray:
     fam = families().get(family)
     if fam is None or fam.function is None:
         raise MetricError(f"metric {spec.name!r} is not a retrieval metric")
-    values = np.asarray(fam.function(rj, k), dtype=np.float64)
+    try:
+        values = np.asarray(fam.function(rj, k), dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise MetricError(
+            f"registered metric {spec.name!r} did not return numbers ({exc}); return one float "
+            "per query"
+        ) from None
     if values.shape != (rj.n_queries,):
         raise MetricError(
             f"registered metric {family!r} returned shape {values.shape}, expected "
@@ -383,17 +390,17 @@ def _check_judged_ids_unique(vocab_code: IntArray, qrels: Qrels) -> None:
 
 
 def _has_string_ids(run: Mapping[str, Mapping[str, float]]) -> bool:
-    """Whether query ids, and each query's first doc id, are strings (as qrels ids are).
+    """Whether every query id and every doc id is a string (as qrels ids are).
 
-    Checking every doc id would cost as much as the evaluation; a dict with other keys (faiss
-    positions as ints, say) has them throughout.
+    Every key is looked at, in C (``map(type, ...)``): a fused run can mix ``"d7"`` and ``7``
+    anywhere, and a non-string id that slipped through would never match its judgment.
     """
     if not set(map(type, run)) <= {str}:
         return False
-    for docs in run.values():
-        if isinstance(docs, Mapping) and docs and type(next(iter(docs))) is not str:
-            return False
-    return True
+    try:
+        return set(map(type, chain.from_iterable(run.values()))) <= {str}
+    except TypeError:
+        return False  # a value that is not a mapping: Run.from_dict names it
 
 
 def _rows_from_mapping(
@@ -594,7 +601,14 @@ def evaluate(
     rj = rank_and_judge(qrels_obj, run, query_ids, semantics)
     values = np.empty((rj.n_queries, len(specs)), dtype=np.float64)
     for j, spec in enumerate(specs):
-        values[:, j] = _metric_values(spec, rj.condensed if spec.judged_only else rj)
+        column = _metric_values(spec, rj.condensed if spec.judged_only else rj)
+        if not np.isfinite(column).all():  # only a registered metric can do this
+            bad = int(np.flatnonzero(~np.isfinite(column))[0])
+            raise MetricError(
+                f"registered metric {spec.name!r} returned {float(column[bad])!r} for query "
+                f"{str(query_ids[bad])!r}; return a finite number for every query"
+            )
+        values[:, j] = column
     details = {
         "first_relevant_rank": rj.first_relevant_rank,
         "num_relevant": rj.num_relevant,
