@@ -71,7 +71,15 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="evaluate a TREC run against qrels",
         description="Evaluate a run against relevance judgments (trec_eval semantics).",
     )
-    p.add_argument("--qrels", required=True, help="TREC qrels or BEIR qrels TSV (.gz ok)")
+    judgments = p.add_mutually_exclusive_group(required=True)
+    judgments.add_argument("--qrels", help="TREC qrels or BEIR qrels TSV (.gz ok)")
+    judgments.add_argument(
+        "--dataset",
+        metavar="DIR",
+        help="take the qrels of a dataset folder instead (BEIR, FlagEmbedding, or a folder "
+        "with dataset.json such as TREC or SMART collections, grade mapping applied)",
+    )
+    p.add_argument("--split", help="with --dataset: the qrels split (default test)")
     p.add_argument("--run", required=True, help="TREC run file (.gz ok)")
     p.add_argument(
         "-m",
@@ -102,6 +110,12 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="nDCG gain: grade (trec_eval; default) or 2^grade - 1",
     )
     p.add_argument(
+        "--ignore-identical-ids",
+        action="store_true",
+        help="drop every retrieved document whose id equals its query's id before scoring "
+        "(BEIR's rule, for corpora that contain the queries: ArguAna, Quora)",
+    )
+    p.add_argument(
         "-J",
         "--judged-docs-only",
         action="store_true",
@@ -122,13 +136,22 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     metrics = args.metrics or ["ndcg_at_10", "recall_at_100", "map_at_100", "mrr_at_10"]
     if args.judged_docs_only:
         metrics = _judged_forms(metrics)
+    if args.dataset is None:
+        if args.split is not None:
+            raise ConfigError("--split: only with --dataset")
+        qrels = read_qrels(args.qrels)
+    else:
+        from pytest_ragmetrics.data.layouts import load_dataset
+
+        qrels = load_dataset(args.dataset, args.split or "test").qrels
     evaluation = evaluate(
-        read_qrels(args.qrels),
+        qrels,
         read_run(args.run),
         metrics,
         relevance_level=args.relevance_level,
         gain=args.gain,
         query_set=args.query_set,
+        ignore_identical_ids=args.ignore_identical_ids,
     )
     if args.format == "json":
         payload: dict[str, Any] = {"metrics": evaluation.mean, "num_queries": len(evaluation)}
@@ -172,7 +195,12 @@ def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Search a dataset's queries with the dense or BM25 retriever and write a "
         "TREC run that 'ragmetrics evaluate' reads. Embeddings and runs are cached.",
     )
-    p.add_argument("--dataset", required=True, metavar="DIR", help="BEIR or FlagEmbedding folder")
+    p.add_argument(
+        "--dataset",
+        required=True,
+        metavar="DIR",
+        help="BEIR or FlagEmbedding folder, or a folder with dataset.json (TREC, SMART)",
+    )
     p.add_argument("--split", default="test", help="qrels split whose queries to search")
     p.add_argument("--retriever", required=True, choices=("dense", "bm25"))
     p.add_argument(

@@ -126,9 +126,12 @@ def _dataset_problem(dataset: Any) -> str | None:
 
 
 def _semantics_problem(semantics: Mapping[str, Any]) -> str | None:
-    from pytest_ragmetrics.metrics.semantics import GAINS, QUERY_SETS
+    import dataclasses
 
-    unknown = sorted(set(semantics) - {"relevance_level", "gain", "query_set"})
+    from pytest_ragmetrics.metrics.semantics import GAINS, QUERY_SETS, MetricSemantics
+
+    known = {f.name for f in dataclasses.fields(MetricSemantics)}
+    unknown = sorted(set(semantics) - known)
     if unknown:
         # Unlike other extra keys, a scoring rule we do not know changes what numbers mean.
         return (
@@ -143,4 +146,6 @@ def _semantics_problem(semantics: Mapping[str, Any]) -> str | None:
         return f"'semantics.gain' must be one of {', '.join(GAINS)}"
     if "query_set" in semantics and semantics["query_set"] not in QUERY_SETS:
         return f"'semantics.query_set' must be one of {', '.join(QUERY_SETS)}"
+    if not isinstance(semantics.get("ignore_identical_ids", False), bool):
+        return "'semantics.ignore_identical_ids' must be true or false"
     return None

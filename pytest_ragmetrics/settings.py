@@ -58,6 +58,7 @@ def parse_tolerances(items: Sequence[str], where: str = "ragmetrics_tolerance") 
     """Parse ``0.01 ndcg_at_10=0.005 recall_at_100=2%``."""
     default = Tolerance(0.01)
     per_metric: dict[str, Tolerance] = {}
+    given_as: dict[str, str] = {}
     for item in _split_list(items):
         if "=" in item:
             metric, _, value = item.partition("=")
@@ -65,6 +66,12 @@ def parse_tolerances(items: Sequence[str], where: str = "ragmetrics_tolerance") 
                 name = parse_metrics([metric])[0].name
             except MetricError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
+            if name in given_as:
+                raise ConfigError(
+                    f"{where}: {given_as[name]} and {item} set the tolerance of {name} twice; "
+                    "give it once"
+                )
+            given_as[name] = item
             per_metric[name] = _parse_one_tolerance(value, f"{where} ({name})")
         else:
             default = _parse_one_tolerance(item, where)

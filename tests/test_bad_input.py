@@ -289,6 +289,28 @@ def plugin_qrels_grade(p: Project) -> None:
     assert f"{qrels}:7: grade 'relevant' is not an integer" in output(result)
 
 
+def plugin_manifest_error(p: Project) -> None:
+    """A dataset.json folder (here SMART files) reaches the plugin through load_dataset too."""
+    (p.data / "dataset.json").write_text(
+        json.dumps(
+            {
+                "format": "smart",
+                "documents": "docs.all",
+                "queries": "queries.qry",
+                "qrels": {"test": "qrels.txt"},
+                "query_ids": "ordinal",
+            }
+        )
+    )
+    (p.data / "docs.all").write_text(".I 1\n.W\ncats purr\n.I 2\n.W\ndogs\n.I 1\n.W\nbark\n")
+    (p.data / "queries.qry").write_text(".I 001\n.W\nwhich animal purrs\n")
+    (p.data / "qrels.txt").write_text("1 1 1\n")
+    result = p.run("--ragmetrics-update-baseline")
+    result.assert_outcomes(errors=1)
+    text = output(result)
+    assert f"{p.data / 'docs.all'}:7: document id '1' appears twice (first at line 1)" in text
+
+
 def marker_case(marker: str, message: str) -> Case:
     def act(p: Project) -> None:
         p.tests(
@@ -358,13 +380,26 @@ def report_path_is_a_folder(p: Project) -> None:
 
 
 def report_cannot_be_written(p: Project) -> None:
-    """Found only when the session ends (the parent 'folder' is a file): the tests pass, the
-    session fails with one line naming the file."""
-    (p.root / "reports").write_text("not a folder")
+    """Found only when the session ends (the parent 'folder' became a file while the tests
+    ran): the tests pass, the session fails with one line naming the file."""
+    p.conftest(
+        "import pytest\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_sessionfinish(session):\n"
+        "    (session.config.rootpath / 'reports').write_text('not a folder')\n"
+    )
     result = p.run("--ragmetrics-markdown=reports/summary.md")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert f"ragmetrics: error: {p.root / 'reports' / 'summary.md'}: cannot write" in output(result)
+
+
+def report_folder_is_a_file(p: Project) -> None:
+    """Known at start-up: the report's folder is a file."""
+    (p.root / "reports").write_text("not a folder")
+    result = p.run("--ragmetrics-markdown=reports/summary.md")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ragmetrics_markdown: cannot use 'reports/summary.md' (Not a directory)" in output(
+        result
+    )
 
 
 # --- the baseline file ------------------------------------------------------------------------
@@ -681,6 +716,7 @@ CASES = [
     # the plugin
     pytest.param(Case(plugin_dataset_error), id="plugin-corpus-not-utf8"),
     pytest.param(Case(plugin_qrels_grade), id="plugin-qrels-grade"),
+    pytest.param(Case(plugin_manifest_error), id="plugin-manifest-dataset-duplicate-id"),
     pytest.param(
         marker_case("rag_threshold(ndcg_at_10=0.5, recal_at_5=0.7)", "unknown metric 'recal_at_5'"),
         id="marker-unknown-metric",
@@ -743,6 +779,7 @@ CASES = [
     pytest.param(Case(cli_bad_metric), id="ragmetrics-evaluate-bad-metric"),
     pytest.param(Case(report_path_is_a_folder), id="report-path-is-a-folder"),
     pytest.param(Case(report_cannot_be_written), id="report-cannot-be-written"),
+    pytest.param(Case(report_folder_is_a_file), id="report-folder-is-a-file"),
     # the baseline
     pytest.param(baseline_case(lambda text: "", "the baseline file is empty"), id="baseline-empty"),
     pytest.param(

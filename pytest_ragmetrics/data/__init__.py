@@ -12,7 +12,10 @@ if TYPE_CHECKING:
         read_qrels_jsonl,
         read_queries,
     )
+    from pytest_ragmetrics.data.manifest import Manifest, read_manifest
     from pytest_ragmetrics.data.model import Corpus, Dataset, Document, Qrels, Queries, Run
+    from pytest_ragmetrics.data.sgml import read_trec_documents, read_trec_topics
+    from pytest_ragmetrics.data.smart import read_smart_documents, read_smart_queries
     from pytest_ragmetrics.data.trec import read_qrels, read_run, write_qrels, write_run
 
 _EXPORTS = {
@@ -22,6 +25,12 @@ _EXPORTS = {
     "read_corpus": "pytest_ragmetrics.data.layouts",
     "read_qrels_jsonl": "pytest_ragmetrics.data.layouts",
     "read_queries": "pytest_ragmetrics.data.layouts",
+    "Manifest": "pytest_ragmetrics.data.manifest",
+    "read_manifest": "pytest_ragmetrics.data.manifest",
+    "read_smart_documents": "pytest_ragmetrics.data.smart",
+    "read_smart_queries": "pytest_ragmetrics.data.smart",
+    "read_trec_documents": "pytest_ragmetrics.data.sgml",
+    "read_trec_topics": "pytest_ragmetrics.data.sgml",
     "Corpus": "pytest_ragmetrics.data.model",
     "Dataset": "pytest_ragmetrics.data.model",
     "Document": "pytest_ragmetrics.data.model",
@@ -38,16 +47,22 @@ __all__ = [
     "Dataset",
     "Document",
     "JudgedRankings",
+    "Manifest",
     "Qrels",
     "Queries",
     "Run",
     "load_dataset",
     "read_corpus",
     "read_judged_rankings",
+    "read_manifest",
     "read_qrels",
     "read_qrels_jsonl",
     "read_queries",
     "read_run",
+    "read_smart_documents",
+    "read_smart_queries",
+    "read_trec_documents",
+    "read_trec_topics",
     "write_qrels",
     "write_run",
 ]

@@ -1,4 +1,4 @@
-"""Dataset folder layouts: BEIR and FlagEmbedding's local layout."""
+"""Dataset folder layouts: BEIR, FlagEmbedding's local layout, and folders with a dataset.json."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pytest_ragmetrics.data.manifest import MANIFEST, load_manifest_parts, read_manifest
 from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries
 from pytest_ragmetrics.data.textfile import (
     PathLike,
@@ -100,7 +101,10 @@ def _exists(path: Path) -> bool:
 
 
 def detect_layout(folder: Path, split: str) -> str:
-    """'beir' or 'flagembedding', from the files present; an error says what is missing."""
+    """'manifest', 'beir' or 'flagembedding', from the files present; an error says what is
+    missing."""
+    if (folder / MANIFEST).is_file():
+        return "manifest"
     if _exists(folder / f"{split}_queries.jsonl") or _exists(folder / f"{split}_qrels.jsonl"):
         return "flagembedding"
     if _exists(folder / "queries.jsonl") or (folder / "qrels").is_dir():
@@ -115,14 +119,16 @@ def detect_layout(folder: Path, split: str) -> str:
         )
     raise DataFormatError(
         "not a dataset folder: expected BEIR files (corpus.jsonl, queries.jsonl, "
-        f"qrels/{split}.tsv) or FlagEmbedding files (corpus.jsonl, {split}_queries.jsonl, "
-        f"{split}_qrels.jsonl)",
+        f"qrels/{split}.tsv), FlagEmbedding files (corpus.jsonl, {split}_queries.jsonl, "
+        f"{split}_qrels.jsonl), or a {MANIFEST} describing other files (TREC, SMART)",
         folder,
     )
 
 
 def available_splits(folder: Path) -> list[str]:
-    """Splits present in a dataset folder (either layout)."""
+    """Splits present in a dataset folder (any layout)."""
+    if (folder / MANIFEST).is_file():
+        return list(read_manifest(folder / MANIFEST).qrels)
     names: set[str] = set()
     qrels_dir = folder / "qrels"
     if qrels_dir.is_dir():
@@ -135,14 +141,28 @@ def available_splits(folder: Path) -> list[str]:
 
 
 def load_dataset(folder: PathLike, split: str = "test", *, name: str | None = None) -> Dataset:
-    """Load a BEIR or FlagEmbedding folder; queries are restricted to those judged in the split.
+    """Load a dataset folder; queries are restricted to those judged in the split.
 
-    Judged documents missing from the corpus ("stale labels") give a warning with their count.
+    The folder is in BEIR or FlagEmbedding layout, or holds a ``dataset.json`` that names
+    other files (TREC SGML, SMART) and how to read them. Judged documents missing from the
+    corpus ("stale labels") give a warning with their count.
     """
     root = Path(folder)
     if not root.is_dir():
         raise DataFormatError("dataset folder not found", root)
     layout = detect_layout(root, split)
+    if layout == "manifest":
+        parts = load_manifest_parts(read_manifest(root / MANIFEST), split)
+        return _assemble(
+            root,
+            split,
+            name or parts.name or root.name,
+            parts.corpus,
+            parts.queries,
+            parts.qrels,
+            parts.queries_path,
+            parts.qrels_path,
+        )
     if layout == "beir":
         qrels_path = root / "qrels" / f"{split}.tsv"
         queries_path = root / "queries.jsonl"
@@ -161,6 +181,23 @@ def load_dataset(folder: PathLike, split: str = "test", *, name: str | None = No
     )
     corpus = read_corpus(root / "corpus.jsonl")
     all_queries = read_queries(queries_path)
+    return _assemble(
+        root, split, name or root.name, corpus, all_queries, qrels, queries_path, qrels_path
+    )
+
+
+def _assemble(
+    root: Path,
+    split: str,
+    name: str,
+    corpus: Corpus,
+    all_queries: Queries,
+    qrels: Qrels,
+    queries_path: Path,
+    qrels_path: Path,
+) -> Dataset:
+    """The dataset of the judged queries; an error for judged queries without text, a warning
+    for judged documents missing from the corpus."""
     judged = [q for q in qrels if q in all_queries]
     missing = [q for q in qrels if q not in all_queries]
     notes: list[str] = []
@@ -178,10 +215,8 @@ def load_dataset(folder: PathLike, split: str = "test", *, name: str | None = No
             "labels); they count as relevant but can never be retrieved"
         )
         notes.append(message)
-        warnings.warn(message, RagMetricsWarning, stacklevel=2)
-    return Dataset(
-        corpus, queries, qrels, name=name or root.name, split=split, source=str(root), notes=notes
-    )
+        warnings.warn(message, RagMetricsWarning, stacklevel=3)
+    return Dataset(corpus, queries, qrels, name=name, split=split, source=str(root), notes=notes)
 
 
 def _stale_labels(qrels: Qrels, corpus: Corpus) -> int:

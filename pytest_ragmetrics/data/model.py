@@ -520,6 +520,43 @@ class Run:
             check_duplicates=False,
         )
 
+    def without_identical_ids(self) -> Run:
+        """This run without every document whose id equals its query's id (BEIR's
+        ``ignore_identical_ids``); itself when there is none.
+
+        The documents below a removed one move up a rank and the query's list gets one shorter
+        (no document is fetched to replace it); a query stays even when nothing is left of its
+        list. Qrels are not touched. Meant for corpora that contain the queries themselves
+        (ArguAna, Quora); see METRICS.md.
+        """
+        # Only documents whose id is also some query's id can match: find those in the
+        # vocabulary (or in the part of it the run uses, when that is smaller), then compare
+        # the candidates' names with their own query's id.
+        if len(self.doc_ids) <= len(self.doc_codes):
+            is_query_id = np.isin(self.doc_ids, self.query_ids)
+        else:
+            used = np.unique(self.doc_codes)
+            is_query_id = np.zeros(len(self.doc_ids), dtype=bool)
+            is_query_id[used[np.isin(self.doc_ids[used], self.query_ids)]] = True
+        candidates = np.flatnonzero(is_query_id[self.doc_codes])
+        seg = np.searchsorted(self.offsets, candidates, side="right") - 1
+        same = self.doc_ids[self.doc_codes[candidates]] == self.query_ids[seg]
+        if not same.any():
+            return self
+        keep = np.ones(len(self.scores), dtype=bool)
+        keep[candidates[same]] = False
+        removed = np.bincount(seg[same], minlength=len(self))
+        offsets = self.offsets - np.concatenate([[0], np.cumsum(removed)]).astype(np.int64)
+        return Run(
+            self.query_ids,
+            offsets,
+            self.doc_ids,
+            self.doc_codes[keep],
+            self.scores[keep],
+            check_duplicates=False,
+            canonical=True,  # removing entries keeps the remaining ones in order
+        )
+
     def restrict(self, query_ids: Iterable[str]) -> Run:
         """The results of the given queries only, in the given order (unknown ids are ignored)."""
         keep = [self._position[q] for q in query_ids if q in self._position]

@@ -33,7 +33,7 @@ def resolve(path: PathLike) -> Path:
     return p
 
 
-def read_lines(path: PathLike) -> Iterator[tuple[int, str]]:
+def read_lines(path: PathLike, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
     """Yield (line number, text without newline) for every non-blank line.
 
     Decoding happens per line so that a bad byte is reported with its line number.
@@ -50,10 +50,11 @@ def read_lines(path: PathLike) -> Iterator[tuple[int, str]]:
         with handle:
             for lineno, raw in enumerate(handle, start=1):
                 try:
-                    text = raw.decode("utf-8")
+                    text = raw.decode(encoding)
                 except UnicodeDecodeError as exc:
+                    name = "UTF-8" if encoding == "utf-8" else encoding
                     raise DataFormatError(
-                        f"not valid UTF-8 (byte {raw[exc.start]:#04x} at column {exc.start + 1})",
+                        f"not valid {name} (byte {raw[exc.start]:#04x} at column {exc.start + 1})",
                         p,
                         lineno,
                     ) from None

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Literal
 
 import numpy as np
 
@@ -30,26 +31,44 @@ def parse_grade(token: str, path: PathLike, line: int) -> int:
     return grade
 
 
+QrelsColumns = Literal["auto", "pairs"]
 _HEADER_FIRST = {"query-id", "query_id", "qid"}
 
 
-def read_qrels(path: PathLike, *, layout: str = "auto") -> Qrels:
+def read_qrels(
+    path: PathLike,
+    *,
+    layout: str = "auto",
+    columns: QrelsColumns = "auto",
+    grades: Mapping[int, int | None] | None = None,
+    query_ids: Callable[[str], str] | None = None,
+    encoding: str = "utf-8",
+) -> Qrels:
     """Read TREC qrels (``qid iter docno grade``) or BEIR qrels TSV (``qid docno grade``).
 
     A BEIR header line (``query-id corpus-id score``) is skipped. In a BEIR file (one with that
     header, or ``layout="beir"``) whose lines hold tabs, fields are separated by tabs only, so
     ids may contain spaces, as BEIR's own reader allows; otherwise fields are separated by
     ASCII spaces and tabs, as trec_eval reads them (a no-break space stays inside its id). A
-    (query, doc) pair judged twice is an error, as in trec_eval.
+    (query, doc) pair judged twice is an error, as in trec_eval. The keywords serve
+    collections with other habits:
+
+    - ``columns="pairs"``: lines ``qid docno [anything ...]`` list relevant pairs (grade 1),
+      as some SMART collections' files do (CISI's ``CISI.REL`` writes ``1 28 0 0.000000``,
+      which the 4-column TREC rule would misread as document ``0``).
+    - ``grades``: code in the file -> grade; ``None`` drops the judgment. A code missing from
+      the mapping is an error (Cranfield's inverted scale: ``{1: 4, 2: 3, 3: 2, 4: 1, -1: 0}``).
+    - ``query_ids``: turns a query id of the file into the dataset's id; a ``LookupError`` or
+      ``ValueError`` it raises becomes an error naming the line.
     """
     if layout not in ("auto", "trec", "beir"):
         raise ValueError(f"layout must be 'auto', 'trec' or 'beir', got {layout!r}")
     p = resolve(path)
     by_query: dict[str, dict[str, int]] = {}
     seen_line: dict[tuple[str, str], int] = {}
-    columns = 0
+    width = 0
     tabs: bool | None = None
-    for lineno, text in read_lines(p):
+    for lineno, text in read_lines(p, encoding):
         if tabs is None:
             first = split_fields(text)
             header = len(first) == 3 and first[0] in _HEADER_FIRST
@@ -57,23 +76,36 @@ def read_qrels(path: PathLike, *, layout: str = "auto") -> Qrels:
             if header:
                 continue  # BEIR header: the first non-blank line
         fields = [f.strip(" ") for f in text.split("\t")] if tabs else split_fields(text)
-        if columns == 0:
-            columns = len(fields)
-            if columns not in (3, 4):
-                raise DataFormatError(
-                    f"expected 4 columns 'qid iter docno grade' (TREC) or 3 columns "
-                    f"'qid docno grade' (BEIR), got {len(fields)}",
-                    p,
-                    lineno,
-                )
-        if len(fields) != columns:
-            raise DataFormatError(
-                f"expected {columns} columns like the first line, got {len(fields)}", p, lineno
-            )
         if not all(fields):
             raise DataFormatError("an empty field (two tabs in a row?)", p, lineno)
-        qid, doc = fields[0], fields[columns - 2]
-        grade = parse_grade(fields[-1], p, lineno)
+        if columns == "pairs":
+            if len(fields) < 2:
+                raise DataFormatError(
+                    f"expected 'qid docno' (relevant pairs), got {len(fields)} column", p, lineno
+                )
+            qid, doc, grade = fields[0], fields[1], 1
+        else:
+            if width == 0:
+                width = len(fields)
+                if width not in (3, 4):
+                    raise DataFormatError(
+                        f"expected 4 columns 'qid iter docno grade' (TREC) or 3 columns "
+                        f"'qid docno grade' (BEIR), got {len(fields)}",
+                        p,
+                        lineno,
+                    )
+            if len(fields) != width:
+                raise DataFormatError(
+                    f"expected {width} columns like the first line, got {len(fields)}", p, lineno
+                )
+            qid, doc = fields[0], fields[width - 2]
+            grade = parse_grade(fields[-1], p, lineno)
+        if query_ids is not None:
+            try:
+                qid = query_ids(qid)
+            except (LookupError, ValueError) as exc:
+                reason = exc.args[0] if exc.args else str(exc)
+                raise DataFormatError(str(reason), p, lineno) from None
         key = (qid, doc)
         if key in seen_line:
             raise DataFormatError(
@@ -83,8 +115,20 @@ def read_qrels(path: PathLike, *, layout: str = "auto") -> Qrels:
                 lineno,
             )
         seen_line[key] = lineno
+        if grades is not None:
+            if grade not in grades:
+                known = ", ".join(str(code) for code in grades)
+                raise DataFormatError(
+                    f"grade {grade} has no entry in the grade mapping (it maps {known})", p, lineno
+                )
+            mapped = grades[grade]
+            if mapped is None:
+                continue
+            grade = mapped
         by_query.setdefault(qid, {})[doc] = grade
     if not by_query:
+        if seen_line:
+            raise DataFormatError("the grade mapping dropped every judgment of this file", p)
         raise DataFormatError("no judgments in qrels file (it is empty)", p)
     return Qrels.from_dict(by_query)
 

@@ -535,13 +535,16 @@ def evaluate(
     relevance_level: int = 1,
     gain: Gain = "linear",
     query_set: QuerySet = "qrels",
+    ignore_identical_ids: bool = False,
 ) -> Evaluation:
     """Evaluate ``run`` against ``qrels``; trec_eval's semantics by default (see METRICS.md).
 
     ``query_set="qrels"`` averages over every judged query, a query missing from the run
     scoring 0 (trec_eval ``-c``); ``"intersection"`` only over queries in both.
+    ``ignore_identical_ids=True`` first removes every document whose id equals its query's id
+    (BEIR's rule, :meth:`Run.without_identical_ids`); the semantics record it.
     """
-    semantics = MetricSemantics(relevance_level, gain, query_set)
+    semantics = MetricSemantics(relevance_level, gain, query_set, ignore_identical_ids)
     specs = parse_metrics([metrics] if isinstance(metrics, str) else metrics)
     answer = [s.name for s in specs if s.layer != "retrieval"]
     if answer:
@@ -572,6 +575,14 @@ def evaluate(
         raise DataFormatError("run is empty: it has no queries")
     in_run = np.isin(judged_ids, run_query_ids)
     notes: list[str] = []
+    if ignore_identical_ids:
+        run = run if isinstance(run, Run) else Run.from_dict(run)
+        filtered = run.without_identical_ids()
+        notes.append(
+            f"ignore_identical_ids: {run.num_entries - filtered.num_entries} retrieved "
+            "documents whose id equals their query's id were removed before scoring"
+        )
+        run = filtered
     if len(judged_ids) < len(qrels_obj):
         notes.append(
             f"{len(qrels_obj) - len(judged_ids)} qrels queries have no judgments and are left "

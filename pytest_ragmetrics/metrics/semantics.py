@@ -23,6 +23,8 @@ class MetricSemantics:
     relevance_level: int = 1
     gain: Gain = "linear"
     query_set: QuerySet = "qrels"
+    # BEIR's rule for corpora that contain the queries: drop docs whose id is the query's id.
+    ignore_identical_ids: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.relevance_level, bool) or not isinstance(self.relevance_level, int):
@@ -33,10 +35,19 @@ class MetricSemantics:
             raise MetricError(
                 f"query_set must be one of {', '.join(QUERY_SETS)}, got {self.query_set!r}"
             )
+        if not isinstance(self.ignore_identical_ids, bool):
+            raise MetricError(
+                f"ignore_identical_ids must be true or false, got {self.ignore_identical_ids!r}"
+            )
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        """The rules as JSON; ``ignore_identical_ids`` appears only when on, so records
+        written before it existed still compare equal to ones without it."""
+        rules: dict[str, Any] = {
             "relevance_level": self.relevance_level,
             "gain": self.gain,
             "query_set": self.query_set,
         }
+        if self.ignore_identical_ids:
+            rules["ignore_identical_ids"] = True
+        return rules

@@ -1,0 +1,352 @@
+"""``dataset.json``: how to read a collection that is not in BEIR or FlagEmbedding layout.
+
+A classic collection (SMART files such as Cranfield's, TREC SGML documents and topics) comes
+with habits that cannot be guessed from its files: how the qrels number the queries, which way
+the relevance scale runs, which fields hold the text. The manifest states them once, next to
+the files, so that ``load_dataset(folder, split)`` reads the folder like any other. Only the
+standard library reads it (JSON; ``tomllib`` needs Python 3.11). See README ("Datasets").
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from pytest_ragmetrics.data import sgml, smart
+from pytest_ragmetrics.data.fields import TextRecord, corpus_from_records, queries_from_records
+from pytest_ragmetrics.data.model import Corpus, Qrels, Queries
+from pytest_ragmetrics.data.textfile import resolve
+from pytest_ragmetrics.data.trec import QrelsColumns, read_qrels
+from pytest_ragmetrics.errors import DataFormatError
+
+MANIFEST = "dataset.json"
+FORMATS = ("smart", "trec")
+QUERY_ID_SCHEMES = ("id", "number", "ordinal")
+QRELS_COLUMNS = ("auto", "pairs")
+Format = Literal["smart", "trec"]
+QueryIdScheme = Literal["id", "number", "ordinal"]
+
+_DEFAULT_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
+    "smart": {
+        "title_fields": smart.DOCUMENT_TITLE_FIELDS,
+        "text_fields": smart.DOCUMENT_TEXT_FIELDS,
+        "query_fields": smart.QUERY_FIELDS,
+    },
+    "trec": {
+        "title_fields": sgml.DOCUMENT_TITLE_TAGS,
+        "text_fields": sgml.DOCUMENT_TEXT_TAGS,
+        "query_fields": sgml.TOPIC_FIELDS,
+    },
+}
+_REQUIRED = ("format", "documents", "queries", "qrels")
+_OPTIONAL = (
+    "name",
+    "about",
+    "qrels_columns",
+    "query_ids",
+    "grades",
+    "title_fields",
+    "text_fields",
+    "query_fields",
+    "encoding",
+)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The contents of a ``dataset.json``, checked; paths are resolved against its folder."""
+
+    path: Path
+    format: Format
+    documents: tuple[Path, ...]
+    queries: Path
+    qrels: dict[str, Path]
+    qrels_columns: QrelsColumns = "auto"
+    query_ids: QueryIdScheme = "id"
+    grades: dict[int, int | None] | None = None
+    title_fields: tuple[str, ...] = ()
+    text_fields: tuple[str, ...] = ()
+    query_fields: tuple[str, ...] = ()
+    encoding: str = "utf-8"
+    name: str | None = None
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+
+def read_manifest(path: Path) -> Manifest:
+    """Read and check a ``dataset.json``; every error names the file and the key."""
+    try:
+        raw = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise DataFormatError(f"cannot read: {exc.strerror or exc}", path) from None
+    except UnicodeDecodeError:
+        raise DataFormatError("not valid UTF-8", path) from None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(
+            f"not valid JSON ({exc.msg} at column {exc.colno})", path, exc.lineno
+        ) from None
+    if not isinstance(data, dict):
+        raise DataFormatError(f"expected a JSON object, got {type(data).__name__}", path)
+    unknown = sorted(set(data) - {*_REQUIRED, *_OPTIONAL})
+    if unknown:
+        raise DataFormatError(
+            f"unknown key {unknown[0]!r}; the keys are {', '.join((*_REQUIRED, *_OPTIONAL))}",
+            path,
+        )
+    missing = [key for key in _REQUIRED if key not in data]
+    if missing:
+        raise DataFormatError(f"missing {', '.join(repr(k) for k in missing)}", path)
+    check = _Checker(path)
+    fmt = check.choice(data, "format", FORMATS, None)
+    defaults = _DEFAULT_FIELDS[fmt]
+    documents = check.files(data["documents"], "documents")
+    qrels = data["qrels"]
+    if not isinstance(qrels, dict) or not qrels:
+        raise DataFormatError(
+            '\'qrels\' must be an object {split: file}, e.g. {"test": "qrels.txt"}', path
+        )
+    return Manifest(
+        path=path,
+        format=cast(Format, fmt),
+        documents=documents,
+        queries=check.file(data["queries"], "queries"),
+        qrels={str(split): check.file(f, f"qrels.{split}") for split, f in qrels.items()},
+        qrels_columns=cast(
+            QrelsColumns, check.choice(data, "qrels_columns", QRELS_COLUMNS, "auto")
+        ),
+        query_ids=cast(QueryIdScheme, check.choice(data, "query_ids", QUERY_ID_SCHEMES, "id")),
+        grades=check.grades(data.get("grades")),
+        title_fields=check.names(data, "title_fields", defaults),
+        text_fields=check.names(data, "text_fields", defaults),
+        query_fields=check.names(data, "query_fields", defaults),
+        encoding=check.encoding(data.get("encoding", "utf-8")),
+        name=check.optional_text(data, "name"),
+    )
+
+
+@dataclass(frozen=True)
+class _Checker:
+    """Checks of manifest values, each error naming the manifest and the key."""
+
+    path: Path
+
+    def fail(self, key: str, message: str) -> DataFormatError:
+        return DataFormatError(f"{key!r}: {message}", self.path)
+
+    def choice(
+        self, data: dict[str, Any], key: str, allowed: Sequence[str], default: str | None
+    ) -> str:
+        value = data.get(key, default)
+        if not isinstance(value, str) or value not in allowed:
+            raise self.fail(key, f"must be one of {', '.join(allowed)}, got {value!r}")
+        return value
+
+    def file(self, value: object, key: str) -> Path:
+        if not isinstance(value, str) or not value:
+            raise self.fail(key, f"must be a file name, got {value!r}")
+        path = resolve(self.path.parent / value)
+        if not path.is_file():
+            raise self.fail(key, f"{value} not found in {self.path.parent} (nor {value}.gz)")
+        return path
+
+    def files(self, value: object, key: str) -> tuple[Path, ...]:
+        """File names or glob patterns (``docs/*.gz``), each matching at least one file."""
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not items:
+            raise self.fail(key, f"must be a file name or a list of them, got {value!r}")
+        paths: list[Path] = []
+        for item in items:
+            if isinstance(item, str) and any(ch in item for ch in "*?["):
+                pattern = Path(item)
+                # Path.glob takes relative patterns only: an absolute one globs from its root.
+                base = Path(pattern.anchor) if pattern.is_absolute() else self.path.parent
+                relative = str(pattern.relative_to(base)) if pattern.is_absolute() else item
+                matched = sorted(p for p in base.glob(relative) if p.is_file())
+                if not matched:
+                    raise self.fail(key, f"the pattern {item} matches no file")
+                paths += matched
+            else:
+                paths.append(self.file(item, key))
+        return tuple(paths)
+
+    def names(
+        self, data: dict[str, Any], key: str, defaults: Mapping[str, tuple[str, ...]]
+    ) -> tuple[str, ...]:
+        value = data.get(key, list(defaults[key]))
+        if isinstance(value, str):
+            value = [value]
+        if (
+            not isinstance(value, list)
+            or not value
+            or not all(isinstance(v, str) and v.strip() for v in value)
+        ):
+            raise self.fail(key, f"must be a list of field names, got {value!r}")
+        return tuple(v.strip().upper() for v in value)
+
+    def grades(self, value: object) -> dict[int, int | None] | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict) or not value:
+            raise self.fail(
+                "grades", 'must be an object {code: grade or null}, e.g. {"1": 4, "-1": null}'
+            )
+        mapping: dict[int, int | None] = {}
+        for code, grade in value.items():
+            try:
+                number = int(code)
+            except ValueError:
+                raise self.fail("grades", f"code {code!r} is not an integer") from None
+            if grade is not None and (isinstance(grade, bool) or not isinstance(grade, int)):
+                raise self.fail(
+                    "grades", f"the grade of code {code} must be an integer or null, got {grade!r}"
+                )
+            mapping[number] = grade
+        return mapping
+
+    def encoding(self, value: object) -> str:
+        try:
+            if not isinstance(value, str):
+                raise LookupError(value)
+            codecs.lookup(value)
+        except LookupError:
+            raise self.fail("encoding", f"unknown text encoding {value!r}") from None
+        if "\n".encode(value) != b"\n":
+            raise self.fail("encoding", f"{value} is not line-compatible with ASCII")
+        return value
+
+    def optional_text(self, data: dict[str, Any], key: str) -> str | None:
+        value = data.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise self.fail(key, f"must be a non-empty string, got {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class ManifestParts:
+    """What a manifest folder holds for one split, before the split's queries are chosen."""
+
+    corpus: Corpus
+    queries: Queries
+    qrels: Qrels
+    queries_path: Path
+    qrels_path: Path
+    name: str | None
+
+
+def load_manifest_parts(manifest: Manifest, split: str) -> ManifestParts:
+    """Corpus, every query, and the split's qrels (query ids and grades translated)."""
+    if split not in manifest.qrels:
+        raise DataFormatError(
+            f"split {split!r} not found in {MANIFEST}'s 'qrels'; available splits: "
+            f"{', '.join(manifest.qrels)}",
+            manifest.folder,
+        )
+    enc = manifest.encoding
+    if manifest.format == "smart":
+        seen: dict[str, tuple[str, int]] = {}
+        documents = [
+            record
+            for f in manifest.documents
+            for record in smart.parse_smart(f, encoding=enc, first_seen=seen)
+        ]
+        query_records = smart.parse_smart(manifest.queries, what="query", encoding=enc)
+    else:
+        seen = {}
+        documents = [
+            r
+            for f in manifest.documents
+            for r in sgml.parse_trec_documents(
+                f,
+                title_tags=manifest.title_fields,
+                text_tags=manifest.text_fields,
+                encoding=enc,
+                first_seen=seen,
+            )
+        ]
+        query_records = sgml.parse_trec_topics(manifest.queries, encoding=enc)
+    corpus = corpus_from_records(
+        documents, manifest.title_fields, manifest.text_fields, manifest.documents[0]
+    )
+    queries = queries_from_records(query_records, manifest.query_fields, manifest.queries)
+    qrels_path = manifest.qrels[split]
+    qrels = read_qrels(
+        qrels_path,
+        columns=manifest.qrels_columns,
+        grades=manifest.grades,
+        query_ids=_query_id_translation(manifest.query_ids, query_records, manifest.queries),
+        encoding=enc,
+    )
+    return ManifestParts(corpus, queries, qrels, manifest.queries, qrels_path, manifest.name)
+
+
+def _query_id_translation(
+    scheme: QueryIdScheme, records: Sequence[TextRecord], queries_path: Path
+) -> Callable[[str], str]:
+    """qrels query id -> the queries file's id, or an error saying why there is none."""
+    name = queries_path.name
+    if scheme == "ordinal":
+        count = len(records)
+
+        def by_position(token: str) -> str:
+            position = _integer(token, "ordinal")
+            if not 1 <= position <= count:
+                raise LookupError(
+                    f"query {token}: {name} has {count} queries, and with query_ids = "
+                    "ordinal the qrels number them by position from 1"
+                )
+            return records[position - 1].id
+
+        return by_position
+    if scheme == "number":
+        by_number: dict[int, str] = {}
+        for record in records:
+            try:
+                number = int(record.id)
+            except ValueError:
+                raise DataFormatError(
+                    f"query id {record.id!r} is not a number (query_ids = number)",
+                    record.path,
+                    record.line,
+                ) from None
+            if number in by_number:
+                raise DataFormatError(
+                    f"query ids {by_number[number]!r} and {record.id!r} are the same number "
+                    "(query_ids = number)",
+                    record.path,
+                    record.line,
+                )
+            by_number[number] = record.id
+
+        def by_value(token: str) -> str:
+            number = _integer(token, "number")
+            if number not in by_number:
+                raise LookupError(f"query {token} is not in {name}")
+            return by_number[number]
+
+        return by_value
+    known = {record.id for record in records}
+
+    def as_is(token: str) -> str:
+        if token not in known:
+            raise LookupError(
+                f"query {token!r} is not in {name} (query_ids = id; the qrels may number "
+                "queries differently: see 'query_ids' number or ordinal)"
+            )
+        return token
+
+    return as_is
+
+
+def _integer(token: str, scheme: str) -> int:
+    try:
+        return int(token)
+    except ValueError:
+        raise ValueError(f"query id {token!r} is not a number (query_ids = {scheme})") from None
