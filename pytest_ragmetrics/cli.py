@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError, RagMetricsWarning
+from pytest_ragmetrics.vocabulary import DEFAULT_METRICS
 
 FORMATS = ("table", "json", "markdown")
 # Exit codes, the same for every command (README, "Exit codes").
@@ -28,7 +29,7 @@ def _number(value: float | None) -> str:
 
 def _require_positive(args: argparse.Namespace, *names: str) -> None:
     """A ConfigError for the first of the integer options ``names`` given below 1."""
-    from pytest_ragmetrics.metrics.names import MAX_CUTOFF
+    from pytest_ragmetrics.values import MAX_CUTOFF
 
     for name in names:
         value = getattr(args, name)
@@ -50,8 +51,8 @@ def _refuse_overwriting(
     or a cache entry."""
     from pathlib import Path
 
+    from pytest_ragmetrics.cache import inside_cache_entries
     from pytest_ragmetrics.fileio import is_within, same_file
-    from pytest_ragmetrics.settings import inside_cache_entries
 
     target = Path(output)
     for other, path in (files or {}).items():
@@ -89,7 +90,7 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         dest="metrics",
         metavar="NAME",
         help="metric such as ndcg_at_10, map, mrr (repeatable); default: "
-        "ndcg_at_10 recall_at_100 map_at_100 mrr_at_10",
+        + " ".join(DEFAULT_METRICS),
     )
     p.add_argument(
         "--relevance-level",
@@ -134,7 +135,7 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.data.trec import read_qrels, read_run
     from pytest_ragmetrics.metrics.retrieval import evaluate
 
-    metrics = args.metrics or ["ndcg_at_10", "recall_at_100", "map_at_100", "mrr_at_10"]
+    metrics = args.metrics or list(DEFAULT_METRICS)
     if args.judged_docs_only:
         metrics = _judged_forms(metrics)
     if args.dataset is None:
@@ -314,8 +315,7 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
 
     from tabulate import tabulate
 
-    from pytest_ragmetrics.regression import compare_files, failure_message
-    from pytest_ragmetrics.settings import parse_tolerances
+    from pytest_ragmetrics.baseline import compare_files, failure_message, parse_tolerances
 
     if args.alpha is not None and not 0.0 <= args.alpha <= 1.0:
         raise ConfigError(f"--alpha {args.alpha} must be between 0 and 1")

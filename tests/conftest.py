@@ -11,7 +11,7 @@ import numpy  # noqa: F401
 import pytest
 
 import pytest_ragmetrics.metrics.retrieval
-import pytest_ragmetrics.regression  # noqa: F401
+import pytest_ragmetrics.baseline.compare  # noqa: F401
 
 
 @pytest.fixture(scope="session")

@@ -306,7 +306,16 @@ class Run:
     corpus ids), ``offsets`` delimit queries.
     """
 
-    __slots__ = ("__dict__", "doc_codes", "doc_ids", "offsets", "query_ids", "scores")
+    __slots__ = (
+        "__dict__",
+        "doc_codes",
+        "doc_ids",
+        "k",
+        "offsets",
+        "query_ids",
+        "retriever",
+        "scores",
+    )
 
     def __init__(
         self,
@@ -338,6 +347,10 @@ class Run:
         self.doc_ids = doc_ids
         self.doc_codes = doc_codes
         self.scores = scores
+        # Where the run came from, when known: the retriever's identity and the k it was
+        # asked for (kept by truncate, restrict and without_identical_ids).
+        self.retriever: Mapping[str, Any] | None = None
+        self.k: int | None = None
 
     @classmethod
     def from_dict(cls, results: Run | Mapping[str, Mapping[str, float]]) -> Run:
@@ -509,6 +522,21 @@ class Run:
         """Number of retrieved documents per query."""
         return np.diff(self.offsets)
 
+    def with_retriever(self, identity: Mapping[str, Any] | None, k: int | None) -> Run:
+        """The same results, recorded as produced by a retriever (its identity) asked for k."""
+        copy = Run.__new__(Run)
+        for name in ("query_ids", "offsets", "doc_ids", "doc_codes", "scores"):
+            setattr(copy, name, getattr(self, name))
+        copy.retriever = None if identity is None else dict(identity)
+        copy.k = k
+        return copy
+
+    def _keep_source(self, run: Run, cutoff: int | None = None) -> Run:
+        """``run``, made from this one, with this one's retriever and k (at most ``cutoff``)."""
+        run.retriever = self.retriever
+        run.k = self.k if cutoff is None or self.k is None else min(self.k, cutoff)
+        return run
+
     def truncate(self, k: int) -> Run:
         """Keep the top ``k`` documents of every query."""
         seg = _segment_ids(self.offsets)
@@ -516,7 +544,7 @@ class Run:
         keep = rank < k
         counts = np.bincount(seg[keep], minlength=len(self))
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return Run(
+        truncated = Run(
             self.query_ids,
             offsets,
             self.doc_ids,
@@ -524,6 +552,7 @@ class Run:
             self.scores[keep],
             check_duplicates=False,
         )
+        return self._keep_source(truncated, k)
 
     def without_identical_ids(self) -> Run:
         """This run without every document whose id equals its query's id (BEIR's
@@ -552,7 +581,7 @@ class Run:
         keep[candidates[same]] = False
         removed = np.bincount(seg[same], minlength=len(self))
         offsets = self.offsets - np.concatenate([[0], np.cumsum(removed)]).astype(np.int64)
-        return Run(
+        kept = Run(
             self.query_ids,
             offsets,
             self.doc_ids,
@@ -561,6 +590,7 @@ class Run:
             check_duplicates=False,
             canonical=True,  # removing entries keeps the remaining ones in order
         )
+        return self._keep_source(kept)
 
     def restrict(self, query_ids: Iterable[str]) -> Run:
         """The results of the given queries only, in the given order (unknown ids are ignored)."""
@@ -573,7 +603,7 @@ class Run:
             else np.empty(0, dtype=np.int64)
         )
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return Run(
+        restricted = Run(
             self.query_ids[keep],
             offsets,
             self.doc_ids,
@@ -581,6 +611,7 @@ class Run:
             self.scores[take],
             check_duplicates=False,
         )
+        return self._keep_source(restricted)
 
     @cached_property
     def fingerprint(self) -> str:

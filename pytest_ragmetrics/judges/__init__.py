@@ -28,10 +28,11 @@ if TYPE_CHECKING:
         save_calibration,
     )
     from pytest_ragmetrics.judges.embedding import EmbeddingJudge
-    from pytest_ragmetrics.judges.factory import JUDGE_KINDS, build_judge
+    from pytest_ragmetrics.judges.factory import build_judge
     from pytest_ragmetrics.judges.http import HttpJudge
     from pytest_ragmetrics.judges.recorded import RecordedJudge, read_assessments
     from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
+    from pytest_ragmetrics.vocabulary import JUDGE_KINDS
 
 _EXPORTS = {
     "Agreement": "pytest_ragmetrics.judges.calibration",
@@ -42,7 +43,7 @@ _EXPORTS = {
     "ClaimJudge": "pytest_ragmetrics.judges.base",
     "EmbeddingJudge": "pytest_ragmetrics.judges.embedding",
     "HttpJudge": "pytest_ragmetrics.judges.http",
-    "JUDGE_KINDS": "pytest_ragmetrics.judges.factory",
+    "JUDGE_KINDS": "pytest_ragmetrics.vocabulary",
     "Judge": "pytest_ragmetrics.judges.base",
     "LabelledClaim": "pytest_ragmetrics.judges.calibration",
     "RecordedJudge": "pytest_ragmetrics.judges.recorded",

@@ -23,8 +23,9 @@ from pytest_ragmetrics.retrievers.base import (
 from pytest_ragmetrics.retrievers.bm25 import BM25Retriever
 from pytest_ragmetrics.retrievers.dense import DenseRetriever
 from pytest_ragmetrics.retrievers.rerank import FIRST_STAGE, RERANKED, RerankRetriever
+from pytest_ragmetrics.vocabulary import RETRIEVER_KINDS
 
-KINDS = ("dense", "bm25")
+KINDS = RETRIEVER_KINDS
 _CLASSES: dict[str, type[DenseRetriever] | type[BM25Retriever]] = {
     "dense": DenseRetriever,
     "bm25": BM25Retriever,
