@@ -20,7 +20,7 @@ from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.metrics.semantics import GAINS, QUERY_SETS
 from pytest_ragmetrics.vocabulary import DEFAULT_PLUGIN_METRICS, JUDGE_KINDS, RETRIEVER_KINDS
 
-Kind = Literal["value", "input", "output", "output-folder", "model", "flag"]
+Kind = Literal["value", "input", "input-folder", "output", "output-folder", "model", "flag"]
 Parser = Callable[[str, str], Any]  # (text, where it was written) -> value
 
 
@@ -144,7 +144,7 @@ OPTIONS: tuple[Option, ...] = (
         "ragmetrics_dataset",
         "BEIR or FlagEmbedding dataset folder, or one with a dataset.json (ini: relative to the "
         "rootdir)",
-        kind="input",
+        kind="input-folder",
         metavar="DIR",
         cli="--dataset",
     ),

@@ -7,11 +7,12 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pytest_ragmetrics.baseline.tolerances import Tolerances
 from pytest_ragmetrics.cache import inside_cache_entries
 from pytest_ragmetrics.errors import ConfigError
+from pytest_ragmetrics.fileio import is_within, same_file
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
 from pytest_ragmetrics.options import OPTIONS, Option
 from pytest_ragmetrics.values import as_bool
@@ -116,7 +117,7 @@ def _as_text(value: Any) -> str | None:
 
 
 def _read(option: Option, text: str, base: Path, rootdir: Path) -> Any:
-    if option.kind == "input":
+    if option.kind in ("input", "input-folder"):
         return _resolve_input(text, base, option.name)
     if option.kind in ("output", "output-folder"):
         return _resolve_output(text, base, option.name, rootdir)
@@ -187,7 +188,7 @@ def _output_path(value: str, base: Path, option: str, rootdir: Path) -> Path:
         if base == rootdir:
             raise
     # e.g. --ragmetrics-json=../report.json run from a subfolder of the project
-    from pytest_ragmetrics.fileio import is_stream, is_within
+    from pytest_ragmetrics.fileio import is_stream
 
     resolved = Path(os.path.normpath(base / raw))
     root = Path(os.path.abspath(rootdir))
@@ -213,73 +214,90 @@ def _model_value(value: str | None, base: Path, option: str) -> str | None:
 def check_paths_apart(settings: Settings) -> None:
     """Refuse outputs that would overwrite something else the plugin owns or reads.
 
-    The baseline and the reports are distinct files, none of them is a file the plugin reads
-    (a dataset file, judged rankings, recorded verdicts, the calibration file, a model) or lies
-    among the cache's entries or the dataset digests; the cache folder is neither the project
-    folder (or above it) nor overlaps the dataset. See RELIABILITY.md ("Paths").
+    The outputs (the baseline, the reports) are distinct files, none of them is a file the
+    plugin reads (judged rankings, recorded verdicts, the calibration file), lies in a folder
+    it reads (the dataset, a model) or among the cache's entries or the dataset digests; the
+    cache folder is neither the project folder (or above it) nor overlaps a folder read. Which
+    option is which comes from its kind in ``options.py``. See RELIABILITY.md ("Paths").
     """
-    from pytest_ragmetrics.fileio import is_within, same_file
+    paths = _Paths(settings)
+    paths.check_cache()
+    for i, (option, path) in enumerate(paths.outputs):
+        paths.check_output(option, path, paths.outputs[:i])
 
-    outputs = {
-        "ragmetrics_baseline": settings.baseline,
-        "ragmetrics_json": settings.json_report,
-        "ragmetrics_markdown": settings.markdown_report,
-    }
-    written: list[tuple[str, Path]] = [(o, p) for o, p in outputs.items() if p is not None]
-    read_files: dict[str, Path | None] = {
-        "ragmetrics_judged_rankings": settings.judged_rankings,
-        "ragmetrics_judge_verdicts": settings.judge_verdicts,
-        "ragmetrics_calibration": settings.calibration,
-    }
-    read_folders: dict[str, Path | None] = {"ragmetrics_dataset": settings.dataset}
-    for option, value in (
-        ("ragmetrics_model", settings.model),
-        ("ragmetrics_judge_model", settings.judge_model),
-    ):
-        if value is not None and Path(value).is_absolute():
-            read_folders[option] = Path(value)
-    cache = settings.cache_dir
-    digests = settings.baseline.parent / "datasets"
-    if is_within(settings.rootdir, cache):
-        raise ConfigError(
-            f"ragmetrics_cache_dir: {settings.display(cache)} is the project folder or holds it; "
-            "the cache needs a folder of its own, e.g. .ragmetrics/cache"
-        )
-    for other, folder in read_folders.items():
-        if folder is not None and (is_within(cache, folder) or is_within(folder, cache)):
-            raise ConfigError(
-                f"ragmetrics_cache_dir: {settings.display(cache)} overlaps the folder of {other} "
-                f"({settings.display(folder)}); the cache needs a folder of its own"
+
+class _Paths:
+    """The settings' paths by role, and the rules between them."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.outputs: list[tuple[str, Path]] = []
+        self.files: list[tuple[str, Path]] = []
+        self.folders: list[tuple[str, Path]] = []
+        roles = {
+            "output": self.outputs,
+            "input": self.files,
+            "input-folder": self.folders,
+            "model": self.folders,
+        }
+        for option in OPTIONS:
+            role = roles.get(option.kind)
+            if role is None:
+                continue
+            value = getattr(settings, _FIELD.get(option.name, option.name[len("ragmetrics_") :]))
+            if value is None or (option.kind == "model" and not Path(value).is_absolute()):
+                continue  # unset, or a model name rather than a folder
+            role.append((option.name, Path(value)))
+        self.cache = settings.cache_dir
+        self.digests = settings.baseline.parent / "datasets"
+
+    def refuse(self, message: str) -> NoReturn:
+        raise ConfigError(message)
+
+    def check_cache(self) -> None:
+        show = self.settings.display
+        if is_within(self.settings.rootdir, self.cache):
+            self.refuse(
+                f"ragmetrics_cache_dir: {show(self.cache)} is the project folder or holds it; "
+                "the cache needs a folder of its own, e.g. .ragmetrics/cache"
             )
-    for i, (option, path) in enumerate(written):
-        for other, other_path in written[:i]:
+        for other, folder in self.folders:
+            if is_within(self.cache, folder) or is_within(folder, self.cache):
+                self.refuse(
+                    f"ragmetrics_cache_dir: {show(self.cache)} overlaps the folder of {other} "
+                    f"({show(folder)}); the cache needs a folder of its own"
+                )
+
+    def check_output(self, option: str, path: Path, earlier: list[tuple[str, Path]]) -> None:
+        show = self.settings.display
+        for other, other_path in earlier:
             if same_file(path, other_path):
-                raise ConfigError(
-                    f"{option} and {other} are the same file ({settings.display(path)}); give "
-                    "each output a path of its own"
+                self.refuse(
+                    f"{option} and {other} are the same file ({show(path)}); give each output "
+                    "a path of its own"
                 )
-        for other, read_path in read_files.items():
-            if read_path is not None and same_file(path, read_path):
-                raise ConfigError(
-                    f"{option}: {settings.display(path)} is the file {other} reads; writing "
-                    "there would overwrite it. Give the output a path of its own"
+        for other, read in self.files:
+            if same_file(path, read):
+                self.refuse(
+                    f"{option}: {show(path)} is the file {other} reads; writing there would "
+                    "overwrite it. Give the output a path of its own"
                 )
-        for other, folder in read_folders.items():
-            if folder is not None and is_within(path, folder):
-                raise ConfigError(
-                    f"{option}: {settings.display(path)} is inside the folder of {other} "
-                    f"({settings.display(folder)}); writing there would change what the plugin "
-                    "reads. Give the output a path outside it"
+        for other, folder in self.folders:
+            if is_within(path, folder):
+                self.refuse(
+                    f"{option}: {show(path)} is inside the folder of {other} ({show(folder)}); "
+                    "writing there would change what the plugin reads. Give the output a path "
+                    "outside it"
                 )
-        if inside_cache_entries(path, cache):
-            raise ConfigError(
-                f"{option}: {settings.display(path)} is inside the cache folder's entries "
-                f"({settings.display(cache)}); give the output a path outside the cache"
+        if inside_cache_entries(path, self.cache):
+            self.refuse(
+                f"{option}: {show(path)} is inside the cache folder's entries "
+                f"({show(self.cache)}); give the output a path outside the cache"
             )
-        if option != "ragmetrics_baseline" and is_within(path, digests):
-            raise ConfigError(
-                f"{option}: {settings.display(path)} is inside the dataset digests folder "
-                f"beside the baseline ({settings.display(digests)}); give it another path"
+        if option != "ragmetrics_baseline" and is_within(path, self.digests):
+            self.refuse(
+                f"{option}: {show(path)} is inside the dataset digests folder beside the "
+                f"baseline ({show(self.digests)}); give it another path"
             )
 
 
