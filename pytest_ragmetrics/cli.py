@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError, RagMetricsWarning
+from pytest_ragmetrics.options import OPTION, add_cli_argument
 from pytest_ragmetrics.vocabulary import DEFAULT_METRICS
 
 FORMATS = ("table", "json", "markdown")
@@ -92,25 +93,8 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="metric such as ndcg_at_10, map, mrr (repeatable); default: "
         + " ".join(DEFAULT_METRICS),
     )
-    p.add_argument(
-        "--relevance-level",
-        type=int,
-        default=1,
-        help="minimum grade that counts as relevant (default 1)",
-    )
-    p.add_argument(
-        "--query-set",
-        choices=("qrels", "intersection"),
-        default="qrels",
-        help="average over all judged queries (missing = 0, trec_eval -c; default) "
-        "or only over queries in both files",
-    )
-    p.add_argument(
-        "--gain",
-        choices=("linear", "exponential"),
-        default="linear",
-        help="nDCG gain: grade (trec_eval; default) or 2^grade - 1",
-    )
+    for name in ("ragmetrics_relevance_level", "ragmetrics_gain", "ragmetrics_query_set"):
+        add_cli_argument(p, name, default=OPTION[name].value(OPTION[name].default or ""))
     p.add_argument(
         "--ignore-identical-ids",
         action="store_true",
@@ -293,19 +277,15 @@ def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     p.add_argument("before", help="baseline file (.ragmetrics/baseline.json) or JSON report")
     p.add_argument("after", help="JSON report of the run to check")
-    p.add_argument(
-        "--tolerance",
+    add_cli_argument(
+        p,
+        "ragmetrics_tolerance",
+        type=None,  # repeatable: all values are parsed together by the same parser
         action="append",
-        metavar="TOL",
         help="allowed drop: 0.01 (absolute, default), 2%% (relative), or per metric like "
         "ndcg_at_10=0.005 (repeatable)",
     )
-    p.add_argument(
-        "--alpha",
-        type=float,
-        default=None,
-        help="fail only when the randomization-test p-value is below this too",
-    )
+    add_cli_argument(p, "ragmetrics_alpha")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.set_defaults(handler=_cmd_compare)
 
@@ -315,11 +295,10 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
 
     from tabulate import tabulate
 
-    from pytest_ragmetrics.baseline import compare_files, failure_message, parse_tolerances
+    from pytest_ragmetrics.baseline import compare_files, failure_message
 
-    if args.alpha is not None and not 0.0 <= args.alpha <= 1.0:
-        raise ConfigError(f"--alpha {args.alpha} must be between 0 and 1")
-    tolerances = parse_tolerances(args.tolerance or ["0.01"], where="--tolerance")
+    option = OPTION["ragmetrics_tolerance"]
+    tolerances = option.value(" ".join(args.tolerance or ["0.01"]), option.cli)
     results = compare_files(Path(args.before), Path(args.after), tolerances, alpha=args.alpha)
     failed = [(r, v) for r, v in results if v.status in ("regressed", "not comparable")]
     if args.format == "json":

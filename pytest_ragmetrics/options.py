@@ -402,8 +402,8 @@ def add_cli_argument(
     def typed(text: str) -> Any:
         try:
             return option.value(text, option.cli)
-        except ConfigError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+        except ConfigError as exc:  # argparse names the flag itself: "argument --k: ..."
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option.cli}: ")) from None
 
     kwargs: dict[str, Any] = {"help": help or option.help, "metavar": option.metavar}
     if parse is not None and option.kind == "value":
