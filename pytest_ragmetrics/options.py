@@ -92,6 +92,13 @@ INI_OPTIONS: tuple[IniOption, ...] = (
         metavar="MODEL",
     ),
     IniOption(
+        "ragmetrics_executor",
+        "where the built-in dense retriever encodes and searches: local (default) or ray "
+        "(the cluster at RAY_ADDRESS, else a local one; needs pytest-ragmetrics[ray])",
+        None,
+        metavar="KIND",
+    ),
+    IniOption(
         "ragmetrics_judge",
         "built-in judge for the rag_judge fixture: embedding, http or recorded "
         "(default: none; override rag_judge in conftest.py)",

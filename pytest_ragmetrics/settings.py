@@ -92,6 +92,7 @@ class Settings:
     judged_rankings: Path | None = None
     retriever: str | None = None
     model: str | None = None
+    executor: str | None = None
     judge: str | None = None
     judge_model: str | None = None
     judge_url: str | None = None
@@ -228,6 +229,7 @@ def build_settings(
         values["retriever"] = retriever.lower()
     model, cli = text("ragmetrics_model")
     values["model"] = _model_value(model, base_for(cli))
+    values["executor"] = _executor_value(text("ragmetrics_executor")[0], values.get("retriever"))
     values.update(_judge_settings(text, base_for))
     level_text, _ = text("ragmetrics_relevance_level")
     gain, _ = text("ragmetrics_gain")
@@ -296,6 +298,26 @@ def _model_value(value: str | None, base: Path) -> str | None:
         return None
     candidate = _resolve_input(value, base)
     return str(candidate) if candidate.is_dir() else value
+
+
+def _executor_value(value: str | None, retriever: str | None) -> str | None:
+    """ragmetrics_executor: local or ray, and ray only for the built-in dense retriever."""
+    from pytest_ragmetrics.executors.base import EXECUTOR_KINDS
+
+    kind = (value or "local").strip().lower()
+    if kind not in EXECUTOR_KINDS:
+        raise ConfigError(
+            f"ragmetrics_executor: {value!r} must be one of {', '.join(EXECUTOR_KINDS)}"
+        )
+    if kind == "local":
+        return None
+    if retriever != "dense":
+        raise ConfigError(
+            f"ragmetrics_executor = {kind} is for the built-in dense retriever "
+            "(ragmetrics_retriever = dense); for your own rag_retriever fixture, pass "
+            f"executor={kind!r} to DenseRetriever in conftest.py"
+        )
+    return kind
 
 
 def _judge_settings(

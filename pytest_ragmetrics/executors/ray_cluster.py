@@ -82,6 +82,8 @@ class RayExecutor:
                 f"'ray://head:10001', 'auto' or 'local', got {address!r}"
             )
         self.address = address.strip() if address is not None else None
+        if self.address not in (None, "auto", "local"):
+            host_and_port(self.address)
         self.actors = None if actors is None else positive_int(actors, "RayExecutor: actors")
         self.cpus_per_actor = non_negative(cpus_per_actor, "RayExecutor: cpus_per_actor")
         self.gpus_per_actor = non_negative(gpus_per_actor, "RayExecutor: gpus_per_actor")
@@ -105,6 +107,8 @@ class RayExecutor:
         self.runtime_env = dict(runtime_env) if runtime_env is not None else None
         self._owned_temp_dir: str | None = None
         self._where = ""
+        # Whether anything asked for the cluster (a cache hit never does).
+        self.used = False
 
     def __repr__(self) -> str:
         where = self.address or os.environ.get("RAY_ADDRESS") or "a local cluster"
@@ -120,6 +124,7 @@ class RayExecutor:
     def connect(self) -> Any:
         """The ``ray`` module, connected: to this process's cluster, the address, RAY_ADDRESS,
         or a new local cluster."""
+        self.used = True
         ray = import_ray()
         with _lock:
             if ray.is_initialized():
@@ -363,18 +368,11 @@ def _count(value: float) -> str:
 def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
     """An ExecutorError unless ``address`` (``host:port`` or ``ray://host:port``) accepts a TCP
     connection within ``timeout`` seconds (``"auto"`` is left to Ray)."""
-    if address == "auto":
+    if address in ("auto", "local"):
         return
-    target = address.removeprefix("ray://")
-    host, sep, port_text = target.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port_text.isdigit():
-        raise ConfigError(
-            f"Ray address {address!r} is not host:port (e.g. 10.0.0.5:6379 or "
-            "ray://head:10001); check RAY_ADDRESS or the address given"
-        )
+    host, port = host_and_port(address)
     try:
-        with socket.create_connection((host, int(port_text)), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             pass
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
@@ -383,3 +381,15 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
             "address given, that the head node runs (ray start --head), and that this machine "
             "may connect to it"
         ) from None
+
+
+def host_and_port(address: str) -> tuple[str, int]:
+    """``(host, port)`` of ``host:port`` or ``ray://host:port``, else a ConfigError."""
+    host, sep, port_text = address.removeprefix("ray://").rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit():
+        raise ConfigError(
+            f"Ray address {address!r} is not host:port (e.g. 10.0.0.5:6379 or "
+            "ray://head:10001), 'auto' or 'local'; check RAY_ADDRESS or the address given"
+        )
+    return host, int(port_text)

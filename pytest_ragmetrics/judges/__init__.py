@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.judges.embedding import EmbeddingJudge
     from pytest_ragmetrics.judges.factory import JUDGE_KINDS, build_judge
     from pytest_ragmetrics.judges.http import HttpJudge
+    from pytest_ragmetrics.judges.many import assess_many
     from pytest_ragmetrics.judges.recorded import RecordedJudge, read_assessments
     from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
 
@@ -49,6 +50,7 @@ _EXPORTS = {
     "ThresholdJudge": "pytest_ragmetrics.judges.base",
     "VerdictCache": "pytest_ragmetrics.judges.base",
     "agreement": "pytest_ragmetrics.judges.calibration",
+    "assess_many": "pytest_ragmetrics.judges.many",
     "build_judge": "pytest_ragmetrics.judges.factory",
     "calibrate": "pytest_ragmetrics.judges.calibration",
     "cohen_kappa": "pytest_ragmetrics.judges.calibration",
@@ -76,6 +78,7 @@ __all__ = [
     "ThresholdJudge",
     "VerdictCache",
     "agreement",
+    "assess_many",
     "build_judge",
     "calibrate",
     "cohen_kappa",
