@@ -245,6 +245,56 @@ def test_a_warm_cache_needs_no_ray(tmp_path: Path) -> None:
 # -- the same numbers on a cluster --------------------------------------------------------------
 
 
+def _descendants(root: int) -> set[int]:
+    """``root`` and every process below it (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found = {root}
+    while True:
+        more = {pid for pid, parent in parents.items() if parent in found} - found
+        if not more:
+            return found
+        found |= more
+
+
+def _listening_addresses(pids: set[int]) -> set[str]:
+    """IP addresses on which these processes listen for TCP connections."""
+    inodes: set[str] = set()
+    for pid in pids:
+        try:
+            links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+        except OSError:
+            continue
+        inodes |= {link[8:-1] for link in links if link.startswith("socket:[")}
+    addresses = set()
+    for table, width in (("tcp", 4), ("tcp6", 16)):
+        lines = Path(f"/proc/net/{table}").read_text().splitlines()[1:]
+        for line in lines:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state != "0A" or inode not in inodes:  # 0A: LISTEN
+                continue
+            raw = bytes.fromhex(local.split(":")[0])
+            # The kernel prints each 32-bit word in host (little-endian) order.
+            ip = b"".join(raw[i : i + 4][::-1] for i in range(0, width, 4))
+            addresses.add(socket.inet_ntop(socket.AF_INET if width == 4 else socket.AF_INET6, ip))
+    return addresses
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc")
+def test_the_local_cluster_listens_on_loopback_only(ray_executor: RayExecutor) -> None:
+    assert ray_executor.owns_cluster
+    addresses = _listening_addresses(_descendants(os.getpid()))
+    assert addresses, "the cluster's servers should be listening"
+    assert addresses <= {"127.0.0.1", "::1", "::ffff:127.0.0.1"}, addresses
+
+
 def test_ray_encodes_and_searches_like_the_local_path(ray_executor: RayExecutor) -> None:
     local = DenseRetriever(CORPUS, chunk_size=5)
     remote = DenseRetriever(CORPUS, chunk_size=5, executor=ray_executor)
