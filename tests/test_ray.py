@@ -581,3 +581,18 @@ def test_plugin_bad_executor_stops_at_start_up(
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret != 0
     result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_loopback_mode_is_restored_for_later_clusters(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ray._private import ray_constants
+
+    from pytest_ragmetrics.executors.ray_cluster import _loopback_only
+
+    monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
+    monkeypatch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", True)
+    before = _loopback_only(True)
+    assert os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
+    assert ray_constants.ENABLE_RAY_CLUSTER is False
+    _loopback_only(False, before)
+    assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ
+    assert ray_constants.ENABLE_RAY_CLUSTER is True

@@ -109,6 +109,7 @@ class RayExecutor:
         self._where = ""
         # Whether anything asked for the cluster (a cache hit never does).
         self.used = False
+        self._loopback: tuple[str | None, Any] = (None, None)
 
     def __repr__(self) -> str:
         where = self.address or os.environ.get("RAY_ADDRESS") or "a local cluster"
@@ -137,15 +138,8 @@ class RayExecutor:
         return ray
 
     def _start_local(self, ray: Any) -> None:
-        # Loopback only: Ray then binds every server to 127.0.0.1 (its single-machine mode).
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        try:
-            from ray._private import ray_constants
-
-            ray_constants.ENABLE_RAY_CLUSTER = False  # in case ray was imported before
-        except (ImportError, AttributeError):  # pragma: no cover - private API moved
-            pass
+        self._loopback = _loopback_only(True)
         # A folder of our own (short: Ray puts unix sockets in it), so that clusters of parallel
         # processes (xdist workers, other users) never share session files.
         base = "/tmp" if os.path.isdir("/tmp") else None
@@ -165,6 +159,7 @@ class RayExecutor:
                 )
         except Exception as exc:
             shutil.rmtree(temp_dir, ignore_errors=True)
+            _loopback_only(False, self._loopback)
             raise ExecutorError(
                 f"could not start a local Ray cluster ({type(exc).__name__}: {exc}); set "
                 "RAY_ADDRESS (or pass an address) to use a running cluster instead"
@@ -203,6 +198,8 @@ class RayExecutor:
         finally:
             shutil.rmtree(temp_dir, ignore_errors=True)
             atexit.unregister(self.close)
+            # A later cluster in this process may be a remote one again.
+            _loopback_only(False, self._loopback)
 
     def __enter__(self) -> RayExecutor:
         return self
@@ -342,6 +339,31 @@ def _cause(exc: Exception, function: Callable[..., Any], index: int) -> BaseExce
         f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else exc!r}); a worker may have "
         "run out of memory or lost its node"
     )
+
+
+_LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def _loopback_only(
+    on: bool, previous: tuple[str | None, Any] = (None, True)
+) -> tuple[str | None, Any]:
+    """Ray's single-machine mode, where every server binds 127.0.0.1 (set before its processes
+    start; its driver-side switch too, in case Ray was imported earlier); off restores
+    ``previous``. Returns what was there before."""
+    ray_constants: Any
+    try:
+        from ray._private import ray_constants
+    except ImportError:  # pragma: no cover - private API moved
+        ray_constants = None
+    before = (os.environ.get(_LOOPBACK_ENV), getattr(ray_constants, "ENABLE_RAY_CLUSTER", None))
+    env, switch = ("0", False) if on else previous
+    if env is None:
+        os.environ.pop(_LOOPBACK_ENV, None)
+    else:
+        os.environ[_LOOPBACK_ENV] = env
+    if ray_constants is not None and switch is not None:
+        ray_constants.ENABLE_RAY_CLUSTER = switch
+    return before
 
 
 @contextlib.contextmanager
