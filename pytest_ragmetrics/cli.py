@@ -36,7 +36,7 @@ def _require_positive(args: argparse.Namespace, *names: str) -> None:
         value = getattr(args, name)
         if value is not None and not 0 < value <= MAX_CUTOFF:
             raise ConfigError(
-                f"--{name} must be a positive integer up to {MAX_CUTOFF}, got {value}"
+                f"--{name} must be a positive integer, got {value} (at most {MAX_CUTOFF})"
             )
 
 
@@ -214,6 +214,19 @@ def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     dense.add_argument(
         "--devices", help="encode on several devices/processes, e.g. cuda:0,cuda:1 or cpu,cpu"
     )
+    ray = p.add_argument_group("Ray options (dense; pip install 'pytest-ragmetrics[ray]')")
+    ray.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="encode and search on a Ray cluster: ADDRESS (host:6379, ray://host:10001, auto, "
+        "local); without one, RAY_ADDRESS, else a local cluster. Same run, same cache entries",
+    )
+    ray.add_argument("--actors", type=int, help="Ray actors holding the model (default: all CPUs)")
+    ray.add_argument(
+        "--gpus-per-actor", type=float, help="GPUs per Ray actor (default 0; 0.5 shares a GPU)"
+    )
     p.set_defaults(handler=_cmd_retrieve)
 
 
@@ -247,23 +260,52 @@ def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
         )
         if value is not None
     }
+    if args.ray is not None:
+        options["executor"] = _ray_executor(args)
+    elif args.actors is not None or args.gpus_per_actor is not None:
+        raise ConfigError("--actors and --gpus-per-actor: only with --ray")
     if args.retriever == "bm25" and options:
-        flags = ", ".join("--" + name.replace("_", "-") for name in options)
+        flags = ", ".join(
+            "--ray" if name == "executor" else "--" + name.replace("_", "-") for name in options
+        )
         raise ConfigError(f"{flags}: only for --retriever dense")
     if not args.no_cache:
         from pytest_ragmetrics.cache import Cache
 
         options["cache"] = Cache(args.cache_dir)
     started = time.perf_counter()
-    with use_reporter(stream_reporter()):
-        retriever = build_retriever(args.retriever, dataset.corpus, **options)
-        run = retriever.search(dataset.queries, args.k)
-    write_run(run, args.out, tag=args.tag or retriever.name)
-    out.write(
-        f"{retriever.name}: {len(run)} queries x top {args.k} of {len(dataset.corpus)} "
-        f"documents -> {args.out} ({time.perf_counter() - started:.1f} s)\n"
-    )
+    executor = options.get("executor")
+    try:
+        with use_reporter(stream_reporter()):
+            retriever = build_retriever(args.retriever, dataset.corpus, **options)
+            run = retriever.search(dataset.queries, args.k)
+        write_run(run, args.out, tag=args.tag or retriever.name)
+        out.write(
+            f"{retriever.name}: {len(run)} queries x top {args.k} of {len(dataset.corpus)} "
+            f"documents -> {args.out} ({time.perf_counter() - started:.1f} s)\n"
+        )
+        if executor is not None:
+            # Nothing runs on Ray when the cache has the embeddings and the run.
+            where = executor.describe() if executor.used else "nothing to do: cache hit"
+            out.write(f"Ray: {where}\n")
+    finally:
+        if executor is not None:
+            executor.close()
     return 0
+
+
+def _ray_executor(args: argparse.Namespace) -> Any:
+    """The RayExecutor of --ray [ADDRESS], --actors, --gpus-per-actor."""
+    from pytest_ragmetrics.executors import RayExecutor
+
+    _require_positive(args, "actors")
+    if args.gpus_per_actor is not None and not args.gpus_per_actor >= 0:
+        raise ConfigError(f"--gpus-per-actor must be a number >= 0, got {args.gpus_per_actor}")
+    return RayExecutor(
+        args.ray or None,
+        actors=args.actors,
+        gpus_per_actor=args.gpus_per_actor or 0,
+    )
 
 
 def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

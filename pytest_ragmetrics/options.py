@@ -18,7 +18,12 @@ from typing import Any, Literal
 
 from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.metrics.semantics import GAINS, QUERY_SETS
-from pytest_ragmetrics.vocabulary import DEFAULT_PLUGIN_METRICS, JUDGE_KINDS, RETRIEVER_KINDS
+from pytest_ragmetrics.vocabulary import (
+    DEFAULT_PLUGIN_METRICS,
+    EXECUTOR_KINDS,
+    JUDGE_KINDS,
+    RETRIEVER_KINDS,
+)
 
 Kind = Literal["value", "input", "input-folder", "output", "output-folder", "model", "flag"]
 Parser = Callable[[str, str], Any]  # (text, where it was written) -> value
@@ -198,6 +203,13 @@ OPTIONS: tuple[Option, ...] = (
         kind="model",
         metavar="MODEL",
         cli="--model",
+    ),
+    Option(
+        "ragmetrics_executor",
+        "where the built-in dense retriever encodes and searches: local (default) or ray "
+        "(the cluster at RAY_ADDRESS, else a local one; needs pytest-ragmetrics[ray])",
+        parse=lambda text, where: _choice(EXECUTOR_KINDS)(text.strip().lower(), where),
+        metavar="KIND",
     ),
     Option(
         "ragmetrics_judge",

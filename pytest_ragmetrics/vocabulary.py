@@ -12,6 +12,7 @@ LAYERS: tuple[Layer, ...] = ("retrieval", "answer")
 
 RETRIEVER_KINDS: tuple[str, ...] = ("dense", "bm25")
 JUDGE_KINDS: tuple[str, ...] = ("embedding", "http", "recorded")
+EXECUTOR_KINDS: tuple[str, ...] = ("local", "ray")
 
 # Metrics shown when none are configured. The library and the `ragmetrics evaluate` command
 # report MTEB's usual four; the plugin adds the top-5 ones a RAG pipeline's context is cut at.

@@ -262,8 +262,8 @@ def test_model_folders_in_ini_are_relative_to_the_rootdir(pytester: pytest.Pytes
 
 
 def test_configured_http_judge_gets_its_settings(tmp_path: Path) -> None:
-    from pytest_ragmetrics.plugin.fixtures import configured_judge
     from pytest_ragmetrics.judges.http import HttpJudge
+    from pytest_ragmetrics.plugin.fixtures import configured_judge
     from pytest_ragmetrics.plugin.settings import build_settings
 
     ini = {

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.judges.embedding import EmbeddingJudge
     from pytest_ragmetrics.judges.factory import build_judge
     from pytest_ragmetrics.judges.http import HttpJudge
+    from pytest_ragmetrics.judges.many import assess_many
     from pytest_ragmetrics.judges.recorded import RecordedJudge, read_assessments
     from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
     from pytest_ragmetrics.vocabulary import JUDGE_KINDS
@@ -50,6 +51,7 @@ _EXPORTS = {
     "ThresholdJudge": "pytest_ragmetrics.judges.base",
     "VerdictCache": "pytest_ragmetrics.judges.base",
     "agreement": "pytest_ragmetrics.judges.calibration",
+    "assess_many": "pytest_ragmetrics.judges.many",
     "build_judge": "pytest_ragmetrics.judges.factory",
     "calibrate": "pytest_ragmetrics.judges.calibration",
     "cohen_kappa": "pytest_ragmetrics.judges.calibration",
@@ -77,6 +79,7 @@ __all__ = [
     "ThresholdJudge",
     "VerdictCache",
     "agreement",
+    "assess_many",
     "build_judge",
     "calibrate",
     "cohen_kappa",

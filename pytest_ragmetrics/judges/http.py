@@ -22,11 +22,11 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pytest_ragmetrics.errors import JudgeError
+from pytest_ragmetrics.executors.base import LocalExecutor
 from pytest_ragmetrics.judges.base import (
     SPLITTER_VERSION,
     CacheLike,
@@ -488,15 +488,9 @@ class HttpJudge:
 
     def _support_verdicts(self, prompts: list[str]) -> dict[str, dict[str, Any]]:
         """Cached or fresh verdicts for ``prompts``, ``concurrency`` in flight at a time."""
-        if self.concurrency == 1 or len(prompts) < 2:
-            return {p: self._support_verdict(p) for p in prompts}
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts)))
-        try:
-            futures = [pool.submit(self._support_verdict, p) for p in prompts]
-            # In question order: the error reported is the first question's that failed.
-            return {p: f.result() for p, f in zip(prompts, futures, strict=True)}
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        # In question order: the error reported is the first question's that failed.
+        replies = LocalExecutor(self.concurrency).map(self._support_verdict, prompts)
+        return dict(zip(prompts, replies, strict=True))
 
     def assess(
         self,

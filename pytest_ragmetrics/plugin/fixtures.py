@@ -93,6 +93,8 @@ def rag_retriever(request: pytest.FixtureRequest) -> Any:
         options: dict[str, Any] = {"cache": session.cache()}
         if session.settings.model:
             options["model"] = session.settings.model
+        if session.settings.executor:
+            options["executor"] = session.settings.executor
         return build_retriever(kind, session.dataset().corpus, **options)
 
     return without_traceback(build)

@@ -31,6 +31,7 @@ class Settings:
     judged_rankings: Path | None = None
     retriever: str | None = None
     model: str | None = None
+    executor: str | None = None
     judge: str | None = None
     judge_model: str | None = None
     judge_url: str | None = None
@@ -97,6 +98,7 @@ def build_settings(
         elif value is not None:
             values[_FIELD.get(option.name, option.name.removeprefix("ragmetrics_"))] = value
     values["semantics"] = MetricSemantics(**semantics)
+    _check_executor(values)
     _check_judge(values, get)
     values["update_baseline"] = bool(flags.get("update_baseline"))
     values["use_cache"] = not flags.get("no_cache")
@@ -124,6 +126,19 @@ def _read(option: Option, text: str, base: Path, rootdir: Path) -> Any:
     if option.kind == "model":
         return _model_value(text, base, option.name)
     return option.value(text)
+
+
+def _check_executor(values: dict[str, Any]) -> None:
+    """ragmetrics_executor: ray only for the built-in dense retriever; local is the default."""
+    kind = values.get("executor")
+    if kind in (None, "local"):
+        values["executor"] = None
+    elif values.get("retriever") != "dense":
+        raise ConfigError(
+            f"ragmetrics_executor = {kind} is for the built-in dense retriever "
+            "(ragmetrics_retriever = dense); for your own rag_retriever fixture, pass "
+            f"executor={kind!r} to DenseRetriever in conftest.py"
+        )
 
 
 def _check_judge(values: dict[str, Any], get: Callable[[str], tuple[Any, bool]]) -> None:
