@@ -400,8 +400,19 @@ def compare_files(
     alpha: float | None = None,
 ) -> list[tuple[RecordedEvaluation, Verdict]]:
     """Verdicts for every evaluation of ``after`` against ``before`` (missing ones are new)."""
-    old = load_evaluations(before)
-    new = load_evaluations(after)
+    return compare_evaluations(
+        load_evaluations(before), load_evaluations(after), tolerances, alpha=alpha
+    )
+
+
+def compare_evaluations(
+    old: Mapping[tuple[str, str], Mapping[str, Any]],
+    new: Mapping[tuple[str, str], Mapping[str, Any]],
+    tolerances: Tolerances,
+    *,
+    alpha: float | None = None,
+) -> list[tuple[RecordedEvaluation, Verdict]]:
+    """:func:`compare_files` on evaluations already read with :func:`load_evaluations`."""
     results = []
     for key in sorted(new):
         recorded = RecordedEvaluation.from_dict(new[key])
