@@ -586,7 +586,7 @@ class _Renderer:
                         f"threshold {_f(_num(t.get('threshold')))}</li>"
                     )
             for reason in _list(_verdict(entry).get("reasons")):
-                lines.append(f"<li>not comparable: {esc(_str(reason))}</li>")
+                lines.append(f"<li>not comparable: {_user(_str(reason))}</li>")
             chips = " ".join(_chip(c) for c in categories if c in (*_PROBLEMS, "gated"))
             items.append(f"<li>{chips} {link}<ul>{''.join(lines)}</ul></li>")
         if not items:
@@ -781,7 +781,7 @@ class _Renderer:
         if notes:
             parts.append(
                 '<ul class="notes">'
-                + "".join(f'<li class="n-{kind}">{esc(text)}</li>' for kind, text in notes)
+                + "".join(f'<li class="n-{kind}">{_user(text)}</li>' for kind, text in notes)
                 + "</ul>"
             )
         missing = []
