@@ -104,6 +104,13 @@ class PerQueryValues:
         return keep[np.lexsort((ids, values[keep]))][:count]
 
 
+def _int_value(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return math.nan
+
+
 def _rows(rows: Iterable[Any]) -> list[Mapping[str, Any]]:
     return [r if isinstance(r, Mapping) else {} for r in rows]
 
@@ -112,9 +119,11 @@ def _floats(values: Iterable[Any]) -> FloatArray:
     import numpy as np
 
     nan = math.nan
-    # bool is not a number here (type(True) is bool, not int); huge ints become inf -> NaN.
+    # bool is not a number here (type(True) is bool, not int); an int too large for a float
+    # is not one either.
     out = np.array(
-        [v if (t := type(v)) is float or t is int else nan for v in values], dtype=np.float64
+        [v if (t := type(v)) is float else _int_value(v) if t is int else nan for v in values],
+        dtype=np.float64,
     )
     out[~np.isfinite(out)] = nan
     return out
