@@ -1420,7 +1420,7 @@ svg.ci .whisker{stroke:var(--fg);stroke-width:2}svg.ci circle{fill:var(--fg)}
 svg.ci.worse .whisker{stroke:var(--worse-bar)}svg.ci.worse circle{fill:var(--worse-bar)}
 svg.ci.better .whisker{stroke:var(--better-bar)}svg.ci.better circle{fill:var(--better-bar)}
 details.evaluation{border:1px solid var(--line);border-radius:8px;margin:12px 0;padding:6px 14px}
-.metric,details.query{content-visibility:auto;contain-intrinsic-size:auto 480px}
+.metric{content-visibility:auto;contain-intrinsic-size:auto 480px}
 details.evaluation>summary{cursor:pointer;padding:4px 0}
 dl.identity{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:12px;
 margin:8px 0}dl.identity dt{color:var(--muted)}dl.identity dd{margin:0;word-break:break-word}
