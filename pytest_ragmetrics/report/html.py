@@ -7,8 +7,10 @@ printing), locked down by a Content-Security-Policy that allows nothing else, so
 ``file://`` or as a CI artifact and never touches the network. Per layer (retrieval, answers),
 kept apart, it shows:
 
-- a summary table of evaluations x metrics: current, baseline, Δ, the 95% bootstrap CI of Δ
-  (drawn against zero), p-value, queries worse/unchanged/better, tolerance, threshold, status;
+- the problems in words (what regressed, fell below a threshold or is not comparable, with Δ,
+  CI, p and queries worse), then a matrix of evaluations x metrics (value, Δ, the 95% bootstrap
+  CI of Δ drawn against zero, threshold) and every number in a sortable table (current,
+  baseline, Δ, CI, p-value, queries worse/unchanged/better, tolerance, threshold, status);
 - per evaluation: identity (retriever or judge, dataset and fingerprints, k, semantics), notes
   (unjudged share, configuration changes, κ gate, not-comparable reasons), and per metric a
   chart of per-query Δ (queries sorted by Δ; binned when there are more than ``max_bars``) and
@@ -482,8 +484,16 @@ def _thresholds(entry: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 def _metrics(entry: Mapping[str, Any], preferred: Sequence[str] = ()) -> list[str]:
     """The evaluation's metrics, those configured first in their configured order."""
-    present = [m for m in _map(entry.get("metrics")) if isinstance(m, str)]
+    return _ordered([m for m in _map(entry.get("metrics")) if isinstance(m, str)], preferred)
+
+
+def _ordered(present: Sequence[str], preferred: Sequence[str]) -> list[str]:
     return [m for m in preferred if m in present] + [m for m in present if m not in preferred]
+
+
+def _relevance_level(entry: Mapping[str, Any]) -> int:
+    level = _int(_map(entry.get("semantics")).get("relevance_level"))
+    return 1 if level is None else level
 
 
 def _notes(entry: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -622,8 +632,8 @@ class _Renderer:
 
     def matrix(self, entries: Sequence[Mapping[str, Any]], scale: float) -> str:
         """Evaluations as rows, metrics as columns: the layer at a glance."""
-        columns = _metrics(
-            {"metrics": {m: 0 for e in entries for m in _metrics(e)}}, self.preferred
+        columns = _ordered(
+            list(dict.fromkeys(m for e in entries for m in _metrics(e))), self.preferred
         )
         head = "".join(f"<th>{esc(m)}</th>" for m in columns)
         rows = []
@@ -903,6 +913,7 @@ class _Renderer:
         retrieval = entry.get("layer") == "retrieval"
         first_now = _map(_map(entry.get("details")).get("first_relevant_rank"))
         listed = {_str(m.get("query")): m for m in most_regressed(entry, metric)}
+        level = _relevance_level(entry)
         out = []
         Row = tuple[str, float | None, float | None, float | None]
         table_rows: Sequence[Row]
@@ -931,10 +942,14 @@ class _Renderer:
             return ""
         if table_rows:
             out.append(f"<h5>{esc(title)}</h5>")
-            out.append(self.query_table(table_rows, records, card_of, first_now, listed, retrieval))
+            out.append(
+                self.query_table(table_rows, records, card_of, first_now, listed, retrieval, level)
+            )
         if best:
             out.append(f"<h5>Most improved queries ({len(best)} of {n_better:,} better)</h5>")
-            out.append(self.query_table(best, records, card_of, first_now, listed, retrieval))
+            out.append(
+                self.query_table(best, records, card_of, first_now, listed, retrieval, level)
+            )
         return "".join(out)
 
     def query_table(
@@ -945,6 +960,7 @@ class _Renderer:
         first_now: Mapping[str, Any],
         listed: Mapping[str, Mapping[str, Any]],
         retrieval: bool,
+        level: int,
     ) -> str:
         head = (
             "<tr><th>query</th><th>text</th><th class=num>baseline</th><th class=num>now</th>"
@@ -963,7 +979,7 @@ class _Renderer:
                 f"{_num_cell(delta, _signed(delta) if delta is not None else '', cls)}"
             )
             if retrieval:
-                cells += f"<td>{esc(_rank_move(qid, records, first_now, listed))}</td>"
+                cells += f"<td>{esc(_rank_move(qid, records, first_now, listed, level))}</td>"
             body.append(f"<tr>{cells}</tr>")
         return (
             f'<table class="queries sortable"><thead>{head}</thead>'
@@ -985,9 +1001,7 @@ class _Renderer:
         per_query = _map(entry.get("per_query"))
         base_pq = _map(entry.get("baseline_per_query"))
         metrics = _metrics(entry, self.preferred)
-        semantics = _map(entry.get("semantics"))
-        level = _int(semantics.get("relevance_level"))
-        level = 1 if level is None else level
+        level = _relevance_level(entry)
         out = [f'<h4 class="cards-title">Queries in detail ({len(ids)})</h4>']
         for position, qid in enumerate(ids):
             record = _map(records.get(qid))
@@ -1201,6 +1215,7 @@ def _rank_move(
     records: Mapping[str, Any],
     first_now: Mapping[str, Any],
     listed: Mapping[str, Mapping[str, Any]],
+    level: int,
 ) -> str:
     """'1 → 3' for the first relevant document's rank before and now (— when unknown)."""
     item = listed.get(qid, {})
@@ -1208,7 +1223,7 @@ def _rank_move(
     record = _map(records.get(qid))
     relevant = _map(record.get("relevant"))
     if before is None and isinstance(record.get("baseline_ranking"), list):
-        before = _first_relevant(_rows(record["baseline_ranking"]), relevant, 1)
+        before = _first_relevant(_rows(record["baseline_ranking"]), relevant, level)
     if after is None:
         after = _int(first_now.get(qid))
     if before is None and after is None:
@@ -1372,7 +1387,7 @@ _CSS = """
 --line:#d1d9e0;--worse:#b84a00;--worse-bar:#d55e00;--worse-bg:#fde8d9;--better:#005f99;
 --better-bar:#0072b2;--better-bg:#dcebf7;--nc:#7d3c6f;--nc-bg:#f5e3f0;--ok-bg:#eaeef2;
 --band:#c9d1d9;--base:#8c959f;--rel-bg:#e6f4ea;--rel:#1a7f37}
-@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--bg:#0d1117;
+@media screen and (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--bg:#0d1117;
 --panel:#161b22;--line:#30363d;--worse:#ff9e5e;--worse-bar:#e8773a;--worse-bg:#3d2416;
 --better:#79c0ff;--better-bar:#56b4e9;--better-bg:#13283d;--nc:#e7a6d6;--nc-bg:#3a2236;
 --ok-bg:#21262d;--band:#3d444d;--base:#8b949e;--rel-bg:#12261b;--rel:#56d364}}
@@ -1393,6 +1408,7 @@ white-space:nowrap;background:var(--ok-bg);border:1px solid var(--line)}
 .c-new{background:transparent;border-style:dashed}.c-gated,.c-none{color:var(--muted)}
 .problems{padding-left:18px;margin:6px 0}.problems>li{margin:6px 0}
 .problems ul{margin:2px 0;padding-left:20px}
+[id]{scroll-margin-top:44px}
 nav{position:sticky;top:0;background:var(--bg);padding:6px 0;border-bottom:1px solid var(--line);
 z-index:1}nav button{font:inherit;font-size:12px}
 table{border-collapse:collapse;margin:6px 0}.wide{overflow-x:auto}
@@ -1459,7 +1475,8 @@ blockquote{margin:4px 0;padding:6px 10px;background:var(--panel);border-radius:6
 .evidence{color:var(--muted);font-size:12px}
 footer{margin-top:32px;border-top:1px solid var(--line);padding-top:8px}
 @media print{nav,#expand{display:none}body{max-width:none;padding:0;font-size:11px}
-details.evaluation,details.query,figure,tr{break-inside:avoid}
+figure,tr,details.query{break-inside:avoid}.metric{content-visibility:visible}
+.wide{overflow:visible}.summary td,.summary th{font-size:10px;padding:2px 4px}
 :root{--bg:#fff;--fg:#000}}
 """
 
