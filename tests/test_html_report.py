@@ -534,3 +534,13 @@ def test_query_ids_in_links_are_counters_not_data(page: ParsedPage) -> None:
     targets = {(a.get("href") or "")[1:] for a in page.tags("a")}
     assert targets <= set(ids)
     assert QID_EVIL not in ids
+
+
+def test_the_identity_of_each_evaluation_and_of_the_run(document: dict[str, Any]) -> None:
+    page = ParsedPage(html_report(document))
+    shown = {t.strip() for t, stack in page.texts if "dd" in stack}
+    assert "name: toy <b>, worse: true" in shown  # the retriever
+    assert f"corpus {'c' * 64}; queries {'q' * 64}; qrels {'r' * 64}" in shown
+    assert "relevance_level: 1, gain: linear, query_set: qrels" in shown
+    assert "name: toy-judge, model: m, rubric: r, rubric_sha256: x, parameters: {}" in shown
+    assert {"3", "0.1.0"} <= shown  # k, plugin version

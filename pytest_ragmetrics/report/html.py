@@ -841,8 +841,9 @@ class _Renderer:
             rows.append(("dataset", ", ".join(b for b in bits if b)))
             prints = _map(dataset.get("fingerprints"))
             if prints:
+                # Whole: a reviewer compares them with another run's.
                 rows.append(
-                    ("fingerprints", ", ".join(f"{k} {_str(v)[:12]}" for k, v in prints.items()))
+                    ("fingerprints", "; ".join(f"{k} {_str(v)}" for k, v in prints.items()))
                 )
         if _int(entry.get("k")) is not None:
             rows.append(("k", str(entry["k"])))
@@ -1439,7 +1440,7 @@ details.evaluation{border:1px solid var(--line);border-radius:8px;margin:12px 0;
 .metric{content-visibility:auto;contain-intrinsic-size:auto 480px}
 details.evaluation>summary{cursor:pointer;padding:4px 0}
 dl.identity{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:12px;
-margin:8px 0}dl.identity dt{color:var(--muted)}dl.identity dd{margin:0;word-break:break-word}
+margin:8px 0}dl.identity dt{color:var(--muted)}dl.identity dd{margin:0;overflow-wrap:anywhere}
 .notes{font-size:13px;padding-left:18px}.notes .n-nc,.notes .n-gated{font-weight:600}
 .n-change{color:var(--nc)}
 .missing{font-size:12px;color:var(--muted);font-style:italic}
