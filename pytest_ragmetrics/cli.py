@@ -6,10 +6,11 @@ import argparse
 import json
 import math
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from pytest_ragmetrics.errors import ConfigError, RagMetricsError
+from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError, RagMetricsWarning
 
 FORMATS = ("table", "json", "markdown")
 # Exit codes, the same for every command (README, "Exit codes").
@@ -115,6 +116,13 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="drop every retrieved document whose id equals its query's id before scoring "
         "(BEIR's rule, for corpora that contain the queries: ArguAna, Quora)",
     )
+    p.add_argument(
+        "-J",
+        "--judged-docs-only",
+        action="store_true",
+        help="evaluate every metric judged-only, with unjudged documents (and grade -1) "
+        "removed from the rankings (trec_eval -J; the metrics are named <metric>_judged)",
+    )
     p.add_argument("--per-query", action="store_true", help="also print per-query values")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.set_defaults(handler=_cmd_evaluate)
@@ -127,6 +135,8 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.metrics.retrieval import evaluate
 
     metrics = args.metrics or ["ndcg_at_10", "recall_at_100", "map_at_100", "mrr_at_10"]
+    if args.judged_docs_only:
+        metrics = _judged_forms(metrics)
     if args.dataset is None:
         if args.split is not None:
             raise ConfigError("--split: only with --dataset")
@@ -167,6 +177,16 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     for note in evaluation.notes:
         out.write(f"note: {note}\n")
     return 0
+
+
+def _judged_forms(metrics: list[str]) -> list[str]:
+    """Every metric's judged-only form, for ``-J``."""
+    from pytest_ragmetrics.metrics.names import judged_only_name
+
+    try:
+        return [judged_only_name(name) for name in metrics]
+    except MetricError as exc:
+        raise MetricError(f"-J: {exc}") from None
 
 
 def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -625,7 +645,20 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code: int = args.handler(args, stream)
+        with warnings.catch_warnings(record=True) as caught:
+            # Our warnings are messages for the user, one line each on stderr, whatever
+            # filters the calling program set (a test run may turn warnings into errors).
+            warnings.simplefilter("always", RagMetricsWarning)
+            try:
+                code: int = args.handler(args, stream)
+            finally:
+                for warning in caught:
+                    if issubclass(warning.category, RagMetricsWarning):
+                        sys.stderr.write(f"ragmetrics {args.command}: warning: {warning.message}\n")
+                    else:
+                        warnings.showwarning(
+                            warning.message, warning.category, warning.filename, warning.lineno
+                        )
     except RagMetricsError as exc:
         sys.stderr.write(f"ragmetrics {args.command}: error: {exc}\n")
         return EXIT_BAD_INPUT

@@ -281,7 +281,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if unknown:
             raise pytest.Collector.CollectError(
                 f"{test}: rag_queries: query ids not in the dataset: "
-                f"{', '.join(map(repr, unknown[:10]))}{' ...' if len(unknown) > 10 else ''} "
+                f"{', '.join(unknown[:10])}{' ...' if len(unknown) > 10 else ''} "
                 f"(it has {len(query_ids)} queries, e.g. {', '.join(map(repr, query_ids[:3]))})"
             )
         query_ids = list(dict.fromkeys(chosen))

@@ -93,6 +93,8 @@ def evaluation_problem(entry: Any) -> str | None:
     notes = entry.get("notes", [])
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         return "'notes' must be a list of strings"
+    if entry.get("outcome") is not None and not isinstance(entry["outcome"], Mapping):
+        return "'outcome' must be an object"
     thresholds = entry.get("thresholds")
     if thresholds is not None:
         problem = _number_map(thresholds, "thresholds", nullable=False)

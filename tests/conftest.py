@@ -25,3 +25,13 @@ def scifact_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if "PYTEST_XDIST_WORKER" in os.environ:
         root = root.parent  # the base folder all workers share
     return root / "scifact-cache"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The long fuzzing profile runs only when asked for: ``pytest -m fuzz``."""
+    if "fuzz" in (config.option.markexpr or ""):
+        return
+    skip = pytest.mark.skip(reason="the long fuzzing profile: run it with -m fuzz")
+    for item in items:
+        if item.get_closest_marker("fuzz"):
+            item.add_marker(skip)

@@ -118,12 +118,43 @@ def test_options_reach_the_engine() -> None:
     assert json.loads(both)["num_queries"] == 2
 
 
+@pytest.mark.parametrize("flag", ["-J", "--judged-docs-only"])
+def test_judged_docs_only_evaluates_every_metric_judged_only(flag: str) -> None:
+    """-J, like trec_eval's: every metric on the rankings with unjudged (and -1) docs removed."""
+    rel_level = str(DATA / "qrels.rel_level")
+    args = ["--qrels", rel_level, "--run", RUN, "--relevance-level", "2", "--format", "json"]
+    metrics = ["-m", "map", "-m", "P_5", "-m", "bpref", "-m", "ndcg_at_10_judged"]
+    code, text = run_cli(*args, *metrics, flag)
+    assert code == 0
+    judged = json.loads(text)["metrics"]
+    names = ["map_judged", "precision_at_5_judged", "bpref_judged", "ndcg_at_10_judged"]
+    assert list(judged) == names
+    expected = evaluate(read_qrels(rel_level), read_run(RUN), names, relevance_level=2).mean
+    assert judged == expected
+    _, text = run_cli(*args, *metrics)
+    assert json.loads(text)["metrics"]["map"] < judged["map_judged"]
+
+
+def test_judged_docs_only_refuses_metrics_without_a_judged_form(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, text = run_cli("--qrels", QRELS, "--run", RUN, "-m", "map", "-m", "judged_at_5", "-J")
+    assert (code, text) == (2, "")
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "ragmetrics evaluate: error: -J: metric 'judged_at_5_judged': judged_at_K has no "
+        "judged-only form"
+    )
+    assert err.endswith("valid forms: judged_at_K\n")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--run", RUN, "-m", "mapp"], "unknown metric 'mapp'; valid metrics: precision_at_K"),
         (["--run", RUN, "-m", "ndcg_at_0"], "cutoff '0' must be a positive integer"),
         (["--run", RUN, "-m", "groundedness"], "answer-layer metrics"),
+        (["--run", RUN, "-m", "bpref_at_10"], "'bpref' takes no cutoff; write bpref (valid forms"),
         (["--run", str(DATA / "missing.txt")], "missing.txt: file not found"),
         (["--run", QRELS], "qrels.test:1: expected 'qid Q0 docno rank score tag', got 4"),
     ],

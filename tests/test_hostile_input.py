@@ -311,7 +311,7 @@ def test_rag_queries_ids_must_be_strings_and_errors_name_the_test(
         [
             "*test_int.py::test_int_id: rag_queries(1): query ids are strings; write "
             "rag_queries('1')*",
-            "*test_unknown.py::test_unknown: rag_queries: query ids not in the dataset: 'q9'*",
+            "*test_unknown.py::test_unknown: rag_queries: query ids not in the dataset: q9 *",
         ],
         consecutive=False,
     )

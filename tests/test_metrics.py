@@ -25,7 +25,7 @@ from pytest_ragmetrics import (
     register_metric,
     unregister_metric,
 )
-from pytest_ragmetrics.metrics.names import parse_metrics
+from pytest_ragmetrics.metrics.names import judged_only_name, parse_metrics
 
 Judgments = Mapping[str, Mapping[str, int]]
 Results = Mapping[str, Mapping[str, float]]
@@ -319,6 +319,147 @@ def test_judged_at_k_is_zero_for_a_query_missing_from_the_run() -> None:
     assert evaluation.per_query == {"q": {"judged_at_5": 1.0}, "gone": {"judged_at_5": 0.0}}
 
 
+# --- metrics that tolerate holes: bpref, infap, <metric>_judged ---------------------------------
+
+
+def test_bpref_counts_judged_non_relevant_docs_above_each_relevant_one() -> None:
+    # R = 3, N = 4 judged non-relevant; u is unjudged, m pooled but unjudged (-1).
+    qrels = {"q": {"r1": 1, "r2": 2, "r3": 1, "n1": 0, "n2": 0, "n3": 0, "n4": 0, "m": -1}}
+    run = {"q": ranked("n1", "u", "r1", "m", "n2", "r2", "n3")}
+    # r1 has 1 judged non-relevant doc above, r2 has 2, r3 is not retrieved: each term is
+    # 1 - min(above, R) / min(N, R), and the sum is divided by R.
+    expected = ((1 - 1 / 3) + (1 - 2 / 3)) / 3
+    assert scores(qrels, run, "bpref") == {"q": pytest.approx(expected, abs=1e-15)}
+    # Unjudged and -1 documents are skipped wherever they are.
+    moved = {"q": ranked("u", "m", "n1", "r1", "n2", "r2", "n3")}
+    assert scores(qrels, moved, "bpref") == {"q": pytest.approx(expected, abs=1e-15)}
+    # With relevance_level 2, r1 and r3 join the judged non-relevant docs: R = 1, N = 6.
+    assert scores(qrels, run, "bpref", relevance_level=2) == {"q": 0.0}
+
+
+def test_bpref_caps_non_relevant_docs_above_at_r() -> None:
+    qrels = {"q": {"r": 1, "n1": 0, "n2": 0, "n3": 0}}
+    # R = 1: one judged non-relevant doc above is already the worst case.
+    assert scores(qrels, {"q": ranked("n1", "r")}, "bpref") == {"q": 0.0}
+    assert scores(qrels, {"q": ranked("n1", "n2", "r")}, "bpref") == {"q": 0.0}
+    assert scores(qrels, {"q": ranked("r", "n1")}, "bpref") == {"q": 1.0}
+
+
+def test_bpref_counts_unretrieved_judged_non_relevant_docs() -> None:
+    """The example of trec_eval's bpref_bug note (fixed in trec_eval 8): the denominator is
+    min(N, R) over all judged non-relevant docs, not only the retrieved ones."""
+    qrels = {"q": {"n1": 0, "r1": 1, "r2": 1, "r3": 1, "r4": 1}}
+    qrels["q"] |= {"n2": 0, "n3": 0, "n4": 0, "r5": 1, "r6": 1}  # not retrieved
+    run = {"q": ranked("n1", "r1", "r2", "r3", "r4")}
+    assert scores(qrels, run, "bpref") == {"q": 0.5}  # (4 * (1 - 1/4) + 2 * 0) / 6
+
+
+def test_bpref_without_judged_non_relevant_docs_is_the_retrieved_share_of_r() -> None:
+    qrels = {"q": {"a": 1, "b": 1, "m": -1}}
+    assert scores(qrels, {"q": ranked("u", "m", "a", "v")}, "bpref") == {"q": 0.5}
+
+
+def test_infap_by_hand() -> None:
+    """trec_eval's estimate: E = 1/(j+1) + (j/(j+1)) (p/j) (h+eps)/(h+n+2 eps) at rank j+1."""
+    eps = 1e-5
+    qrels = {"q": {"r1": 1, "r2": 1, "r3": 1, "r4": 1, "n1": 0, "m": -1}}
+    run = {"q": ranked("r1", "u", "n1", "r2", "m", "r3")}
+    # r2 at rank 4: p = 2 judged docs above (r1, n1; u is not in the pool), h = 1, n = 1.
+    # r3 at rank 6: p = 4 (r1, n1, r2, m: -1 is pooled), h = 2, n = 1. r4 is not retrieved.
+    e2 = 1 / 4 + (3 / 4) * (2 / 3) * ((1 + eps) / (2 + 2 * eps))
+    e3 = 1 / 6 + (5 / 6) * (4 / 5) * ((2 + eps) / (3 + 2 * eps))
+    assert scores(qrels, run, "infap") == {"q": pytest.approx((1 + e2 + e3) / 4, abs=1e-15)}
+    # Judged-only: the list is r1, n1, r2, r3 and infAP is AP up to eps.
+    e2 = 1 / 3 + (2 / 3) * (2 / 2) * ((1 + eps) / (2 + 2 * eps))
+    e3 = 1 / 4 + (3 / 4) * (3 / 3) * ((2 + eps) / (3 + 2 * eps))
+    judged = scores(qrels, run, "infap_judged")["q"]
+    assert judged == pytest.approx((1 + e2 + e3) / 4, abs=1e-15)
+    assert judged == pytest.approx(scores(qrels, run, "map_judged")["q"], abs=1e-5)
+
+
+# Condensed list of HOLES_RUN: b (0), a (2), c (1); x and y are unjudged, m is -1.
+HOLES_QRELS = {"q": {"a": 2, "b": 0, "c": 1, "m": -1, "z": 1}}
+HOLES_RUN = {"q": ranked("x", "m", "b", "y", "a", "c")}
+
+
+@pytest.mark.parametrize(
+    ("metric", "full", "judged"),
+    [
+        ("mrr", 1 / 5, 1 / 2),
+        ("mrr_at_1", 0.0, 0.0),
+        ("precision_at_2", 0.0, 1 / 2),
+        ("recall_at_2", 0.0, 1 / 3),
+        ("hit_rate_at_2", 0.0, 1.0),
+        ("r_precision", 0.0, 2 / 3),
+        ("map", (1 / 5 + 2 / 6) / 3, (1 / 2 + 2 / 3) / 3),
+        # Cutoffs deeper than the condensed list: P@k still divides by k (trec_eval -J).
+        ("precision_at_10", 2 / 10, 2 / 10),
+        ("recall_cap_at_10", 2 / 3, 2 / 3),
+        (
+            "ndcg_at_10",
+            (2 / math.log2(6) + 1 / math.log2(7)) / (2 + 1 / math.log2(3) + 1 / math.log2(4)),
+            (2 / math.log2(3) + 1 / math.log2(4)) / (2 + 1 / math.log2(3) + 1 / math.log2(4)),
+        ),
+        # Ideal DCG is unchanged: it comes from the qrels, with z (never retrieved) in it.
+        ("ndcg_at_1", 0.0, 0.0),
+        # b, the only judged non-relevant doc (N = 1), is above both relevant ones.
+        ("bpref", 0.0, 0.0),
+    ],
+)
+def test_judged_only_metrics_rank_the_condensed_list(
+    metric: str, full: float, judged: float
+) -> None:
+    assert scores(HOLES_QRELS, HOLES_RUN, metric) == {"q": pytest.approx(full, abs=1e-15)}
+    got = scores(HOLES_QRELS, HOLES_RUN, f"{metric}_judged")
+    assert got == {"q": pytest.approx(judged, abs=1e-15)}
+
+
+def test_judged_only_metrics_when_every_retrieved_doc_is_unjudged() -> None:
+    qrels = {"q": {"a": 1, "n": 0, "m": -1}, "other": {"a": 1}}
+    run = {"q": ranked("u", "m", "v"), "other": ranked("a")}
+    metrics = ["precision_at_5", "mrr", "map", "ndcg", "bpref", "infap", "r_precision"]
+    evaluation = evaluate(qrels, run, [f"{m}_judged" for m in metrics])
+    assert set(evaluation.per_query["q"].values()) == {0.0}
+    assert evaluation.per_query["other"]["map_judged"] == 1.0
+
+
+def test_holes_metrics_are_zero_without_relevant_docs() -> None:
+    qrels = {"q": {"n": 0, "m": -1}}
+    run = {"q": ranked("u", "n", "m")}
+    metrics = ["bpref", "infap", "bpref_judged", "infap_judged", "map_judged", "ndcg_judged"]
+    assert evaluate(qrels, run, metrics).per_query == {"q": dict.fromkeys(metrics, 0.0)}
+
+
+def test_registered_metric_has_a_judged_form(mean_rank: str) -> None:
+    evaluation = evaluate(
+        HOLES_QRELS, HOLES_RUN, [mean_rank, f"{mean_rank}_judged", f"{mean_rank}_at_2_judged"]
+    )
+    # Relevant a and c: ranks 5 and 6, judged-only ranks 2 and 3.
+    assert evaluation.per_query == {
+        "q": {"mean_rank": 5.5, "mean_rank_judged": 2.5, "mean_rank_at_2_judged": 2.0}
+    }
+
+
+def test_judged_only_view_given_to_registered_metrics() -> None:
+    seen: list[RankedJudgments] = []
+
+    def spy(ranked: RankedJudgments, k: int | None) -> npt.NDArray[np.float64]:
+        seen.append(ranked)
+        return np.zeros(ranked.n_queries)
+
+    register_metric("spy", spy, cutoff="none")
+    try:
+        evaluate(HOLES_QRELS, HOLES_RUN, ["spy", "spy_judged"])
+    finally:
+        unregister_metric("spy")
+    full, judged = seen
+    assert (full.rank.tolist(), full.grade.tolist()) == ([2, 3, 5, 6], [-1, 0, 2, 1])
+    assert (judged.rank.tolist(), judged.grade.tolist()) == ([1, 2, 3], [0, 2, 1])
+    assert (full.num_retrieved.tolist(), judged.num_retrieved.tolist()) == ([6], [3])
+    assert judged.num_relevant.tolist() == full.num_relevant.tolist() == [3]
+    assert judged.ideal_grade.tolist() == [2, 1, 1, 0, -1]
+
+
 # --- which queries are averaged ----------------------------------------------------------------
 
 
@@ -373,7 +514,8 @@ def test_query_order_follows_the_qrels() -> None:
 
 def test_unjudged_share_of_top_10_is_noted() -> None:
     evaluation = evaluate({"q": {"a": 1}}, {"q": ranked("a", "b", "c", "d")}, ["mrr"])
-    assert any(n.startswith("75.0% of the documents in the top 10") for n in evaluation.notes)
+    (note,) = [n for n in evaluation.notes if n.startswith("75.0% of the documents in the top 10")]
+    assert "except in bpref, infap and <metric>_judged" in note
 
 
 # --- ids that are not strings ------------------------------------------------------------------
@@ -410,11 +552,68 @@ def test_ids_colliding_after_str_conversion_are_duplicates() -> None:
         ("recall_cap_at_20", "recall_cap_at_20", 20),
         ("r-precision", "r_precision", None),
         ("mrr_at_10", "mrr_at_10", 10),
+        ("bpref", "bpref", None),
+        ("infAP", "infap", None),
     ],
 )
 def test_metric_names_parse(written: str, name: str, k: int | None) -> None:
     spec = parse_metric(written)
-    assert (spec.name, spec.k, spec.layer) == (name, k, "retrieval")
+    assert (spec.name, spec.k, spec.layer, spec.judged_only) == (name, k, "retrieval", False)
+
+
+@pytest.mark.parametrize(
+    ("written", "name", "k"),
+    [
+        ("ndcg_at_10_judged", "ndcg_at_10_judged", 10),
+        ("NDCG@10_JUDGED", "ndcg_at_10_judged", 10),
+        ("P_5_judged", "precision_at_5_judged", 5),
+        ("map_cut_100_judged", "map_at_100_judged", 100),
+        ("recip_rank_judged", "mrr_judged", None),
+        ("map_judged", "map_judged", None),
+        ("bpref_judged", "bpref_judged", None),
+        ("infAP_judged", "infap_judged", None),
+    ],
+)
+def test_judged_only_names_parse(written: str, name: str, k: int | None) -> None:
+    spec = parse_metric(written)
+    assert (spec.name, spec.k, spec.judged_only) == (name, k, True)
+    assert spec.family == name.removesuffix("_judged").split("_at_")[0]
+    assert judged_only_name(written) == name
+    assert judged_only_name(name.removesuffix("_judged")) == name
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("bpref_at_10", r"'bpref' takes no cutoff; write bpref \(valid forms: bpref, bpref_judged"),
+        ("bpref_10", "'bpref' takes no cutoff"),
+        ("infap@5", r"'infap' takes no cutoff; write infap \(valid forms: infap, infap_judged"),
+        ("infap_at_5_judged", "'infap' takes no cutoff; write infap_judged"),
+        (
+            "judged_at_5_judged",
+            r"judged_at_K has no judged-only form \(with the unjudged documents removed every "
+            r"document is judged\); valid forms: judged_at_K$",
+        ),
+        ("judged_judged", "judged_at_K has no judged-only form"),
+        ("groundedness_judged", "groundedness has no judged-only form .*answer-layer"),
+        ("precision_judged", "needs a cutoff: write precision_at_K_judged"),
+        ("ndcg_at_0_judged", r"must be a positive integer up to \d+, e.g. ndcg_at_10_judged"),
+        ("ndcg_judged_at_10", "unknown metric 'ndcg_judged_at_10'"),
+        ("_judged", "unknown metric '_judged'"),
+    ],
+)
+def test_bad_holes_metric_names(bad: str, message: str) -> None:
+    with pytest.raises(MetricError, match=message):
+        parse_metric(bad)
+
+
+def test_unknown_metric_hint_explains_judged_forms() -> None:
+    with pytest.raises(MetricError) as info:
+        parse_metric("nope_judged")
+    message = str(info.value)
+    assert message.startswith("unknown metric 'nope_judged'; valid metrics:")
+    assert "bpref, infap" in message
+    assert "_judged after a retrieval metric (e.g. ndcg_at_10_judged; not judged_at_K)" in message
 
 
 def test_repeated_metric_names_are_computed_once_in_order() -> None:
@@ -552,7 +751,9 @@ def test_builtin_metrics_cannot_be_replaced(name: str) -> None:
     assert parse_metric(name).family == name
 
 
-@pytest.mark.parametrize("name", ["NDCG2", "my-metric", "x_at_y", "x_at", "1st", ""])
+@pytest.mark.parametrize(
+    "name", ["NDCG2", "my-metric", "x_at_y", "x_at", "1st", "", "x_judged", "bpref_judged"]
+)
 def test_registered_names_must_be_plain(name: str) -> None:
     with pytest.raises(MetricError, match="must be lowercase letters"):
         register_metric(name, lambda rj, k: np.zeros(rj.n_queries))

@@ -1,7 +1,8 @@
 """Property tests of the metric engine (hypothesis), with pytrec_eval as the reference.
 
 Random instances have few distinct scores (so ties are everywhere), graded judgments from -1
-to 3, and queries that only the run or only the qrels know. Example counts are modest so the
+to 3, holes (retrieved documents without a judgment), and queries that only the run or only
+the qrels know. Example counts are modest so the
 file runs in seconds; raise them with ``--hypothesis-profile`` settings if you need more.
 """
 
@@ -57,8 +58,16 @@ REFERENCE_MEASURES = {
     "Rprec",
     f"ndcg_cut.{','.join(map(str, CUTOFFS))},1000",
 } | {f"{family}.{','.join(map(str, CUTOFFS))}" for family in ("map_cut", "P", "recall", "success")}
+# The metrics that tolerate holes, compared in tests of their own: see _nonempty_rankings.
+HOLE_NAMES = {"bpref": "bpref", "infap": "infAP"}
 OURS_ONLY = [f"{f}_at_{k}" for f in ("recall_cap", "judged", "mrr") for k in CUTOFFS]
-ALL_METRICS = [*REFERENCE_NAMES, *OURS_ONLY]
+# Judged-only forms (trec_eval -J) of every metric that has one.
+JUDGED = [
+    f"{m}_judged"
+    for m in [*REFERENCE_NAMES, *HOLE_NAMES, *OURS_ONLY]
+    if not m.startswith("judged_")
+]
+ALL_METRICS = [*REFERENCE_NAMES, *HOLE_NAMES, *OURS_ONLY, *JUDGED]
 
 # Doc ids whose byte order differs from naive expectations: d10 < d9, "Z" < "a" < "é".
 DOC_IDS = ["d1", "d2", "d9", "d10", "d11", "a", "Z", "é", "a#1", "b-2", "D3", "x", "xx"]
@@ -142,6 +151,124 @@ def test_agrees_with_pytrec_eval(instance: Instance, level: int) -> None:
                 qid,
                 name,
             )
+
+
+def _nonempty_rankings(instance: Instance) -> Instance:
+    """The instance without empty rankings (``{"q": {}}``), for pytrec_eval's bpref.
+
+    pytrec_eval 0.5.11 can crash (segfault) evaluating bpref after another measure on a query
+    whose ranking is empty: trec_eval's te_form_res_rels records the query id in its cache
+    before it fails on an empty list, so the next measure reads uninitialised cached
+    judgments. trec_eval itself never sees an empty ranking (a query without lines is absent
+    from a run file). Our values for empty rankings are covered by test_metrics.py.
+    """
+    return Instance(instance.qrels, {q: docs for q, docs in instance.run.items() if docs})
+
+
+@given(instances(), st.sampled_from([1, 2, 3]))
+@EXAMPLES
+def test_bpref_and_infap_agree_with_pytrec_eval(instance: Instance, level: int) -> None:
+    """bpref and infAP as trec_eval computes them: grade -1 is pooled but unjudged, grades
+    below the level are judged non-relevant, retrieved documents without a judgment are holes."""
+    instance = _nonempty_rankings(instance)
+    assume(shared(instance))
+    reference = pytrec_eval.RelevanceEvaluator(
+        instance.qrels, set(HOLE_NAMES.values()), relevance_level=level
+    ).evaluate(instance.run)
+    evaluation = ours(instance, list(HOLE_NAMES), relevance_level=level, query_set="intersection")
+    assert set(evaluation.per_query) == set(reference)
+    for qid, values in evaluation.per_query.items():
+        for name, value in values.items():
+            assert value == pytest.approx(reference[qid][HOLE_NAMES[name]], abs=1e-9), (qid, name)
+
+
+@given(instances(), st.sampled_from([1, 2]))
+@EXAMPLES
+def test_judged_only_agrees_with_pytrec_eval_judged_docs_only(
+    instance: Instance, level: int
+) -> None:
+    """``<metric>_judged`` is pytrec_eval with ``judged_docs_only_flag=True`` (trec_eval -J):
+    unjudged and grade -1 documents removed, ranks recomputed, ties kept in trec_eval's order."""
+    instance = _nonempty_rankings(instance)
+    assume(shared(instance))
+    names = {**REFERENCE_NAMES, **HOLE_NAMES}
+    reference = pytrec_eval.RelevanceEvaluator(
+        instance.qrels,
+        REFERENCE_MEASURES | set(HOLE_NAMES.values()),
+        relevance_level=level,
+        judged_docs_only_flag=True,
+    ).evaluate(instance.run)
+    evaluation = ours(
+        instance,
+        [f"{name}_judged" for name in names],
+        relevance_level=level,
+        query_set="intersection",
+    )
+    assert set(evaluation.per_query) == set(reference)
+    for qid, values in evaluation.per_query.items():
+        for name, value in values.items():
+            expected = reference[qid][names[name.removesuffix("_judged")]]
+            assert value == pytest.approx(expected, abs=1e-9), (qid, name)
+
+
+def _without_unjudged(instance: Instance) -> dict[str, dict[str, float]]:
+    """The run with every document lacking a non-negative grade for its query removed."""
+    return {
+        qid: {d: s for d, s in docs.items() if instance.qrels.get(qid, {}).get(d, -1) >= 0}
+        for qid, docs in instance.run.items()
+    }
+
+
+@given(
+    instances(),
+    st.sampled_from([0, 1, 2]),
+    st.sampled_from(["linear", "exponential"]),
+    st.sampled_from(["qrels", "intersection"]),
+)
+@EXAMPLES
+def test_judged_only_is_the_metric_on_the_run_without_unjudged_docs(
+    instance: Instance, level: int, gain: Gain, query_set: str
+) -> None:
+    """The condensed list is the run filtered to judged documents (grade >= 0): every
+    ``<metric>_judged`` equals ``<metric>`` evaluated on that filtered run, exactly, for the
+    metrics pytrec_eval lacks too."""
+    assume(shared(instance))
+    options: dict[str, Any] = {"relevance_level": level, "gain": gain, "query_set": query_set}
+    judged = ours(instance, JUDGED, **options)
+    plain = evaluate(
+        instance.qrels,
+        _without_unjudged(instance),
+        [m.removesuffix("_judged") for m in JUDGED],
+        **options,
+    )
+    assert judged.query_ids.tolist() == plain.query_ids.tolist()
+    np.testing.assert_array_equal(judged.values, plain.values)
+
+
+@given(instances())
+@EXAMPLES
+def test_bpref_ignores_unjudged_documents(instance: Instance) -> None:
+    """bpref reads judged documents only, so removing the unjudged ones changes nothing."""
+    assume(shared(instance))
+    with_holes = ours(instance, ["bpref", "bpref_judged"], query_set="intersection")
+    without = evaluate(
+        instance.qrels, _without_unjudged(instance), ["bpref"], query_set="intersection"
+    )
+    np.testing.assert_array_equal(with_holes.column("bpref"), without.column("bpref"))
+    np.testing.assert_array_equal(with_holes.column("bpref"), with_holes.column("bpref_judged"))
+
+
+@given(instances(), st.sampled_from([1, 2]))
+@EXAMPLES
+def test_infap_is_ap_within_epsilon_when_everything_retrieved_is_judged(
+    instance: Instance, level: int
+) -> None:
+    """With no holes, infAP's estimated precision at each relevant document is the precision
+    there, up to trec_eval's epsilon (1e-5): infAP = AP within 1e-4."""
+    complete = Instance(instance.qrels, _without_unjudged(instance))
+    assume(shared(complete))
+    evaluation = ours(complete, ["infap", "map"], relevance_level=level)
+    np.testing.assert_allclose(evaluation.column("infap"), evaluation.column("map"), atol=1e-4)
 
 
 @given(

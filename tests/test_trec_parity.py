@@ -30,7 +30,14 @@ _CUT_FAMILIES = {
     "map_cut": "map",
     "success": "hit_rate",
 }
-_UNCUT = {"ndcg": "ndcg", "map": "map", "recip_rank": "mrr", "Rprec": "r_precision"}
+_UNCUT = {
+    "ndcg": "ndcg",
+    "map": "map",
+    "recip_rank": "mrr",
+    "Rprec": "r_precision",
+    "bpref": "bpref",
+    "infAP": "infap",
+}
 
 
 def our_name(measure: str) -> str | None:
@@ -113,12 +120,14 @@ class Case(NamedTuple):
 
 
 CASES = {
-    "out.test": Case("qrels.test", "results.test", "intersection", 1, 12),
-    "out.test.aq": Case("qrels.test", "results.test", "intersection", 1, 172),
-    "out.test.aql": Case("qrels.rel_level", "results.test", "intersection", 2, 172),
+    "out.test": Case("qrels.test", "results.test", "intersection", 1, 13),
+    "out.test.aq": Case("qrels.test", "results.test", "intersection", 1, 180),
+    # qrels.rel_level has 304 grade -1 ("pooled but unjudged") entries, which bpref skips and
+    # infAP counts as judged documents of unknown relevance.
+    "out.test.aql": Case("qrels.rel_level", "results.test", "intersection", 2, 180),
     # trec_eval -c: every qrels query counts, a query missing from the run scores 0; that is
     # our default query_set="qrels".
-    "out.test.aqc": Case("qrels.test", "results.trunc", "qrels", 1, 172),
+    "out.test.aqc": Case("qrels.test", "results.trunc", "qrels", 1, 180),
     "out.test.meas_params": Case("qrels.test", "results.test", "intersection", 1, 44),
 }
 
@@ -164,6 +173,8 @@ def test_every_mapped_family_is_covered() -> None:
         "recip_rank",
         "success",
         "Rprec",
+        "bpref",
+        "infAP",
     }
     # meas_params brings cutoffs that all_trec does not print.
     assert {"P_3", "P_7", "recall_2000", "ndcg_cut_23", "success_2", "success_20"} <= measures
@@ -196,28 +207,56 @@ _PYTREC = {
     "recip_rank": "mrr",
     "success_10": "hit_rate_at_10",
     "Rprec": "r_precision",
+    "bpref": "bpref",
+    "infAP": "infap",
 }
 
 
+@pytest.mark.parametrize("judged_only", [False, True], ids=["all", "judged_only"])
 @pytest.mark.parametrize(("qrels_file", "level"), [("qrels.test", 1), ("qrels.rel_level", 2)])
-def test_matches_pytrec_eval_to_full_precision(qrels_file: str, level: int) -> None:
+def test_matches_pytrec_eval_to_full_precision(
+    qrels_file: str, level: int, judged_only: bool
+) -> None:
     """Four printed decimals cannot see every tie: in results.test the only tie that mixes a
     relevant and a non-relevant document (topic 301, ranks 67-68) moves AP by ~1e-5. The same
-    files through pytrec_eval (trec_eval's code) must agree to 1e-12."""
+    files through pytrec_eval (trec_eval's code) must agree to 1e-12, also judged-only
+    (``judged_docs_only_flag``, trec_eval -J) against our ``<metric>_judged``."""
     pytrec_eval = pytest.importorskip("pytrec_eval")
     qrels = read_qrels(DATA / qrels_file)
     run = read_run(DATA / "results.test")
     measures = {".".join(m.rsplit("_", 1)) if m[-1].isdigit() else m for m in _PYTREC}
     reference = pytrec_eval.RelevanceEvaluator(
-        qrels.to_dict(), measures, relevance_level=level
+        qrels.to_dict(), measures, relevance_level=level, judged_docs_only_flag=judged_only
     ).evaluate(run_as_file_dict("results.test"))
+    suffix = "_judged" if judged_only else ""
     ours = evaluate(
-        qrels, run, list(_PYTREC.values()), relevance_level=level, query_set="intersection"
+        qrels,
+        run,
+        [name + suffix for name in _PYTREC.values()],
+        relevance_level=level,
+        query_set="intersection",
     ).per_query
     assert set(reference) == set(ours)
     for qid, values in reference.items():
         for measure, name in _PYTREC.items():
-            assert ours[qid][name] == pytest.approx(values[measure], abs=1e-12), (qid, measure)
+            got = ours[qid][name + suffix]
+            assert got == pytest.approx(values[measure], abs=1e-12), (qid, measure)
+
+
+def test_judged_only_changes_the_numbers_on_these_files() -> None:
+    """The judged-only comparison above means something: results.test has unjudged documents
+    (and qrels.rel_level grade -1 ones) above relevant ones, so -J moves map and P@100."""
+    qrels = read_qrels(DATA / "qrels.rel_level")
+    metrics = ["map", "precision_at_100", "infap", "bpref"]
+    evaluation = evaluate(
+        qrels, read_run(DATA / "results.test"), metrics + [f"{m}_judged" for m in metrics]
+    )
+    mean = evaluation.mean
+    assert mean["map_judged"] > mean["map"]
+    assert mean["precision_at_100_judged"] > mean["precision_at_100"]
+    assert mean["infap_judged"] != pytest.approx(mean["infap"], abs=1e-4)
+    # bpref skips unjudged and grade -1 documents anyway, so removing them changes nothing.
+    assert mean["bpref_judged"] == mean["bpref"]
 
 
 def test_judged_at_k_is_one_minus_trec_eval_unj() -> None:
@@ -290,6 +329,8 @@ def test_truncated_run_file_is_read_like_trec_eval() -> None:
         ("Rprec", "r_precision"),
         ("ndcg", "ndcg"),
         ("map", "map"),
+        ("bpref", "bpref"),
+        ("infAP", "infap"),
     ],
 )
 def test_trec_eval_spellings_are_accepted(trec: str, ours: str) -> None:

@@ -25,7 +25,12 @@ def as_str_array(values: Iterable[str]) -> StrArray:
         return np.empty(0, dtype="<U1")
     array = np.asarray(items)
     if array.dtype.kind != "U":
-        array = np.asarray([str(item) for item in items])
+        items = [str(item) for item in items]
+        array = np.asarray(items)
+    if "\x00" in "".join(items):
+        # numpy drops trailing NUL characters: "d2\x00" would silently become "d2".
+        bad = next(item for item in items if "\x00" in item)
+        raise DataFormatError(f"id {bad!r} contains a NUL character; ids must be text")
     return array
 
 

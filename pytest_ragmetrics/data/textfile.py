@@ -58,6 +58,13 @@ def read_lines(path: PathLike, encoding: str = "utf-8") -> Iterator[tuple[int, s
                         p,
                         lineno,
                     ) from None
+                if "\x00" in text:
+                    raise DataFormatError(
+                        f"a NUL character at column {text.index(chr(0)) + 1}; the file is binary "
+                        "or damaged",
+                        p,
+                        lineno,
+                    )
                 if lineno == 1 and text.startswith("\ufeff"):
                     text = text[1:]  # a UTF-8 byte order mark, as some editors write
                 text = text.rstrip("\r\n")

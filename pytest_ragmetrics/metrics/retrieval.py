@@ -1,7 +1,9 @@
 """The vectorised retrieval-metric engine (trec_eval semantics by default).
 
 Every run entry becomes one row of flat arrays (query index, rank, grade); every metric is a
-masked ``bincount`` over those rows. No Python loop runs per entry or per query.
+masked ``bincount`` over those rows. No Python loop runs per entry or per query. Judged-only
+metrics (``map_judged``, trec_eval ``-J``) run the same code on the condensed rows
+(:attr:`RankedJudgments.condensed`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from pytest_ragmetrics.metrics.names import MetricSpec, families, parse_metrics
 from pytest_ragmetrics.metrics.semantics import Gain, MetricSemantics, QuerySet
 
 BoolArray = npt.NDArray[np.bool_]
+# trec_eval's INFAP_EPSILON: keeps infAP's estimated precision defined with no judged doc above.
+INFAP_EPSILON = 0.00001
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,8 @@ class RankedJudgments:
     Rows are grouped by query (in evaluation order) and ordered by rank inside each query.
     Retrieved documents without a judgment are not rows (they would add nothing but zeros);
     they are counted in ``num_retrieved``. Custom metrics registered with
-    :func:`~pytest_ragmetrics.metrics.names.register_metric` receive this object.
+    :func:`~pytest_ragmetrics.metrics.names.register_metric` receive this object, and its
+    :attr:`condensed` view for their ``_judged`` form.
     """
 
     n_queries: int
@@ -74,13 +79,63 @@ class RankedJudgments:
         return self.count(self.relevant if k is None else self.relevant & (self.rank <= k))
 
     @cached_property
+    def nonrelevant(self) -> BoolArray:
+        """row -> judged non-relevant: 0 <= grade < relevance level (trec_eval's reading).
+
+        Rows neither relevant nor non-relevant have a negative grade: TREC's -1, "pooled but
+        not judged".
+        """
+        return (self.grade >= 0) & ~self.relevant
+
+    @cached_property
+    def num_nonrelevant(self) -> IntArray:
+        """query -> judged non-relevant documents in the qrels (retrieved or not)."""
+        grade = self.ideal_grade
+        mask = (grade >= 0) & (grade < self.relevance_level)
+        return np.bincount(self.ideal_query[mask], minlength=self.n_queries).astype(np.int64)
+
+    @cached_property
+    def position(self) -> IntArray:
+        """row -> 0-based position among its query's rows (judged documents ranked above)."""
+        return _positions(self.query, self.n_queries)
+
+    def cumulative_count(self, mask: BoolArray) -> IntArray:
+        """row -> rows in ``mask`` at or above it, within its query."""
+        flags = mask.astype(np.int64)
+        total = np.cumsum(flags)
+        first_row = np.arange(len(flags)) - self.position
+        counts: IntArray = total - (total - flags)[first_row]
+        return counts
+
+    @cached_property
     def cumulative_hits(self) -> IntArray:
         """Relevant documents at or above each row's rank, within its query."""
-        rel = self.relevant.astype(np.int64)
-        total = np.cumsum(rel)
-        rows = np.bincount(self.query, minlength=self.n_queries)
-        before = np.repeat(np.cumsum(rows) - rows, rows)
-        return total - (total - rel)[before]
+        return self.cumulative_count(self.relevant)
+
+    @cached_property
+    def condensed(self) -> RankedJudgments:
+        """The judged-only view (trec_eval ``-J``): unjudged documents removed, ranks recomputed.
+
+        A row's rank becomes its position among its query's judged rows, and the query's
+        ``num_retrieved`` the number of such rows. Like trec_eval, a negative grade (-1,
+        "pooled but not judged") counts as unjudged here and is removed too. Everything
+        computed from the qrels alone (R, the ideal ranking) is unchanged.
+        """
+        keep = self.grade >= 0
+        query = self.query[keep]
+        return RankedJudgments(
+            n_queries=self.n_queries,
+            query=query,
+            rank=_positions(query, self.n_queries) + 1,
+            grade=self.grade[keep],
+            num_relevant=self.num_relevant,
+            num_retrieved=np.bincount(query, minlength=self.n_queries).astype(np.int64),
+            ideal_query=self.ideal_query,
+            ideal_rank=self.ideal_rank,
+            ideal_grade=self.ideal_grade,
+            gain=self.gain,
+            relevance_level=self.relevance_level,
+        )
 
     @cached_property
     def first_relevant_rank(self) -> IntArray:
@@ -111,6 +166,12 @@ class RankedJudgments:
         return _bincount(self.ideal_query, weights, self.n_queries)
 
 
+def _positions(groups: IntArray, n: int) -> IntArray:
+    """0-based position of each element within its group; ``groups`` sorted, values < n."""
+    counts = np.bincount(groups, minlength=n)
+    return np.arange(len(groups)) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
 def _bincount(index: IntArray, weights: FloatArray, n: int) -> FloatArray:
     """Per-bin sums of ``weights`` (float64, length ``n``)."""
     return np.asarray(np.bincount(index, weights=weights, minlength=n), dtype=np.float64)
@@ -124,7 +185,47 @@ def _divide(numerator: FloatArray, denominator: npt.ArrayLike) -> FloatArray:
     return out
 
 
+def bpref(rj: RankedJudgments) -> FloatArray:
+    """Binary preference (Buckley & Voorhees 2004), as trec_eval 8+ computes it.
+
+    bpref = (1/R) Σ_{r relevant, retrieved} (1 - min(n_r, R) / min(N, R)), where n_r is the
+    number of judged non-relevant documents ranked above r and N the number of judged
+    non-relevant documents of the query; a term with n_r = 0 is 1. Unjudged and negatively
+    graded documents are skipped. 0 when R = 0.
+    """
+    rel = rj.relevant
+    num_relevant = rj.num_relevant[rj.query]
+    above = np.minimum(rj.cumulative_count(rj.nonrelevant), num_relevant)
+    share = _divide(
+        above.astype(np.float64), np.minimum(rj.num_nonrelevant[rj.query], num_relevant)
+    )
+    return _divide(rj.per_query_sum(1.0 - share, rel), rj.num_relevant)
+
+
+def infap(rj: RankedJudgments) -> FloatArray:
+    """Inferred AP (Yilmaz & Aslam 2006), trec_eval's ``infAP`` estimate.
+
+    infAP = (1/R) Σ_{r relevant, retrieved} E[P@rank(r)], with, for r at rank j + 1,
+    E = 1 when j = 0, else 1/(j+1) + (j/(j+1)) · (p/j) · (h + ε) / (h + n + 2ε):
+    p judged documents (any grade, -1 included) above r, h relevant and n judged non-relevant
+    ones above r, ε = 1e-5. Unjudged documents count in j only. 0 when R = 0.
+    """
+    rel = rj.relevant
+    j = (rj.rank[rel] - 1).astype(np.float64)
+    pooled = rj.position[rel].astype(np.float64)
+    hits = (rj.cumulative_hits[rel] - 1).astype(np.float64)
+    misses = rj.cumulative_count(rj.nonrelevant)[rel].astype(np.float64)
+    safe_j = np.maximum(j, 1.0)
+    # The same operations in the same order as trec_eval, so the sums agree to the last bit.
+    estimate = 1.0 / (j + 1.0) + (j / (j + 1.0)) * (pooled / safe_j) * (
+        (hits + INFAP_EPSILON) / (hits + misses + 2 * INFAP_EPSILON)
+    )
+    estimate[j == 0] = 1.0
+    return _divide(_bincount(rj.query[rel], estimate, rj.n_queries), rj.num_relevant)
+
+
 def _metric_values(spec: MetricSpec, rj: RankedJudgments) -> FloatArray:
+    """One metric's values per query; ``rj`` is already the condensed view for judged-only."""
     k = spec.k
     family = spec.family
     if family == "precision":
@@ -154,6 +255,10 @@ def _metric_values(spec: MetricSpec, rj: RankedJudgments) -> FloatArray:
     if family == "r_precision":
         cutoff = rj.num_relevant[rj.query]
         return _divide(rj.count(rj.relevant & (rj.rank <= cutoff)), rj.num_relevant)
+    if family == "bpref":
+        return bpref(rj)
+    if family == "infap":
+        return infap(rj)
     fam = families().get(family)
     if fam is None or fam.function is None:
         raise MetricError(f"metric {spec.name!r} is not a retrieval metric")
@@ -385,8 +490,7 @@ def rank_and_judge(
     ideal_order = np.lexsort((-judgments.grade, judgments.query))
     ideal_query = judgments.query[ideal_order]
     ideal_grade = judgments.grade[ideal_order]
-    counts = np.bincount(ideal_query, minlength=n)
-    ideal_rank = np.arange(len(ideal_query)) - np.repeat(np.cumsum(counts) - counts, counts) + 1
+    ideal_rank = _positions(ideal_query, n) + 1
     if isinstance(run, Run):
         query, rank, grade, num_retrieved = _rows_from_run(run, judgments, qrels, position, n)
     else:
@@ -508,7 +612,7 @@ def evaluate(
     rj = rank_and_judge(qrels_obj, run, query_ids, semantics)
     values = np.empty((rj.n_queries, len(specs)), dtype=np.float64)
     for j, spec in enumerate(specs):
-        column = _metric_values(spec, rj)
+        column = _metric_values(spec, rj.condensed if spec.judged_only else rj)
         if not np.isfinite(column).all():  # only a registered metric can do this
             bad = int(np.flatnonzero(~np.isfinite(column))[0])
             raise MetricError(
@@ -526,7 +630,8 @@ def evaluate(
     if unjudged:
         notes.append(
             f"{unjudged / shown:.1%} of the documents in the top 10 have no judgment "
-            "(unjudged documents count as non-relevant)"
+            "(unjudged documents count as non-relevant, except in bpref, infap and "
+            "<metric>_judged)"
         )
     no_relevant = int((rj.num_relevant == 0).sum())
     if no_relevant:
