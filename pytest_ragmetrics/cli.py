@@ -387,7 +387,7 @@ def _compare_html(args: argparse.Namespace, out: TextIO, tolerances: Any) -> int
     from pathlib import Path
 
     from pytest_ragmetrics.regression import compare_evaluations, load_evaluations
-    from pytest_ragmetrics.report.html import comparison_document, html_report
+    from pytest_ragmetrics.report.html import comparison_document
 
     _require_positive(args, "worst")
     if args.out is not None:
@@ -408,7 +408,7 @@ def _compare_html(args: argparse.Namespace, out: TextIO, tolerances: Any) -> int
             "alpha": args.alpha,
         },
     )
-    page = html_report(document, worst=args.worst or 10)
+    page = _html_of(document, args.after, worst=args.worst or 10)
     if args.out is None:
         out.write(page)
     else:
@@ -417,6 +417,17 @@ def _compare_html(args: argparse.Namespace, out: TextIO, tolerances: Any) -> int
         atomic_write_text(args.out, page)
         out.write(f"{len(results)} evaluations, {failed} failed; wrote {args.out}\n")
     return 1 if failed else 0
+
+
+def _html_of(document: dict[str, Any], path: str, *, worst: int) -> str:
+    """The page of ``document``; an error names the report it came from."""
+    from pytest_ragmetrics.errors import BaselineError
+    from pytest_ragmetrics.report.html import html_report
+
+    try:
+        return html_report(document, worst=worst)
+    except BaselineError as exc:
+        raise BaselineError(f"{path}: {exc}") from None
 
 
 def _report_header(path: Any) -> dict[str, Any]:
@@ -456,13 +467,12 @@ def _cmd_report(args: argparse.Namespace, out: TextIO) -> int:
 
     from pytest_ragmetrics.fileio import atomic_write_text
     from pytest_ragmetrics.regression import load_evaluations
-    from pytest_ragmetrics.report.html import html_report
 
     _require_positive(args, "worst")
     _refuse_overwriting(args.html, "--html", files={"REPORT.json": args.report})
     evaluations = load_evaluations(Path(args.report))
     document = {**_report_header(Path(args.report)), "evaluations": list(evaluations.values())}
-    page = html_report(document, worst=args.worst)
+    page = _html_of(document, args.report, worst=args.worst)
     atomic_write_text(args.html, page)
     out.write(
         f"{len(evaluations)} evaluations; wrote {args.html} ({len(page.encode('utf-8')):,} bytes)\n"
