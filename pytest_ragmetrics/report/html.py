@@ -963,24 +963,36 @@ class _Renderer:
         retrieval: bool,
         level: int,
     ) -> str:
+        texts = {qid: _str(_map(records.get(qid)).get("text")) for qid, *_ in rows}
+        moves = {
+            qid: _rank_move(qid, records, first_now, listed, level) if retrieval else ""
+            for qid, *_ in rows
+        }
+        # Columns with nothing to say are left out (no records: no texts).
+        with_text, with_move = any(texts.values()), any(moves.values())
         head = (
-            "<tr><th>query</th><th>text</th><th class=num>baseline</th><th class=num>now</th>"
-            "<th class=num>Δ</th>" + ("<th>first relevant rank</th>" if retrieval else "") + "</tr>"
+            "<tr><th>query</th>"
+            + ("<th>text</th>" if with_text else "")
+            + "<th class=num>baseline</th><th class=num>now</th><th class=num>Δ</th>"
+            + ("<th>first relevant rank</th>" if with_move else "")
+            + "</tr>"
         )
         body = []
         for qid, before, now, delta in rows:
-            text = _str(_map(records.get(qid)).get("text"))
             ident = _user(qid)
             if qid in card_of:
                 ident = f'<a href="#{card_of[qid]}">{ident}</a>'
             cls = "worse" if (delta or 0) < 0 else "better" if (delta or 0) > 0 else ""
-            cells = (
-                f"<td>{ident}</td><td class=qtext>{_user(_preview(text)) if text else ''}</td>"
+            cells = f"<td>{ident}</td>"
+            if with_text:
+                text = texts[qid]
+                cells += f"<td class=qtext>{_user(_preview(text)) if text else ''}</td>"
+            cells += (
                 f"{_num_cell(before)}{_num_cell(now)}"
                 f"{_num_cell(delta, _signed(delta) if delta is not None else '', cls)}"
             )
-            if retrieval:
-                cells += f"<td>{esc(_rank_move(qid, records, first_now, listed, level))}</td>"
+            if with_move:
+                cells += f"<td>{esc(moves[qid])}</td>"
             body.append(f"<tr>{cells}</tr>")
         return (
             f'<table class="queries sortable"><thead>{head}</thead>'
