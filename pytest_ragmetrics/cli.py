@@ -1,4 +1,4 @@
-"""The ``ragmetrics`` command: evaluate, compare, retrieve, calibrate (no pytest needed)."""
+"""The ``ragmetrics`` command: evaluate, compare, report, retrieve, calibrate (no pytest needed)."""
 
 from __future__ import annotations
 
@@ -328,7 +328,19 @@ def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "ndcg_at_10=0.005 (repeatable)",
     )
     add_cli_argument(p, "ragmetrics_alpha")
-    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument(
+        "--format",
+        choices=(*FORMATS, "html"),
+        default="table",
+        help="html: one self-contained page (see 'ragmetrics report'), on stdout or --out",
+    )
+    p.add_argument("--out", metavar="OUT.html", help="with --format html: write the page here")
+    p.add_argument(
+        "--worst",
+        type=int,
+        metavar="N",
+        help="with --format html: queries shown in detail per metric (default 10)",
+    )
     p.set_defaults(handler=_cmd_compare)
 
 
@@ -341,6 +353,11 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
 
     option = OPTION["ragmetrics_tolerance"]
     tolerances = option.value(" ".join(args.tolerance or ["0.01"]), option.cli)
+    if args.format == "html":
+        return _compare_html(args, out, tolerances)
+    for flag, value in (("--out", args.out), ("--worst", args.worst)):
+        if value is not None:
+            raise ConfigError(f"{flag}: only with --format html")
     results = compare_files(Path(args.before), Path(args.after), tolerances, alpha=args.alpha)
     failed = [(r, v) for r, v in results if v.status in ("regressed", "not comparable")]
     if args.format == "json":
@@ -384,6 +401,104 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n" + failure_message(recorded, verdict, args.before) + "\n")
     out.write(f"\n{len(results)} evaluations, {len(failed)} failed\n")
     return 1 if failed else 0
+
+
+def _compare_html(args: argparse.Namespace, out: TextIO, tolerances: Any) -> int:
+    """``compare --format html``: the verdicts of the table, drawn as the HTML page."""
+    from pathlib import Path
+
+    from pytest_ragmetrics.baseline.compare import compare_evaluations, load_evaluations
+    from pytest_ragmetrics.report.html import comparison_document
+
+    _require_positive(args, "worst")
+    if args.out is not None:
+        _refuse_overwriting(args.out, "--out", files={"before": args.before, "after": args.after})
+    before = load_evaluations(Path(args.before))
+    after = load_evaluations(Path(args.after))
+    results = compare_evaluations(before, after, tolerances, alpha=args.alpha)
+    failed = sum(v.status in ("regressed", "not comparable") for _, v in results)
+    document = comparison_document(
+        before,
+        after,
+        {r.key: v.to_dict() for r, v in results},
+        header=_report_header(Path(args.after)),
+        comparison={
+            "before": args.before,
+            "after": args.after,
+            "tolerance": list(args.tolerance or ["0.01"]),
+            "alpha": args.alpha,
+        },
+    )
+    page = _html_of(document, args.after, worst=args.worst or 10)
+    if args.out is None:
+        out.write(page)
+    else:
+        from pytest_ragmetrics.fileio import atomic_write_text
+
+        atomic_write_text(args.out, page)
+        out.write(f"{len(results)} evaluations, {failed} failed; wrote {args.out}\n")
+    return 1 if failed else 0
+
+
+def _html_of(document: dict[str, Any], path: str, *, worst: int) -> str:
+    """The page of ``document``; an error names the report it came from."""
+    from pytest_ragmetrics.errors import BaselineError
+    from pytest_ragmetrics.report.html import html_report
+
+    try:
+        return html_report(document, worst=worst)
+    except BaselineError as exc:
+        raise BaselineError(f"{path}: {exc}") from None
+
+
+def _report_header(path: Any) -> dict[str, Any]:
+    """plugin_version, created and settings of a JSON report ({} for a baseline file)."""
+    from pytest_ragmetrics.errors import BaselineError
+    from pytest_ragmetrics.fileio import read_json_file
+
+    data = read_json_file(path, error=BaselineError)
+    if not isinstance(data, dict) or "evaluations" not in data:
+        return {}
+    return {k: data[k] for k in ("plugin_version", "created", "settings") if k in data}
+
+
+def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "report",
+        help="draw a JSON report as one self-contained HTML page",
+        description="Build the HTML report of a JSON report (--ragmetrics-json): per layer a "
+        "summary of evaluations x metrics with baseline, delta, CI and status; per metric a "
+        "per-query delta chart and a histogram; the most regressed queries in detail. One file "
+        "with no external resource: open it from disk or upload it as a CI artifact.",
+    )
+    p.add_argument("report", metavar="REPORT.json", help="JSON report (or a baseline file)")
+    p.add_argument("--html", required=True, metavar="OUT.html", help="the page to write")
+    p.add_argument(
+        "--worst",
+        type=int,
+        default=10,
+        metavar="N",
+        help="queries shown in detail per metric (default 10)",
+    )
+    p.set_defaults(handler=_cmd_report)
+
+
+def _cmd_report(args: argparse.Namespace, out: TextIO) -> int:
+    from pathlib import Path
+
+    from pytest_ragmetrics.baseline.compare import load_evaluations
+    from pytest_ragmetrics.fileio import atomic_write_text
+
+    _require_positive(args, "worst")
+    _refuse_overwriting(args.html, "--html", files={"REPORT.json": args.report})
+    evaluations = load_evaluations(Path(args.report))
+    document = {**_report_header(Path(args.report)), "evaluations": list(evaluations.values())}
+    page = _html_of(document, args.report, worst=args.worst)
+    atomic_write_text(args.html, page)
+    out.write(
+        f"{len(evaluations)} evaluations; wrote {args.html} ({len(page.encode('utf-8')):,} bytes)\n"
+    )
+    return 0
 
 
 def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -549,6 +664,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_evaluate(sub)
     _add_compare(sub)
+    _add_report(sub)
     _add_retrieve(sub)
     _add_calibrate(sub)
     return parser

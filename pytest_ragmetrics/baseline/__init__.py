@@ -15,6 +15,7 @@ if TYPE_CHECKING:
         save_dataset_digests,
     )
     from pytest_ragmetrics.baseline.compare import (
+        compare_evaluations,
         compare_files,
         compare_to_baseline,
         load_evaluations,
@@ -32,6 +33,7 @@ _EXPORTS = {
     "describe_change": "pytest_ragmetrics.baseline.changes",
     "explain_dataset_change": "pytest_ragmetrics.baseline.changes",
     "save_dataset_digests": "pytest_ragmetrics.baseline.changes",
+    "compare_evaluations": "pytest_ragmetrics.baseline.compare",
     "compare_files": "pytest_ragmetrics.baseline.compare",
     "compare_to_baseline": "pytest_ragmetrics.baseline.compare",
     "load_evaluations": "pytest_ragmetrics.baseline.compare",
@@ -56,6 +58,7 @@ __all__ = [
     "Tolerance",
     "Tolerances",
     "Verdict",
+    "compare_evaluations",
     "compare_files",
     "compare_to_baseline",
     "describe_change",

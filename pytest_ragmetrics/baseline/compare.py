@@ -243,8 +243,19 @@ def compare_files(
     alpha: float | None = None,
 ) -> list[tuple[EvaluationRecord, Verdict]]:
     """Verdicts for every evaluation of ``after`` against ``before`` (missing ones are new)."""
-    old = load_evaluations(before)
-    new = load_evaluations(after)
+    return compare_evaluations(
+        load_evaluations(before), load_evaluations(after), tolerances, alpha=alpha
+    )
+
+
+def compare_evaluations(
+    old: Mapping[tuple[str, str], Mapping[str, Any]],
+    new: Mapping[tuple[str, str], Mapping[str, Any]],
+    tolerances: Tolerances,
+    *,
+    alpha: float | None = None,
+) -> list[tuple[EvaluationRecord, Verdict]]:
+    """:func:`compare_files` on evaluations already read with :func:`load_evaluations`."""
     results = []
     for key in sorted(new):
         recorded = EvaluationRecord.from_dict(new[key])

@@ -21,7 +21,16 @@ Schema (version 1)::
           "outcome": {"thresholds": [{"metric", "value", "threshold", "passed"}],
                       "baseline": {"status", "metrics": [{"metric", "baseline", "current",
                                    "delta", "tolerance", "status", "ci95", "p_value", ...}]},
-                      "gate": str}
+                      "gate": str},
+          # Optional, for the HTML report (pytest_ragmetrics.report.html; filled by
+          # pytest_ragmetrics.report.query_records.add_query_details); readers ignore them:
+          "baseline_per_query": {query_id: {metric: value | null}},
+          "queries": {query_id: {"text",
+                                 "ranking" | "baseline_ranking": [[doc_id, score, grade | null]],
+                                 "relevant": {doc_id: grade}, "titles": {doc_id: title},
+                                 "answer" | "baseline_answer": str,
+                                 "claims" | "baseline_claims": [{"text", "supported",
+                                                                 "evidence", "score"}]}}
       }],
       "summary": {"evaluations": N, "by_layer": {...}, "by_status": {...},
                   "baseline_update": {"updated", "added", "removed"} | null,
