@@ -147,19 +147,29 @@ def _text(text: str, where: str) -> str:
 OPTIONS: tuple[Option, ...] = (
     Option(
         "ragmetrics_dataset",
-        "BEIR or FlagEmbedding dataset folder, or one with a dataset.json (ini: relative to the "
-        "rootdir)",
+        "dataset folder (BEIR, FlagEmbedding, or with a dataset.json), or several named ones: "
+        "scifact=data/scifact cranfield=data/cranfield (ini: relative to the rootdir)",
         kind="input-folder",
         metavar="DIR",
         cli="--dataset",
     ),
     Option(
         "ragmetrics_split",
-        "split of the dataset to evaluate (default: test)",
+        "split(s) to evaluate: test (default), test,dev, or per dataset: scifact=test "
+        "cranfield=dev,test",
         "test",
         parse=_text,
         metavar="NAME",
         cli="--split",
+    ),
+    Option(
+        "ragmetrics_ignore_identical_ids",
+        "drop retrieved documents whose id is the query's id before scoring (BEIR's rule for "
+        "corpora that contain their queries): true, false (default), or the names of the "
+        "datasets it applies to",
+        "false",
+        parse=_text,
+        metavar="WHICH",
     ),
     Option(
         "ragmetrics_k",

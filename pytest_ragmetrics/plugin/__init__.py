@@ -103,6 +103,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "rag_queries(*query_ids): run a rag_query test only for these query ids",
     )
+    config.addinivalue_line(
+        "markers",
+        "rag_dataset(*names, split=None): run a test that uses a dataset only on these of the "
+        "configured datasets (and split)",
+    )
     session = RagSession(lambda: _settings(config))
     session.collection_complete = not any("::" in str(a) for a in config.args)
     session.whole_suite = config.args_source != pytest.Config.ArgsSource.ARGS
@@ -182,37 +187,14 @@ def pytest_pycollect_makeitem(
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize tests that use rag_query over the dataset's query ids."""
-    if "rag_query" not in metafunc.fixturenames:
-        return
-    session = rag_session(metafunc.config)
+    """Run tests that use a dataset once per configured (dataset, split) pair, and tests that
+    use rag_query once per query id (of each pair)."""
+    from pytest_ragmetrics.plugin.parametrize import parametrize_datasets
+
     try:
-        query_ids = session.dataset().queries.query_ids.tolist()
+        parametrize_datasets(metafunc, rag_session(metafunc.config))
     except RagMetricsError as exc:
-        raise pytest.Collector.CollectError(f"rag_query: {exc}") from None
-    chosen = [a for m in metafunc.definition.iter_markers("rag_queries") for a in m.args]
-    if chosen:
-        query_ids = _chosen_queries(metafunc.definition.nodeid, chosen, query_ids)
-    metafunc.parametrize("rag_query", query_ids, ids=query_ids, indirect=True)
-
-
-def _chosen_queries(test: str, chosen: list[Any], query_ids: list[str]) -> list[str]:
-    """The ids of a ``rag_queries`` marker, checked against the dataset."""
-    wrong = [q for q in chosen if not isinstance(q, str)]
-    if wrong:
-        raise pytest.Collector.CollectError(
-            f"{test}: rag_queries({wrong[0]!r}): query ids are strings; write "
-            f"rag_queries({str(wrong[0])!r})"
-        )
-    known = set(query_ids)
-    unknown = [q for q in chosen if q not in known]
-    if unknown:
-        raise pytest.Collector.CollectError(
-            f"{test}: rag_queries: query ids not in the dataset: "
-            f"{', '.join(unknown[:10])}{' ...' if len(unknown) > 10 else ''} "
-            f"(it has {len(query_ids)} queries, e.g. {', '.join(map(repr, query_ids[:3]))})"
-        )
-    return list(dict.fromkeys(chosen))
+        raise pytest.Collector.CollectError(str(exc)) from None
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

@@ -99,8 +99,10 @@ class ControllerPlugin:
         ran = self.ran_tests - self.errored_tests
         new_store, counts = store.updated(usable, ran, self.stale, _version())
         if usable or counts["removed"]:
-            if any(r.dataset and "corpus" in (r.dataset.get("fingerprints") or {}) for r in usable):
-                save_dataset_digests(settings.baseline, self.session.dataset())
+            used = {(r.dataset.get("name"), r.dataset.get("split")) for r in usable if r.dataset}
+            for pair in settings.datasets:  # the datasets the blessed evaluations ran on
+                if (pair.name, pair.split) in used:
+                    save_dataset_digests(settings.baseline, self.session.dataset(pair.key))
             new_store.save()
         self.update_counts = counts
 

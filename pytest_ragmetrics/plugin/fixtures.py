@@ -49,10 +49,27 @@ def without_traceback(fn: Callable[[], T]) -> T:
     pytest.fail(message, pytrace=False)
 
 
+def dataset_key(request: pytest.FixtureRequest) -> str | None:
+    """The (dataset, split) pair this test instance runs on (None: the only one, if any)."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and "rag_dataset" in callspec.params:
+        return str(callspec.params["rag_dataset"])
+    marked = list(request.node.iter_markers("rag_dataset"))
+    session = rag_session(request.config)
+    if marked and session.settings.several_datasets:
+        from pytest_ragmetrics.plugin.parametrize import chosen_datasets
+
+        pairs = chosen_datasets(session, marked, request.node.nodeid)
+        return pairs[0].key if len(pairs) == 1 else None
+    return None
+
+
 @pytest.fixture(scope="session")
 def rag_dataset(request: pytest.FixtureRequest) -> Dataset:
-    """The configured dataset (ragmetrics_dataset, ragmetrics_split)."""
-    return without_traceback(rag_session(request.config).dataset)
+    """The configured dataset (ragmetrics_dataset, ragmetrics_split); with several, the one
+    this test instance runs on (tests that use it run once per (dataset, split) pair)."""
+    key = getattr(request, "param", None)
+    return without_traceback(lambda: rag_session(request.config).dataset(key))
 
 
 @pytest.fixture(scope="session")
@@ -80,7 +97,7 @@ def rag_cache(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture(scope="session")
-def rag_retriever(request: pytest.FixtureRequest) -> Any:
+def rag_retriever(request: pytest.FixtureRequest, rag_corpus: Corpus) -> Any:
     """The retriever under test: override it in conftest.py, or set ragmetrics_retriever."""
     session = rag_session(request.config)
     kind = session.settings.retriever
@@ -95,7 +112,7 @@ def rag_retriever(request: pytest.FixtureRequest) -> Any:
             options["model"] = session.settings.model
         if session.settings.executor:
             options["executor"] = session.settings.executor
-        return build_retriever(kind, session.dataset().corpus, **options)
+        return build_retriever(kind, rag_corpus, **options)
 
     return without_traceback(build)
 
@@ -128,15 +145,22 @@ def configured_judge(settings: Settings, cache: Any = None) -> Any:
 
 
 @pytest.fixture(scope="session")
-def rag_run(request: pytest.FixtureRequest, rag_retriever: Any, rag_queries: Queries) -> Run:
-    """``rag_retriever`` searched over ``rag_queries`` at ragmetrics_k, once per session."""
-    settings = rag_session(request.config).settings
+def rag_run(
+    request: pytest.FixtureRequest, rag_retriever: Any, rag_queries: Queries, rag_dataset: Dataset
+) -> Run:
+    """``rag_retriever`` searched over ``rag_queries`` at ragmetrics_k, once per session (and
+    dataset). Where identical ids are dropped, one more document is searched, as BEIR does,
+    so that k remain when a query finds itself."""
+    session = rag_session(request.config)
+    settings = session.settings
+    pair = session.selection_of(rag_dataset)  # BEIR's rule where it applies to this dataset
+    ignore = pair is not None and pair.ignore_identical_ids
 
     def search() -> Run:
         from pytest_ragmetrics.data.model import Run
         from pytest_ragmetrics.records import identity_of
 
-        result = rag_retriever.search(rag_queries, settings.k)
+        result = rag_retriever.search(rag_queries, settings.k + 1 if ignore else settings.k)
         if not isinstance(result, (Run, Mapping)):
             raise RetrieverError(
                 f"rag_retriever {rag_retriever!r}: search(queries, k) returned "
@@ -156,6 +180,7 @@ def rag_eval(request: pytest.FixtureRequest) -> RagEval:
     session = rag_session(request.config)
     settings = session.settings
     item = request.node
+    key = dataset_key(request)
 
     def on_record(recorded: Any) -> None:
         if settings.junit_properties:
@@ -181,10 +206,12 @@ def rag_eval(request: pytest.FixtureRequest) -> RagEval:
     recorder = RagEval(
         item.nodeid,
         metrics=settings.metrics,
-        semantics=settings.semantics,
+        semantics=settings.semantics
+        if key is None and settings.several_datasets
+        else session.semantics(key),
         k=settings.k,
         thresholds=lambda: thresholds_of(item),
-        dataset=session.dataset,
+        dataset=lambda: session.dataset(key),
         on_record=on_record,
         report_fields=report_fields,
     )
@@ -209,9 +236,12 @@ def judged_rankings(request: pytest.FixtureRequest) -> JudgedRankings:
 
 
 @pytest.fixture
-def rag_query(request: pytest.FixtureRequest, rag_run: Run) -> RagQuery:
-    """The query this test instance is about (tests using it run once per query id)."""
+def rag_query(request: pytest.FixtureRequest, rag_run: Run, rag_dataset: Dataset) -> RagQuery:
+    """The query this test instance is about (tests using it run once per query id, and per
+    dataset when there are several)."""
     from pytest_ragmetrics.plugin.per_query import rag_query_of
 
     session = rag_session(request.config)
-    return without_traceback(lambda: rag_query_of(session, rag_run, str(request.param)))
+    pair = session.selection_of(rag_dataset)
+    key = pair.key if pair is not None else None
+    return without_traceback(lambda: rag_query_of(session, rag_run, str(request.param), key))

@@ -27,7 +27,9 @@ class RagQuery:
         return self._ranks.get(doc_id)
 
 
-def rag_query_of(session: RagSession, run: object, query_id: str) -> RagQuery:
+def rag_query_of(
+    session: RagSession, run: object, query_id: str, key: str | None = None
+) -> RagQuery:
     """The view of ``query_id``: its text and judgments, its ranking in ``run``, its metrics.
 
     The run is evaluated once per session (all queries at once), not once per query. ``run``
@@ -44,8 +46,8 @@ def rag_query_of(session: RagSession, run: object, query_id: str) -> RagQuery:
             "{query_id: {doc_id: score}}"
         )
     run = Run.from_dict(run)
-    dataset = session.dataset()
-    evaluation = session.run_evaluation(run)
+    dataset = session.dataset(key)
+    evaluation = session.run_evaluation(run, key)
     return RagQuery(
         query_id,
         dataset.queries[query_id],

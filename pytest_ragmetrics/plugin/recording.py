@@ -143,7 +143,10 @@ class RagEval:
         else:
             run_obj = run
         if qrels is None:
-            dataset = self._dataset()
+            try:
+                dataset = self._dataset()
+            except ConfigError as exc:
+                raise ConfigError(f"{self.test}: {exc}") from None
             qrels = dataset.qrels
             dataset_info = dataset_identity(dataset)
             sources["dataset"] = dataset

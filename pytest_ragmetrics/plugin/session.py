@@ -4,16 +4,19 @@ tests exist. Both roles (controller and xdist worker) have one."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_ragmetrics.errors import ConfigError
+from pytest_ragmetrics.metrics.semantics import MetricSemantics
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.baseline.store import BaselineStore
     from pytest_ragmetrics.cache import Cache
     from pytest_ragmetrics.data.model import Dataset, Run
+    from pytest_ragmetrics.data.selection import DatasetSelection
     from pytest_ragmetrics.metrics.evaluation import Evaluation
     from pytest_ragmetrics.plugin.settings import Settings
     from pytest_ragmetrics.records import EvaluationRecord
@@ -25,8 +28,8 @@ class RagSession:
     def __init__(self, settings: Settings | Callable[[], Settings]) -> None:
         self._settings_factory = settings if callable(settings) else None
         self._settings: Settings | None = None if callable(settings) else settings
-        self._dataset: Dataset | None = None
-        self._dataset_error: Exception | None = None
+        self._datasets: dict[str, Dataset] = {}
+        self._dataset_errors: dict[str, Exception] = {}
         self._baseline: BaselineStore | None = None
         self._cache: Cache | None = None
         self._run_evaluations: dict[str, Evaluation] = {}
@@ -50,30 +53,71 @@ class RagSession:
         """Whether anything in this session needed pytest-ragmetrics (settings were built)."""
         return self._settings is not None
 
-    def dataset(self) -> Dataset:
-        """The configured dataset, loaded once per process."""
-        if self._dataset is None:
-            if self._dataset_error is not None:
-                raise self._dataset_error
-            if self.settings.dataset is None:
+    def selection(self, key: str | None = None) -> DatasetSelection:
+        """The (dataset, split) pair called ``key`` (``scifact-test``); without a key, the only
+        one (several configured ones need the test's: use a dataset fixture or mark the test
+        with ``@pytest.mark.rag_dataset(name)``)."""
+        pairs = self.settings.datasets
+        if not pairs:
+            raise ConfigError(
+                "no dataset configured: set ragmetrics_dataset = path/to/beir_folder in "
+                "[tool.pytest.ini_options] (or pytest.ini), or pass "
+                "--ragmetrics-dataset=DIR"
+            )
+        if key is None:
+            if len(pairs) > 1:
                 raise ConfigError(
-                    "no dataset configured: set ragmetrics_dataset = path/to/beir_folder in "
-                    "[tool.pytest.ini_options] (or pytest.ini), or pass "
-                    "--ragmetrics-dataset=DIR"
+                    f"{len(pairs)} datasets are configured ({', '.join(p.key for p in pairs)}) "
+                    "and this test does not say which it is about: use a dataset fixture "
+                    "(rag_dataset, rag_run, rag_queries, ...), which runs the test once per "
+                    "dataset, or mark it @pytest.mark.rag_dataset('name')"
                 )
+            return pairs[0]
+        for pair in pairs:
+            if pair.key == key:
+                return pair
+        raise ConfigError(f"no configured dataset is called {key!r}")
+
+    def dataset(self, key: str | None = None) -> Dataset:
+        """A configured dataset (see :meth:`selection`), loaded once per process."""
+        pair = self.selection(key)
+        found = self._datasets.get(pair.key)
+        if found is None:
+            if pair.key in self._dataset_errors:
+                raise self._dataset_errors[pair.key]
             from pytest_ragmetrics.data.layouts import load_dataset
 
+            name = pair.name if self.settings.several_datasets else None
             try:
-                self._dataset = load_dataset(self.settings.dataset, self.settings.split)
+                found = load_dataset(pair.path, pair.split, name=name)
             except Exception as exc:
-                self._dataset_error = exc
+                self._dataset_errors[pair.key] = exc
                 raise
-        return self._dataset
+            self._datasets[pair.key] = found
+        return found
 
-    @property
-    def loaded_dataset(self) -> Dataset | None:
-        """The dataset if this process loaded it (nothing is loaded to answer)."""
-        return self._dataset
+    def loaded_dataset(self, fingerprints: Mapping[str, str] | None) -> Dataset | None:
+        """The dataset this process loaded with these fingerprints, if any (none is loaded)."""
+        for dataset in self._datasets.values():
+            if fingerprints and dataset.fingerprints == dict(fingerprints):
+                return dataset
+        return None
+
+    def selection_of(self, dataset: Dataset) -> DatasetSelection | None:
+        """The configured pair ``dataset`` was loaded for (None: not from the configuration,
+        e.g. an overridden rag_dataset fixture)."""
+        for key, loaded in self._datasets.items():
+            if loaded is dataset:
+                return self.selection(key)
+        return None
+
+    def semantics(self, key: str | None = None) -> MetricSemantics:
+        """The scoring rules of a (dataset, split) pair: the configured ones, with BEIR's
+        identical-ids rule where ragmetrics_ignore_identical_ids applies it."""
+        rules = self.settings.semantics
+        if self.settings.datasets and self.selection(key).ignore_identical_ids:
+            rules = dataclasses.replace(rules, ignore_identical_ids=True)
+        return rules
 
     def baseline(self) -> BaselineStore:
         """The baseline as it was when first read in this process."""
@@ -102,26 +146,28 @@ class RagSession:
         """How the dataset changed since ``entry`` was blessed, part by part."""
         from pytest_ragmetrics.baseline.changes import explain_dataset_change
 
+        loaded = self.loaded_dataset((record.dataset or {}).get("fingerprints"))
         return explain_dataset_change(
-            self.settings.baseline, entry.get("dataset"), record.dataset, self._dataset
+            self.settings.baseline, entry.get("dataset"), record.dataset, loaded
         )
 
-    def run_evaluation(self, run: Run) -> Evaluation:
-        """The per-query evaluation of ``run`` against the dataset (for rag_query), once.
+    def run_evaluation(self, run: Run, key: str | None = None) -> Evaluation:
+        """The per-query evaluation of ``run`` against a dataset (for rag_query), once.
 
         Keyed by the run's content (its fingerprint), not by the object: a run made anew for
         each test (a function-scoped ``rag_run``) can never get the numbers of another one
         that happened to live at the same address.
         """
-        found = self._run_evaluations.get(run.fingerprint)
+        cache_key = f"{self.selection(key).key}:{run.fingerprint}"
+        found = self._run_evaluations.get(cache_key)
         if found is None:
             from pytest_ragmetrics.metrics.names import parse_metric
             from pytest_ragmetrics.metrics.retrieval import evaluate
 
-            semantics = self.settings.semantics
+            semantics = self.semantics(key)
             metrics = [m for m in self.settings.metrics if parse_metric(m).layer == "retrieval"]
             found = evaluate(
-                self.dataset().qrels,
+                self.dataset(key).qrels,
                 run,
                 metrics,
                 relevance_level=semantics.relevance_level,
@@ -129,7 +175,7 @@ class RagSession:
                 query_set=semantics.query_set,
                 ignore_identical_ids=semantics.ignore_identical_ids,
             )
-            self._run_evaluations[run.fingerprint] = found
+            self._run_evaluations[cache_key] = found
         return found
 
     # -- which tests exist -----------------------------------------------------------------------
@@ -174,7 +220,19 @@ class RagSession:
             except ValueError:
                 return path.as_posix()
 
+        several = {}
+        if s.several_datasets:
+            several["datasets"] = [
+                {
+                    "name": d.name,
+                    "path": rel(d.path),
+                    "split": d.split,
+                    "ignore_identical_ids": d.ignore_identical_ids,
+                }
+                for d in s.datasets
+            ]
         return {
+            **several,
             "dataset": rel(s.dataset),
             "split": s.split,
             "k": s.k,

@@ -11,6 +11,12 @@ from typing import Any, NoReturn
 
 from pytest_ragmetrics.baseline.tolerances import Tolerances
 from pytest_ragmetrics.cache import inside_cache_entries
+from pytest_ragmetrics.data.selection import (
+    DatasetSelection,
+    parse_named_paths,
+    parse_splits,
+    select_datasets,
+)
 from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.fileio import is_within, same_file
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
@@ -24,8 +30,10 @@ class Settings:
     """Validated plugin settings (paths absolute)."""
 
     rootdir: Path
-    dataset: Path | None = None
+    dataset: Path | None = None  # the first dataset's folder (the only one, usually)
     split: str = "test"
+    # Every (dataset, split) pair of the session; one pair unless several were configured.
+    datasets: tuple[DatasetSelection, ...] = ()
     k: int = 100
     metrics: tuple[str, ...] = DEFAULT_PLUGIN_METRICS
     judged_rankings: Path | None = None
@@ -54,6 +62,16 @@ class Settings:
     min_judge_kappa: float | None = None
     calibration: Path = Path(".ragmetrics/calibration.json")
 
+    def __post_init__(self) -> None:
+        if not self.datasets and self.dataset is not None:
+            single = DatasetSelection(self.dataset.name, self.dataset, self.split)
+            object.__setattr__(self, "datasets", (single,))
+
+    @property
+    def several_datasets(self) -> bool:
+        """Whether tests that use a dataset run once per (dataset, split) pair."""
+        return len(self.datasets) > 1
+
     def display(self, path: Path) -> str:
         """``path`` relative to the project root when inside it (for messages)."""
         try:
@@ -70,6 +88,8 @@ _FIELD = {
     "ragmetrics_html": "html_report",
 }
 _SEMANTICS = ("ragmetrics_relevance_level", "ragmetrics_gain", "ragmetrics_query_set")
+# Read together by _datasets, not one by one.
+_DATASET_OPTIONS = ("ragmetrics_dataset", "ragmetrics_split", "ragmetrics_ignore_identical_ids")
 
 
 def build_settings(
@@ -86,7 +106,10 @@ def build_settings(
     """
     values: dict[str, Any] = {"rootdir": rootdir}
     semantics: dict[str, Any] = {}
+    values.update(_datasets(get, rootdir, invocation_dir))
     for option in OPTIONS:
+        if option.name in _DATASET_OPTIONS:
+            continue
         raw, from_cli = get(option.name)
         if option.kind == "flag":
             values[option.name.removeprefix("ragmetrics_")] = as_bool(raw, option.name)
@@ -111,6 +134,42 @@ def build_settings(
     settings = Settings(**values)
     check_paths_apart(settings)
     return settings
+
+
+def _datasets(
+    get: Callable[[str], tuple[Any, bool]], rootdir: Path, invocation_dir: Path
+) -> dict[str, Any]:
+    """The dataset folders, their splits and where identical ids are dropped."""
+    raw, from_cli = get("ragmetrics_dataset")
+    text = _as_text(raw)
+    split_text = _as_text(get("ragmetrics_split")[0]) or "test"
+    if text is None:
+        return {"split": split_text}
+    base = invocation_dir if from_cli else rootdir
+    named = parse_named_paths(text, "ragmetrics_dataset")
+    folders = [(name, _resolve_input(path, base, "ragmetrics_dataset")) for name, path in named]
+    names = [name for name, _ in folders]
+    splits = parse_splits(split_text, names, "ragmetrics_split")
+    ignore = _ignore_identical_ids(get("ragmetrics_ignore_identical_ids")[0], names)
+    selected = select_datasets(folders, splits, lambda name: name in ignore)
+    first = selected[0]
+    return {"dataset": first.path, "split": first.split, "datasets": selected}
+
+
+def _ignore_identical_ids(raw: Any, names: list[str]) -> set[str]:
+    """The datasets ``ragmetrics_ignore_identical_ids`` applies to."""
+    text = (_as_text(raw) or "false").strip()
+    try:
+        return set(names) if as_bool(text, "ragmetrics_ignore_identical_ids") else set()
+    except ConfigError:
+        chosen = text.replace(",", " ").split()
+        unknown = [name for name in chosen if name not in names]
+        if unknown:
+            raise ConfigError(
+                f"ragmetrics_ignore_identical_ids: {', '.join(unknown)} is not a configured "
+                f"dataset; write true, false or some of {', '.join(names)}"
+            ) from None
+        return set(chosen)
 
 
 def _as_text(value: Any) -> str | None:
@@ -261,6 +320,9 @@ class _Paths:
         for option in OPTIONS:
             role = roles.get(option.kind)
             if role is None:
+                continue
+            if option.name == "ragmetrics_dataset":
+                role.extend((option.name, d.path) for d in settings.datasets)
                 continue
             value = getattr(settings, _FIELD.get(option.name, option.name[len("ragmetrics_") :]))
             if value is None or (option.kind == "model" and not Path(value).is_absolute()):

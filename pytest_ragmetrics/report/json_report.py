@@ -59,6 +59,12 @@ def build_report(outcome: SessionOutcome) -> dict[str, Any]:
         status = checked.outcome.status
         by_status[status] = by_status.get(status, 0) + 1
     counts = outcome.update_counts
+    summary: dict[str, Any] = {}
+    from pytest_ragmetrics.report.datasets import dataset_summaries
+
+    by_dataset = dataset_summaries(outcome.evaluations, outcome.metrics, outcome.dataset_order)
+    if by_dataset:  # several (dataset, split) pairs: one table per metric
+        summary["by_dataset"] = {s.metric: s.to_dict() for s in by_dataset}
     return {
         "schema": REPORT_SCHEMA,
         "version": REPORT_VERSION,
@@ -72,5 +78,6 @@ def build_report(outcome: SessionOutcome) -> dict[str, Any]:
             "by_status": by_status,
             "baseline_update": dict(counts) if counts is not None else None,
             "stale_baseline_entries": [list(s) for s in outcome.stale],
+            **summary,
         },
     }

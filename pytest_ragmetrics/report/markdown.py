@@ -40,6 +40,12 @@ def markdown_report(outcome: SessionOutcome, *, title: str = "pytest-ragmetrics"
                 notes.append(f"- {_cell(checked.label)}: {_cell(checked.outcome.gate)}")
         if notes:
             parts.append("Notes:\n\n" + "\n".join(notes) + "\n")
+    from pytest_ragmetrics.report.datasets import dataset_summaries, summary_table
+
+    summaries = dataset_summaries(outcome.evaluations, outcome.metrics, outcome.dataset_order)
+    if summaries:
+        parts.append("### Per dataset\n\nMean over datasets; Δ to the baseline in brackets.\n")
+        parts += [summary_table(s, "github") + "\n" for s in summaries]
     return _within_limit("\n".join(parts))
 
 

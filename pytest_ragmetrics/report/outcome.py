@@ -139,6 +139,11 @@ class SessionOutcome:
     def __post_init__(self) -> None:
         self.evaluations = sorted(self.evaluations, key=lambda c: c.record.key)
 
+    @property
+    def dataset_order(self) -> list[str]:
+        """The configured (dataset, split) pairs, ``name-split``, in the configured order."""
+        return [f"{d['name']}-{d['split']}" for d in self.settings.get("datasets", [])]
+
     def layer(self, layer: Layer) -> list[Checked]:
         return [c for c in self.evaluations if c.layer == layer]
 

@@ -87,6 +87,14 @@ def summary_lines(outcome: SessionOutcome) -> list[tuple[str, str]]:
         if notes:
             out.append(("line", ""))
             out += [("line", f"note: {n}") for n in notes]
+    from pytest_ragmetrics.report.datasets import dataset_summaries, summary_table
+
+    summaries = dataset_summaries(outcome.evaluations, outcome.metrics, outcome.dataset_order)
+    if summaries:
+        out.append(("section", "ragmetrics: per dataset (mean over datasets; Δ to baseline)"))
+        for summary in summaries:
+            out += [("line", line) for line in summary_table(summary).splitlines()]
+            out.append(("line", ""))
     counts = outcome.update_counts
     if counts is not None:
         out.append(("line", ""))

@@ -1,0 +1,106 @@
+"""Which datasets and splits a session (or a ``ragmetrics`` command) evaluates.
+
+``ragmetrics_dataset = "scifact=data/scifact cranfield=data/cranfield"`` names several dataset
+folders (a bare path is named after its folder); ``ragmetrics_split = "test"`` applies to all,
+``"scifact=test cranfield=dev,test"`` per dataset. Every (dataset, split) pair is one
+:class:`DatasetSelection`; its :attr:`~DatasetSelection.key` (``scifact-test``) is what test
+ids, reports and summaries call it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_ragmetrics.errors import ConfigError
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclass(frozen=True)
+class DatasetSelection:
+    """One dataset folder and one of its splits, under a name."""
+
+    name: str
+    path: Path
+    split: str = "test"
+    ignore_identical_ids: bool = False
+
+    @property
+    def key(self) -> str:
+        """``name-split``: the id of this pair in test ids and reports."""
+        return f"{self.name}-{self.split}"
+
+
+def parse_named_paths(text: str, where: str) -> list[tuple[str, str]]:
+    """``"a=path/one path/two"`` -> ``[("a", "path/one"), ("two", "path/two")]``.
+
+    A bare path is named after its last folder; names must be unique and plain (letters,
+    digits, ``.``, ``_``, ``-``), since they become part of test ids.
+    """
+    out: list[tuple[str, str]] = []
+    for item in text.split():
+        name, sep, path = item.partition("=")
+        if not sep:
+            path = item
+            name = Path(item.rstrip("/\\")).name or item
+        if not path:
+            raise ConfigError(f"{where}: {item!r} names no folder; write name=path/to/folder")
+        if not _NAME.fullmatch(name):
+            raise ConfigError(
+                f"{where}: dataset name {name!r} must be letters, digits, '.', '_' or '-' "
+                "(it becomes part of test ids); write name=path"
+            )
+        if any(name == seen for seen, _ in out):
+            raise ConfigError(
+                f"{where}: two datasets are named {name!r}; give one a name of its own (name=path)"
+            )
+        out.append((name, path))
+    if not out:
+        raise ConfigError(f"{where}: no dataset folder given")
+    return out
+
+
+def parse_splits(text: str, names: Sequence[str], where: str) -> dict[str, tuple[str, ...]]:
+    """Splits per dataset name: ``"test"`` or ``"test,dev"`` for all, ``"a=test b=dev,test"``
+    per dataset (datasets not named get the bare splits, or ``test``)."""
+    default: list[str] = []
+    per_name: dict[str, tuple[str, ...]] = {}
+    for item in text.split():
+        name, sep, splits = item.partition("=")
+        if not sep:
+            default += _splits(item, where)
+            continue
+        if name not in names:
+            raise ConfigError(
+                f"{where}: {item!r} names no configured dataset; the datasets are "
+                f"{', '.join(names)}"
+            )
+        per_name[name] = tuple(dict.fromkeys(_splits(splits, where)))
+    fallback = tuple(dict.fromkeys(default)) or ("test",)
+    return {name: per_name.get(name, fallback) for name in names}
+
+
+def _splits(text: str, where: str) -> list[str]:
+    splits = [s for s in text.split(",") if s]
+    for split in splits:
+        if not _NAME.fullmatch(split):
+            raise ConfigError(f"{where}: split {split!r} must be letters, digits, '.', '_' or '-'")
+    if not splits:
+        raise ConfigError(f"{where}: {text!r} names no split")
+    return splits
+
+
+def select_datasets(
+    folders: Sequence[tuple[str, Path]],
+    splits: dict[str, tuple[str, ...]],
+    ignore_identical_ids: Callable[[str], bool] = lambda name: False,
+) -> tuple[DatasetSelection, ...]:
+    """Every (dataset, split) pair, in the order given."""
+    return tuple(
+        DatasetSelection(name, path, split, ignore_identical_ids(name))
+        for name, path in folders
+        for split in splits[name]
+    )

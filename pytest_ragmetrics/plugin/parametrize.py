@@ -1,0 +1,124 @@
+"""Which instances of a test run: once per configured (dataset, split) pair for tests that use
+a dataset (``rag_dataset`` and everything built on it), once per query for ``rag_query`` tests.
+
+With one dataset nothing changes from a plain session: no pair in the test ids, ``rag_query``
+ids are the query ids. With several, ids carry the pair (``test_x[scifact-test]``,
+``test_q[scifact-test-1049]``), so ``-k cranfield`` selects by dataset.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pytest_ragmetrics.errors import ConfigError, RagMetricsError
+
+if TYPE_CHECKING:
+    import pytest
+
+    from pytest_ragmetrics.data.selection import DatasetSelection
+    from pytest_ragmetrics.plugin.session import RagSession
+
+
+def parametrize_datasets(metafunc: pytest.Metafunc, session: RagSession) -> None:
+    test = metafunc.definition.nodeid
+    uses_dataset = "rag_dataset" in metafunc.fixturenames
+    marked = list(metafunc.definition.iter_markers("rag_dataset"))
+    if not uses_dataset and not marked:
+        return
+    pairs = chosen_datasets(session, marked, test) if (marked or uses_dataset) else []
+    several = session.settings.several_datasets
+    if "rag_query" in metafunc.fixturenames:
+        _parametrize_queries(metafunc, session, pairs, several, test)
+    elif several and uses_dataset:
+        keys = [pair.key for pair in pairs]
+        metafunc.parametrize("rag_dataset", keys, ids=keys, indirect=True, scope="session")
+    elif several and len(pairs) > 1:
+        raise ConfigError(
+            f"{test}: @pytest.mark.rag_dataset names {len(pairs)} (dataset, split) pairs but the "
+            "test uses no dataset fixture to run once per pair; use rag_dataset (or rag_run, "
+            "rag_queries, ...) in the test, or name one pair"
+        )
+
+
+def chosen_datasets(session: RagSession, marked: list[Any], test: str) -> list[DatasetSelection]:
+    """The pairs a test runs on: those its ``rag_dataset`` markers name, else all."""
+    pairs = list(session.settings.datasets)
+    if not pairs:
+        if marked:
+            raise ConfigError(f"{test}: @pytest.mark.rag_dataset but no dataset is configured")
+        return []
+    for marker in marked:
+        names = [str(a) for a in marker.args]
+        split = marker.kwargs.get("split")
+        unknown = [n for n in names if all(p.name != n for p in session.settings.datasets)]
+        if unknown:
+            configured = ", ".join(dict.fromkeys(p.name for p in session.settings.datasets))
+            raise ConfigError(
+                f"{test}: @pytest.mark.rag_dataset({', '.join(map(repr, unknown))}): no such "
+                f"dataset; the configured ones are {configured}"
+            )
+        pairs = [p for p in pairs if (not names or p.name in names) and split in (None, p.split)]
+        if not pairs:
+            raise ConfigError(
+                f"{test}: @pytest.mark.rag_dataset(..., split={split!r}) leaves no configured "
+                "(dataset, split) pair"
+            )
+    return pairs
+
+
+def _parametrize_queries(
+    metafunc: pytest.Metafunc,
+    session: RagSession,
+    pairs: list[DatasetSelection],
+    several: bool,
+    test: str,
+) -> None:
+    chosen = [a for m in metafunc.definition.iter_markers("rag_queries") for a in m.args]
+    keys: list[str | None] = [pair.key for pair in pairs] if several else [None]
+    by_pair: dict[str | None, list[str]] = {}
+    for key in keys:
+        try:
+            by_pair[key] = session.dataset(key).queries.query_ids.tolist()
+        except RagMetricsError as exc:
+            raise ConfigError(f"rag_query: {exc}") from None
+    if chosen:
+        by_pair = _chosen_queries(test, chosen, by_pair)
+    if not several:
+        query_ids = by_pair[None]
+        metafunc.parametrize("rag_query", query_ids, ids=query_ids, indirect=True)
+        return
+    values = [(key, qid) for key, ids in by_pair.items() for qid in ids]
+    metafunc.parametrize(
+        ["rag_dataset", "rag_query"],
+        values,
+        ids=[f"{key}-{qid}" for key, qid in values],
+        indirect=True,
+        scope="session",
+    )
+
+
+def _chosen_queries(
+    test: str, chosen: list[Any], by_pair: dict[str | None, list[str]]
+) -> dict[str | None, list[str]]:
+    """The ids of a ``rag_queries`` marker in each pair, checked against the datasets."""
+    wrong = [q for q in chosen if not isinstance(q, str)]
+    if wrong:
+        raise ConfigError(
+            f"{test}: rag_queries({wrong[0]!r}): query ids are strings; write "
+            f"rag_queries({str(wrong[0])!r})"
+        )
+    wanted = list(dict.fromkeys(chosen))
+    known = {q for ids in by_pair.values() for q in ids}
+    unknown = [q for q in wanted if q not in known]
+    if unknown:
+        some = next(iter(by_pair.values()))
+        raise ConfigError(
+            f"{test}: rag_queries: query ids not in the dataset: "
+            f"{', '.join(unknown[:10])}{' ...' if len(unknown) > 10 else ''} "
+            f"(it has {len(some)} queries, e.g. {', '.join(map(repr, some[:3]))})"
+        )
+    out = {}
+    for key, ids in by_pair.items():
+        present = set(ids)
+        out[key] = [q for q in wanted if q in present]
+    return {key: ids for key, ids in out.items() if ids}

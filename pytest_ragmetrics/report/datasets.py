@@ -1,0 +1,139 @@
+"""The per-dataset summary of a session that evaluated several (dataset, split) pairs: per
+metric, the evaluations as rows, the pairs as columns and their mean (FlagEmbedding's and
+MTEB's layout), with the Δ against the baseline in each cell."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.report.outcome import Checked
+
+
+@dataclass
+class SummaryRow:
+    """One evaluation across datasets: its label without the pair, a cell per pair."""
+
+    label: str
+    values: dict[str, float] = field(default_factory=dict)
+    deltas: dict[str, float] = field(default_factory=dict)
+
+    def mean(self, columns: Sequence[str]) -> float | None:
+        """The mean over the pairs it has a value for (None: none) — unweighted, as MTEB."""
+        cells = [self.values[c] for c in columns if c in self.values]
+        finite = [v for v in cells if not math.isnan(v)]
+        return sum(finite) / len(finite) if finite else None
+
+
+@dataclass
+class DatasetSummary:
+    """One metric's table."""
+
+    metric: str
+    columns: list[str]
+    rows: list[SummaryRow]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "columns": list(self.columns),
+            "rows": [
+                {
+                    "evaluation": row.label,
+                    "values": {c: _num(v) for c, v in row.values.items()},
+                    "deltas": dict(row.deltas),
+                    "mean": row.mean(self.columns),
+                }
+                for row in self.rows
+            ],
+        }
+
+
+def pair_key(dataset: Any) -> str | None:
+    """``name-split`` of an evaluation's dataset identity (None: no named dataset)."""
+    if not isinstance(dataset, dict) or not dataset.get("name") or not dataset.get("split"):
+        return None
+    return f"{dataset['name']}-{dataset['split']}"
+
+
+def without_pair(test: str, key: str) -> str:
+    """A test id without the (dataset, split) pair in its parameters."""
+    if "[" not in test:
+        return test
+    head, _, params = test.partition("[")
+    parts = params[:-1].split("-") if params.endswith("]") else params.split("-")
+    pair = key.split("-")
+    for i in range(len(parts) - len(pair) + 1):
+        if parts[i : i + len(pair)] == pair:
+            parts = parts[:i] + parts[i + len(pair) :]
+            break
+    return f"{head}[{'-'.join(parts)}]" if parts else head
+
+
+def dataset_summaries(
+    evaluations: Sequence[Checked], metrics: Sequence[str], order: Sequence[str] = ()
+) -> list[DatasetSummary]:
+    """A table per metric, when retrieval evaluations ran on at least two pairs (else []);
+    the columns in ``order`` (the configured pairs) first."""
+    from pytest_ragmetrics.report.terminal import columns as metric_columns
+
+    chosen = [(c, pair_key(c.record.dataset)) for c in evaluations if c.layer == "retrieval"]
+    keyed = [(c, key) for c, key in chosen if key is not None]
+    seen = {key for _, key in keyed}
+    pairs = [key for key in order if key in seen]
+    pairs += [key for key in dict.fromkeys(key for _, key in keyed) if key not in pairs]
+    if len(pairs) < 2:
+        return []
+    tables = []
+    for metric in metric_columns([c for c, _ in keyed], metrics):
+        rows: dict[str, SummaryRow] = {}
+        for checked, key in keyed:
+            value = checked.record.evaluation.mean.get(metric)
+            if value is None:
+                continue
+            label = f"{without_pair(checked.record.test, key)} [{checked.record.name}]"
+            row = rows.setdefault(label, SummaryRow(label))
+            row.values[key] = value
+            verdict = checked.outcome.baseline
+            for m in verdict.metrics if verdict is not None else []:
+                if m.metric == metric:
+                    row.deltas[key] = m.delta
+        if rows:
+            tables.append(DatasetSummary(metric, pairs, list(rows.values())))
+    return tables
+
+
+def summary_table(summary: DatasetSummary, tablefmt: str = "simple") -> str:
+    """The table as text (tabulate's ``simple`` for the terminal, ``github`` for Markdown)."""
+    from tabulate import tabulate
+
+    rows = []
+    for row in summary.rows:
+        cells = []
+        for column in summary.columns:
+            value = row.values.get(column)
+            if value is None:
+                cells.append("")
+                continue
+            delta = row.deltas.get(column)
+            shown = _fmt(value)
+            cells.append(shown if delta is None else f"{shown} ({delta:+.4f})")
+        mean = row.mean(summary.columns)
+        rows.append([row.label, *cells, _fmt(mean)])
+    return tabulate(
+        rows,
+        headers=[summary.metric, *summary.columns, "mean"],
+        tablefmt=tablefmt,
+        disable_numparse=True,
+        colalign=("left", *("right",) * (len(summary.columns) + 1)),
+    )
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.4f}"
+
+
+def _num(value: float) -> float | None:
+    return None if math.isnan(value) else value
