@@ -140,6 +140,45 @@ def available_splits(folder: Path) -> list[str]:
     return sorted(names)
 
 
+def check_dataset_files(folder: PathLike, split: str = "test") -> None:
+    """Whether a dataset folder and the files of ``split`` are there, without reading them:
+    a DataFormatError naming the folder or file otherwise (missing folder, unknown layout,
+    split or qrels file, no corpus or queries file; a dataset.json is read and checked)."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise DataFormatError("dataset folder not found", root)
+    layout = detect_layout(root, split)
+    if layout == "manifest":
+        manifest = read_manifest(root / MANIFEST)
+        if split not in manifest.qrels:
+            raise DataFormatError(
+                f"split {split!r} not found; {MANIFEST} has {', '.join(manifest.qrels)}", root
+            )
+        return
+    files = _layout_files(root, split, layout)
+    if not _exists(files[0]):
+        splits = available_splits(root)
+        raise DataFormatError(
+            f"split {split!r} not found (no {files[0].relative_to(root)}); available splits: "
+            f"{', '.join(splits) or 'none'}",
+            root,
+        )
+    for path in files[1:]:
+        if not _exists(path):
+            raise DataFormatError("file not found", path)
+
+
+def _layout_files(root: Path, split: str, layout: str) -> tuple[Path, Path, Path]:
+    """(qrels, queries, corpus) of a split in the BEIR or FlagEmbedding layout."""
+    if layout == "beir":
+        return root / "qrels" / f"{split}.tsv", root / "queries.jsonl", root / "corpus.jsonl"
+    return (
+        root / f"{split}_qrels.jsonl",
+        root / f"{split}_queries.jsonl",
+        root / "corpus.jsonl",
+    )
+
+
 def load_dataset(folder: PathLike, split: str = "test", *, name: str | None = None) -> Dataset:
     """Load a dataset folder; queries are restricted to those judged in the split.
 
@@ -163,12 +202,7 @@ def load_dataset(folder: PathLike, split: str = "test", *, name: str | None = No
             parts.queries_path,
             parts.qrels_path,
         )
-    if layout == "beir":
-        qrels_path = root / "qrels" / f"{split}.tsv"
-        queries_path = root / "queries.jsonl"
-    else:
-        qrels_path = root / f"{split}_qrels.jsonl"
-        queries_path = root / f"{split}_queries.jsonl"
+    qrels_path, queries_path, _ = _layout_files(root, split, layout)
     if not _exists(qrels_path):
         splits = available_splits(root)
         raise DataFormatError(

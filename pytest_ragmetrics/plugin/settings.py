@@ -133,7 +133,23 @@ def build_settings(
         values["strict"] = True
     settings = Settings(**values)
     check_paths_apart(settings)
+    _check_dataset_files(settings)
     return settings
+
+
+def _check_dataset_files(settings: Settings) -> None:
+    """A missing dataset folder, split or file stops pytest at start-up, naming the path,
+    before any test (or retriever) runs. Nothing is read but a dataset.json."""
+    if not settings.datasets:
+        return
+    from pytest_ragmetrics.data.layouts import check_dataset_files
+    from pytest_ragmetrics.errors import DataFormatError
+
+    for pair in settings.datasets:
+        try:
+            check_dataset_files(pair.path, pair.split)
+        except DataFormatError as exc:
+            raise ConfigError(f"ragmetrics_dataset: {exc}") from None
 
 
 def _datasets(
