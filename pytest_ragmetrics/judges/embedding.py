@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from pytest_ragmetrics.data.model import FloatArray
+from pytest_ragmetrics.encoders import ModelSource, load_sentence_transformer, resolve_model
 from pytest_ragmetrics.errors import JudgeError, RetrieverError
 from pytest_ragmetrics.judges.base import (
     SPLITTER_VERSION,
@@ -28,7 +29,6 @@ from pytest_ragmetrics.judges.base import (
     split_sentences,
 )
 from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
-from pytest_ragmetrics.retrievers.models import ModelSource, resolve_model
 
 # Chosen by `ragmetrics calibrate --judge embedding` on SciFact claim_support.dev (best kappa on
 # the tuning half, seed 0): on the other half kappa 0.32, accuracy 0.66 (n = 169) -- a weak
@@ -58,8 +58,6 @@ class _LazyModel:
 
     def encode(self, texts: list[str]) -> Any:
         if self._model is None:
-            from pytest_ragmetrics.retrievers.dense import load_sentence_transformer
-
             try:
                 self._model = load_sentence_transformer(self.source, device=self.device)
             except RetrieverError as exc:
