@@ -190,6 +190,8 @@ def _judged_forms(metrics: list[str]) -> list[str]:
 
 
 def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from pytest_ragmetrics.retrievers import RETRIEVER_KINDS
+
     p = sub.add_parser(
         "retrieve",
         help="run a built-in retriever over a dataset and write a TREC run",
@@ -203,7 +205,7 @@ def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="BEIR or FlagEmbedding folder, or a folder with dataset.json (TREC, SMART)",
     )
     p.add_argument("--split", default="test", help="qrels split whose queries to search")
-    p.add_argument("--retriever", required=True, choices=("dense", "bm25"))
+    p.add_argument("--retriever", required=True, choices=RETRIEVER_KINDS)
     p.add_argument(
         "--model",
         metavar="PATH_OR_NAME",
@@ -366,6 +368,8 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from pytest_ragmetrics.judges import JUDGE_KINDS
+
     p = sub.add_parser(
         "calibrate",
         help="measure a judge's agreement with human support labels (accuracy, kappa)",
@@ -375,7 +379,7 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "judge (embedding) gets its threshold tuned on a seeded half and is scored on the other "
         "half. --save records the result for the ragmetrics_min_judge_kappa gate.",
     )
-    p.add_argument("--judge", required=True, choices=("embedding", "http", "recorded"))
+    p.add_argument("--judge", required=True, choices=JUDGE_KINDS)
     p.add_argument("--labels", required=True, metavar="FILE.jsonl", help="human labels")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument(

@@ -5,6 +5,9 @@ from typing import TYPE_CHECKING
 
 from pytest_ragmetrics._lazy import lazy_exports
 
+# The built-in judges, by the name configuration files and the CLI use (see build_judge).
+JUDGE_KINDS: tuple[str, ...] = ("embedding", "http", "recorded")
+
 if TYPE_CHECKING:
     from pytest_ragmetrics.judges.base import (
         BatchClaimJudge,
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
         save_calibration,
     )
     from pytest_ragmetrics.judges.embedding import EmbeddingJudge
-    from pytest_ragmetrics.judges.factory import JUDGE_KINDS, build_judge
+    from pytest_ragmetrics.judges.factory import build_judge
     from pytest_ragmetrics.judges.http import HttpJudge
     from pytest_ragmetrics.judges.recorded import RecordedJudge, read_assessments
     from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
@@ -42,7 +45,6 @@ _EXPORTS = {
     "ClaimJudge": "pytest_ragmetrics.judges.base",
     "EmbeddingJudge": "pytest_ragmetrics.judges.embedding",
     "HttpJudge": "pytest_ragmetrics.judges.http",
-    "JUDGE_KINDS": "pytest_ragmetrics.judges.factory",
     "Judge": "pytest_ragmetrics.judges.base",
     "LabelledClaim": "pytest_ragmetrics.judges.calibration",
     "RecordedJudge": "pytest_ragmetrics.judges.recorded",

@@ -6,12 +6,11 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from pytest_ragmetrics.errors import JudgeError
+from pytest_ragmetrics.judges import JUDGE_KINDS
 from pytest_ragmetrics.judges.base import CacheLike, Judge
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.settings import Settings
-
-JUDGE_KINDS: tuple[str, ...] = ("embedding", "http", "recorded")
 
 
 def build_judge(
