@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -127,10 +128,84 @@ def _sha256_lines(lines: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
-class Qrels:
+def _offsets_from_counts(counts: npt.ArrayLike) -> IntArray:
+    """CSR offsets of segments holding ``counts`` entries each."""
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+class QuerySegments:
+    """Per query, a segment of document entries, in CSR arrays: the entries of ``query_ids[i]``
+    are ``offsets[i]:offsets[i + 1]``, and ``doc_codes`` index ``doc_ids`` (the vocabulary).
+
+    The storage, lookups and selections :class:`Qrels` and :class:`Run` share; each adds one
+    value per entry (grades, scores).
+    """
+
+    __slots__ = ("__dict__", "doc_codes", "doc_ids", "offsets", "query_ids")
+
+    query_ids: StrArray
+    offsets: IntArray
+    doc_ids: StrArray
+    doc_codes: IntArray
+
+    def __init__(
+        self, query_ids: StrArray, offsets: IntArray, doc_ids: StrArray, doc_codes: IntArray
+    ) -> None:
+        self.query_ids = query_ids
+        self.offsets = offsets
+        self.doc_ids = doc_ids
+        self.doc_codes = doc_codes
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.query_ids.tolist())
+
+    def __contains__(self, query_id: object) -> bool:
+        return query_id in self._position
+
+    @cached_property
+    def _position(self) -> dict[str, int]:
+        return {qid: i for i, qid in enumerate(self.query_ids.tolist())}
+
+    def _entries(self, query_id: str, values: npt.NDArray[Any]) -> Iterator[tuple[str, Any]]:
+        """(doc id, value) of one query's entries in stored order; none for an unknown query."""
+        i = self._position.get(query_id)
+        if i is None:
+            return iter(())
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return zip(
+            self.doc_ids[self.doc_codes[lo:hi]].tolist(), values[lo:hi].tolist(), strict=True
+        )
+
+    def _rows(self, values: npt.NDArray[Any]) -> Iterator[tuple[str, str, Any]]:
+        """(query id, doc id, value) of every entry in stored order (what fingerprints hash)."""
+        seg = _segment_ids(self.offsets)
+        return zip(
+            self.query_ids[seg].tolist(),
+            self.doc_ids[self.doc_codes].tolist(),
+            values.tolist(),
+            strict=True,
+        )
+
+    def _select(self, query_ids: Iterable[str]) -> tuple[list[int], IntArray, IntArray]:
+        """The rows of the known ``query_ids`` (in that order, unknown ones ignored), the
+        offsets of their segments once taken out, and the entries they hold."""
+        keep = [self._position[q] for q in query_ids if q in self._position]
+        lo, hi = self.offsets[keep], self.offsets[np.asarray(keep, dtype=np.int64) + 1]
+        take = (
+            np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])
+            if keep
+            else np.empty(0, dtype=np.int64)
+        )
+        return keep, _offsets_from_counts(hi - lo), take
+
+
+class Qrels(QuerySegments):
     """Relevance judgments: query id -> document id -> integer grade, stored as CSR arrays."""
 
-    __slots__ = ("__dict__", "doc_codes", "doc_ids", "grades", "offsets", "query_ids")
+    __slots__ = ("grades",)
 
     def __init__(
         self,
@@ -142,10 +217,7 @@ class Qrels:
         *,
         validate: bool = True,
     ) -> None:
-        self.query_ids = query_ids
-        self.offsets = offsets
-        self.doc_ids = doc_ids
-        self.doc_codes = doc_codes
+        super().__init__(query_ids, offsets, doc_ids, doc_codes)
         self.grades = grades
         if validate:
             _check_unique_query_ids(query_ids, "qrels")
@@ -182,15 +254,6 @@ class Qrels:
             docs[doc] = grade
         return cls.from_dict(by_query)
 
-    def __len__(self) -> int:
-        return len(self.query_ids)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.query_ids.tolist())
-
-    def __contains__(self, query_id: object) -> bool:
-        return query_id in self._position
-
     def __repr__(self) -> str:
         return f"Qrels({len(self)} queries, {len(self.grades)} judgments)"
 
@@ -201,23 +264,9 @@ class Qrels:
 
     __hash__ = None  # type: ignore[assignment]
 
-    @cached_property
-    def _position(self) -> dict[str, int]:
-        return {qid: i for i, qid in enumerate(self.query_ids.tolist())}
-
     def judgments(self, query_id: str) -> dict[str, int]:
         """The judged documents of one query with their grades."""
-        i = self._position.get(query_id)
-        if i is None:
-            return {}
-        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-        return dict(
-            zip(
-                self.doc_ids[self.doc_codes[lo:hi]].tolist(),
-                self.grades[lo:hi].tolist(),
-                strict=True,
-            )
-        )
+        return dict(self._entries(query_id, self.grades))
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         """``{query_id: {doc_id: grade}}``."""
@@ -235,22 +284,17 @@ class Qrels:
 
     def restrict(self, query_ids: Iterable[str]) -> Qrels:
         """The judgments of the given queries only (unknown ids are ignored)."""
-        wanted = [q for q in query_ids if q in self._position]
-        return Qrels.from_dict({q: self.judgments(q) for q in wanted})
+        rows, offsets, take = self._select(dict.fromkeys(query_ids))
+        # A vocabulary of the documents kept, in order of first use, as from_dict makes it.
+        vocab, codes, _ = encode_ids([self.doc_ids[self.doc_codes[take]].tolist()])
+        return Qrels(
+            as_str_array(self.query_ids[rows].tolist()), offsets, vocab, codes, self.grades[take]
+        )
 
     @cached_property
     def fingerprint(self) -> str:
         """sha256 of the judgments, independent of their order in the file."""
-        seg = _segment_ids(self.offsets)
-        rows = sorted(
-            zip(
-                self.query_ids[seg].tolist(),
-                self.doc_ids[self.doc_codes].tolist(),
-                self.grades.tolist(),
-                strict=True,
-            )
-        )
-        return _sha256_lines(f"{q}\t{d}\t{g}" for q, d, g in rows)
+        return _sha256_lines(f"{q}\t{d}\t{g}" for q, d, g in sorted(self._rows(self.grades)))
 
 
 def _require_nested_mapping(value: object, what: str, shape: str) -> None:
@@ -296,7 +340,7 @@ def _as_score(score: object, query_id: str, doc_id: str) -> float:
     )
 
 
-class Run:
+class Run(QuerySegments):
     """Ranked results: per query, documents with float scores, in canonical order.
 
     Canonical order is trec_eval's: score descending, compared at float32 precision as trec_eval
@@ -306,7 +350,7 @@ class Run:
     corpus ids), ``offsets`` delimit queries.
     """
 
-    __slots__ = ("__dict__", "doc_codes", "doc_ids", "offsets", "query_ids", "scores")
+    __slots__ = ("scores",)
 
     def __init__(
         self,
@@ -333,10 +377,7 @@ class Run:
             _check_no_duplicate_docs(query_ids, offsets, doc_ids, doc_codes, source)
         if not canonical:
             doc_codes, scores = _in_canonical_order(offsets, doc_ids, doc_codes, scores)
-        self.query_ids = query_ids
-        self.offsets = offsets
-        self.doc_ids = doc_ids
-        self.doc_codes = doc_codes
+        super().__init__(query_ids, offsets, doc_ids, doc_codes)
         self.scores = scores
 
     @classmethod
@@ -446,7 +487,7 @@ class Run:
             codes, flat_scores = idx.ravel(), sc.ravel()
         else:
             counts = valid.sum(axis=1)
-            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            offsets = _offsets_from_counts(counts)
             codes, flat_scores = idx[valid], sc[valid]
         if idx.shape[1] > 1:
             canonical = _canonical_positions(vocab, codes)
@@ -467,21 +508,8 @@ class Run:
         # faiss rows come sorted by score: the Run then only reorders tied entries.
         return cls(qids, offsets, vocab, codes, flat_scores, check_duplicates=False)
 
-    def __len__(self) -> int:
-        return len(self.query_ids)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.query_ids.tolist())
-
-    def __contains__(self, query_id: object) -> bool:
-        return query_id in self._position
-
     def __repr__(self) -> str:
         return f"Run({len(self)} queries, {len(self.scores)} entries)"
-
-    @cached_property
-    def _position(self) -> dict[str, int]:
-        return {qid: i for i, qid in enumerate(self.query_ids.tolist())}
 
     @property
     def num_entries(self) -> int:
@@ -489,17 +517,7 @@ class Run:
 
     def ranking(self, query_id: str) -> list[tuple[str, float]]:
         """This query's ranked (doc id, score) pairs, best first; [] for an unknown query."""
-        i = self._position.get(query_id)
-        if i is None:
-            return []
-        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-        return list(
-            zip(
-                self.doc_ids[self.doc_codes[lo:hi]].tolist(),
-                self.scores[lo:hi].tolist(),
-                strict=True,
-            )
-        )
+        return list(self._entries(query_id, self.scores))
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """``{query_id: {doc_id: score}}`` in rank order."""
@@ -514,11 +532,9 @@ class Run:
         seg = _segment_ids(self.offsets)
         rank = np.arange(len(self.scores)) - self.offsets[seg]
         keep = rank < k
-        counts = np.bincount(seg[keep], minlength=len(self))
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         return Run(
             self.query_ids,
-            offsets,
+            _offsets_from_counts(np.bincount(seg[keep], minlength=len(self))),
             self.doc_ids,
             self.doc_codes[keep],
             self.scores[keep],
@@ -551,7 +567,7 @@ class Run:
         keep = np.ones(len(self.scores), dtype=bool)
         keep[candidates[same]] = False
         removed = np.bincount(seg[same], minlength=len(self))
-        offsets = self.offsets - np.concatenate([[0], np.cumsum(removed)]).astype(np.int64)
+        offsets = self.offsets - _offsets_from_counts(removed)
         return Run(
             self.query_ids,
             offsets,
@@ -564,15 +580,7 @@ class Run:
 
     def restrict(self, query_ids: Iterable[str]) -> Run:
         """The results of the given queries only, in the given order (unknown ids are ignored)."""
-        keep = [self._position[q] for q in query_ids if q in self._position]
-        lo, hi = self.offsets[keep], self.offsets[np.asarray(keep, dtype=np.int64) + 1]
-        counts = hi - lo
-        take = (
-            np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])
-            if keep
-            else np.empty(0, dtype=np.int64)
-        )
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        keep, offsets, take = self._select(query_ids)
         return Run(
             self.query_ids[keep],
             offsets,
@@ -589,9 +597,9 @@ class Run:
         Independent of the order of the input lines (or dict entries): the same results give
         the same fingerprint.
         """
-        return _sha256_lines(
-            f"{q}\t{d}\t{s!r}" for q in sorted(self.query_ids.tolist()) for d, s in self.ranking(q)
-        )
+        # A stable sort by query id keeps each query's entries in rank order.
+        rows = sorted(self._rows(self.scores), key=operator.itemgetter(0))
+        return _sha256_lines(f"{q}\t{d}\t{s!r}" for q, d, s in rows)
 
 
 def ranking_key(scores: FloatArray) -> npt.NDArray[np.float32]:
