@@ -24,6 +24,7 @@ import numpy as np
 from pytest_ragmetrics.data.textfile import read_jsonl
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
 from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, read_json_file
+from pytest_ragmetrics.judges.assessment import Claim
 from pytest_ragmetrics.judges.base import (
     BatchClaimJudge,
     ClaimJudge,
@@ -32,7 +33,6 @@ from pytest_ragmetrics.judges.base import (
     identity_hash,
     naming,
 )
-from pytest_ragmetrics.judges.records import Claim
 from pytest_ragmetrics.progress import progress
 
 PathLike = str | os.PathLike[str]

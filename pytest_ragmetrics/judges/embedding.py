@@ -16,6 +16,7 @@ import numpy as np
 from pytest_ragmetrics.data.model import FloatArray
 from pytest_ragmetrics.encoders import ModelSource, load_sentence_transformer, resolve_model
 from pytest_ragmetrics.errors import JudgeError, RetrieverError
+from pytest_ragmetrics.judges.assessment import AnswerAssessment, Claim
 from pytest_ragmetrics.judges.base import (
     SPLITTER_VERSION,
     CacheLike,
@@ -28,7 +29,6 @@ from pytest_ragmetrics.judges.base import (
     normalise_contexts,
     split_sentences,
 )
-from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
 
 # Chosen by `ragmetrics calibrate --judge embedding` on SciFact claim_support.dev (best kappa on
 # the tuning half, seed 0): on the other half kappa 0.32, accuracy 0.66 (n = 169) -- a weak

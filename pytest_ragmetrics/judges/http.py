@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from pytest_ragmetrics.errors import JudgeError
+from pytest_ragmetrics.judges.assessment import AnswerAssessment, Claim
 from pytest_ragmetrics.judges.base import (
     SPLITTER_VERSION,
     CacheLike,
@@ -28,7 +29,6 @@ from pytest_ragmetrics.judges.base import (
     normalise_contexts,
     split_sentences,
 )
-from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
 from pytest_ragmetrics.transport import ChatClient, Naming
 
 ENV_URL = "RAGMETRICS_JUDGE_URL"

@@ -11,7 +11,7 @@ from pytest_ragmetrics.data.model import as_str_array
 from pytest_ragmetrics.errors import MetricError
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.judges.records import AnswerAssessment
+    from pytest_ragmetrics.judges.assessment import AnswerAssessment
     from pytest_ragmetrics.metrics.evaluation import Evaluation
 
 ANSWER_METRICS: tuple[str, ...] = ("groundedness", "answer_relevance")
@@ -36,7 +36,7 @@ def evaluate_answers(
     ``details`` per query: ``claims``, ``judged_claims``, ``supported_claims``, ``no_claims``
     (1/0) and ``relevance_judged`` (1/0). Duplicate query ids are an error.
     """
-    from pytest_ragmetrics.judges.records import AnswerAssessment
+    from pytest_ragmetrics.judges.assessment import AnswerAssessment
     from pytest_ragmetrics.metrics.evaluation import Evaluation
 
     wanted = list(dict.fromkeys([metrics] if isinstance(metrics, str) else metrics))

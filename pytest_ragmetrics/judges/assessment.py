@@ -1,4 +1,5 @@
-"""Answer-layer records: a judged claim and the assessment of one answer, JSON round-trippable."""
+"""What a judge says about an answer: a judged Claim and the AnswerAssessment of one answer,
+JSON round-trippable (the lines of a recorded-verdicts file)."""
 
 from __future__ import annotations
 

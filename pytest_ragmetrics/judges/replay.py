@@ -1,4 +1,5 @@
-"""Recorded verdicts: assessments made earlier (by people or another judge), read from JSONL."""
+"""Replaying recorded verdicts: assessments made earlier (by people or another judge), read from
+JSONL and looked up by query id (the ``recorded`` judge)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from pytest_ragmetrics.data.textfile import read_jsonl, resolve
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
+from pytest_ragmetrics.judges.assessment import AnswerAssessment
 from pytest_ragmetrics.judges.base import (
     Contexts,
     check_text,
@@ -17,7 +19,6 @@ from pytest_ragmetrics.judges.base import (
     make_identity,
     normalise_contexts,
 )
-from pytest_ragmetrics.judges.records import AnswerAssessment
 
 PathLike = str | os.PathLike[str]
 RUBRIC = (
