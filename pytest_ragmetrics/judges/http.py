@@ -21,12 +21,11 @@ from pytest_ragmetrics.judges.base import (
     SPLITTER_VERSION,
     CacheLike,
     Contexts,
+    JudgeBase,
     VerdictCache,
-    check_text,
-    default_query_id,
+    checked_requests,
     make_identity,
     naming_query,
-    normalise_contexts,
     split_sentences,
 )
 from pytest_ragmetrics.transport import ChatClient, Naming
@@ -96,7 +95,7 @@ def _rubric(system_prompt: str, support_template: str, relevance_template: str) 
     )
 
 
-class HttpJudge:
+class HttpJudge(JudgeBase):
     """Asks an OpenAI-compatible chat endpoint, per claim, "is this claim supported by this
     context? answer yes or no", and once per answer whether it addresses the question.
 
@@ -263,9 +262,7 @@ class HttpJudge:
         """:meth:`judge_claims` for many (claims, contexts) pairs; each distinct question is
         asked once, up to ``concurrency`` at a time."""
         prepared: list[list[tuple[str, str | None]]] = []
-        for claims, contexts in requests:
-            texts = [check_text(c, "claim") for c in claims]
-            pairs = normalise_contexts(contexts)
+        for texts, pairs in checked_requests(requests):
             context = self._context_text(pairs) if pairs else None
             prepared.append(
                 [
@@ -301,28 +298,18 @@ class HttpJudge:
         # In question order: the error reported is the first question's that failed.
         return dict(zip(prompts, self._client.map(self._support_verdict, prompts), strict=True))
 
-    def assess(
-        self,
-        query: str,
-        answer: str,
-        contexts: Contexts,
-        *,
-        query_id: str | None = None,
-    ) -> AnswerAssessment:
+    def _assess(self, qid: str, query: str, answer: str, contexts: Contexts) -> AnswerAssessment:
         """Judge each sentence of ``answer`` against ``contexts``, then the answer's relevance.
 
         A JudgeError (server trouble, a malformed or unparseable reply) names the query.
         """
-        check_text(query, "query")
-        check_text(answer, "answer")
-        qid = query_id if query_id is not None else default_query_id(query)
         with naming_query(qid):
-            claims, addresses, raw = self._assess(query, answer, contexts)
+            claims, addresses, raw = self._claims_and_relevance(query, answer, contexts)
         return AnswerAssessment(
             qid, answer, tuple(claims), addresses, None, self._identity, raw, query
         )
 
-    def _assess(
+    def _claims_and_relevance(
         self, query: str, answer: str, contexts: Contexts
     ) -> tuple[list[Claim], bool | None, dict[str, Any]]:
         claims = self.judge_claims(split_sentences(answer), contexts)

@@ -12,13 +12,7 @@ from typing import Any
 from pytest_ragmetrics.data.textfile import read_jsonl, resolve
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
 from pytest_ragmetrics.judges.assessment import AnswerAssessment
-from pytest_ragmetrics.judges.base import (
-    Contexts,
-    check_text,
-    default_query_id,
-    make_identity,
-    normalise_contexts,
-)
+from pytest_ragmetrics.judges.base import Contexts, JudgeBase, make_identity, normalise_contexts
 
 PathLike = str | os.PathLike[str]
 RUBRIC = (
@@ -49,7 +43,7 @@ def read_assessments(path: PathLike) -> dict[str, tuple[int, AnswerAssessment]]:
     return found
 
 
-class RecordedJudge:
+class RecordedJudge(JudgeBase):
     """Replays recorded assessments, looked up by query id.
 
     The recorded answer must be the answer being assessed (else the verdicts are about
@@ -87,19 +81,9 @@ class RecordedJudge:
         """Every recorded assessment, in file order (what ``evaluate_answers`` takes)."""
         return list(self)
 
-    def assess(
-        self,
-        query: str,
-        answer: str,
-        contexts: Contexts,
-        *,
-        query_id: str | None = None,
-    ) -> AnswerAssessment:
+    def _assess(self, qid: str, query: str, answer: str, contexts: Contexts) -> AnswerAssessment:
         """The recorded assessment of ``query_id`` (or of the query's default id)."""
-        check_text(query, "query")
-        check_text(answer, "answer")
         normalise_contexts(contexts)
-        qid = query_id if query_id is not None else default_query_id(query)
         if qid not in self._records:
             raise JudgeError(
                 f"{os.fspath(self.path)}: no recorded verdicts for query {qid!r}; record them "
