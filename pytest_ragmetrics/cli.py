@@ -8,9 +8,12 @@ import math
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError, RagMetricsWarning
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.judges.calibration import CalibrationResult
 
 FORMATS = ("table", "json", "markdown")
 # Exit codes, the same for every command (README, "Exit codes").
@@ -189,6 +192,17 @@ def _judged_forms(metrics: list[str]) -> list[str]:
         raise MetricError(f"-J: {exc}") from None
 
 
+def _add_cache_options(p: argparse.ArgumentParser, folder: str) -> None:
+    """--cache-dir (described as ``folder``) and --no-cache."""
+    p.add_argument(
+        "--cache-dir",
+        default=".ragmetrics/cache",
+        metavar="DIR",
+        help=f"{folder} (default .ragmetrics/cache)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+
+
 def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from pytest_ragmetrics.retrievers import RETRIEVER_KINDS
 
@@ -212,13 +226,7 @@ def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="dense: model folder or locally cached hub name (default: all-MiniLM-L6-v2)",
     )
     p.add_argument("--k", type=int, default=100, help="documents per query (default 100)")
-    p.add_argument(
-        "--cache-dir",
-        default=".ragmetrics/cache",
-        metavar="DIR",
-        help="cache folder for embeddings and runs (default .ragmetrics/cache)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    _add_cache_options(p, "cache folder for embeddings and runs")
     p.add_argument("--out", required=True, metavar="RUN", help="TREC run file to write")
     p.add_argument("--tag", help="run tag (last column; default: the retriever's name)")
     dense = p.add_argument_group("dense options")
@@ -389,13 +397,7 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     p.add_argument("--limit", type=int, metavar="N", help="use only the first N labelled items")
     p.add_argument("--seed", type=int, default=0, help="seed of the tuning split (default 0)")
-    p.add_argument(
-        "--cache-dir",
-        default=".ragmetrics/cache",
-        metavar="DIR",
-        help="verdict cache folder (default .ragmetrics/cache)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    _add_cache_options(p, "verdict cache folder")
     emb = p.add_argument_group("embedding options")
     emb.add_argument(
         "--threshold",
@@ -426,36 +428,32 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.set_defaults(handler=_cmd_calibrate)
 
 
-def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
-    from tabulate import tabulate
+# The command-line options of each judge (--model names a folder for one, a model for the other).
+_JUDGE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "embedding": ("threshold", "model"),
+    "http": ("model", "url", "api_key_env", "timeout", "concurrency"),
+    "recorded": ("verdicts",),
+}
 
+
+def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The judge options given, as build_judge keywords; a ConfigError for another judge's."""
+    every = dict.fromkeys(name for names in _JUDGE_OPTIONS.values() for name in names)
+    given = {name: getattr(args, name) for name in every if getattr(args, name) is not None}
+    wrong = sorted(set(given) - set(_JUDGE_OPTIONS[args.judge]))
+    if wrong:
+        flags = ", ".join("--" + name.replace("_", "-") for name in wrong)
+        raise ConfigError(f"{flags}: not an option of --judge {args.judge}")
+    return given
+
+
+def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.cache import Cache
     from pytest_ragmetrics.judges.calibration import calibrate, save_calibration
     from pytest_ragmetrics.judges.factory import build_judge
     from pytest_ragmetrics.progress import stream_reporter, use_reporter
 
-    own = {
-        "embedding": {"threshold", "model"},
-        "http": {"model", "url", "api_key_env", "timeout", "concurrency"},
-        "recorded": {"verdicts"},
-    }
-    given = {
-        name
-        for name in (
-            "threshold",
-            "model",
-            "url",
-            "api_key_env",
-            "timeout",
-            "concurrency",
-            "verdicts",
-        )
-        if getattr(args, name) is not None
-    }
-    wrong = sorted(given - own[args.judge])
-    if wrong:
-        flags = ", ".join("--" + name.replace("_", "-") for name in wrong)
-        raise ConfigError(f"{flags}: not an option of --judge {args.judge}")
+    options = _judge_options(args)
     _require_positive(args, "concurrency", "limit")
     if args.save:
         _refuse_overwriting(
@@ -464,7 +462,6 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
             files={"--labels": args.labels, "--verdicts": args.verdicts},
             cache=None if args.no_cache else args.cache_dir,
         )
-    options = {name: getattr(args, name) for name in given}
     if args.judge == "http":
         # A weak model's off-script reply is counted as unjudged, not fatal, while calibrating.
         options["unparseable"] = "unjudged"
@@ -484,6 +481,17 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "json":
         out.write(json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n")
         return 0
+    tablefmt = "github" if args.format == "markdown" else "simple"
+    out.write(_calibration_tables(result, args.labels, tablefmt))
+    if args.save:
+        out.write(f"\nsaved to {args.save} (judge {result.judge_key[:12]})\n")
+    return 0
+
+
+def _calibration_tables(result: CalibrationResult, labels: str, tablefmt: str) -> str:
+    """The figures of a calibration, then its confusion matrix."""
+    from tabulate import tabulate
+
     identity = result.judge
     c = result.confusion
     if result.tuning is not None:
@@ -495,7 +503,7 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         how = "-" if result.threshold is None else f"{result.threshold} (fixed)"
     rows = [
         ["judge", f"{identity.get('name')} ({identity.get('model')})"],
-        ["labels", f"{args.labels} ({result.labels.get('n')} items)"],
+        ["labels", f"{labels} ({result.labels.get('n')} items)"],
         ["threshold", how],
         ["n", str(result.n)],
         ["unjudged", str(result.unjudged)],
@@ -503,24 +511,17 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         ["kappa", _number(result.kappa)],
         ["seconds", f"{result.seconds:.1f}"],
     ]
-    tablefmt = "github" if args.format == "markdown" else "simple"
-    out.write(tabulate(rows, tablefmt=tablefmt, disable_numparse=True) + "\n\n")
     matrix = [
         ["human: supported", str(c["tp"]), str(c["fn"])],
         ["human: not supported", str(c["fp"]), str(c["tn"])],
     ]
-    out.write(
-        tabulate(
-            matrix,
-            headers=["", "judge: supported", "judge: not supported"],
-            tablefmt=tablefmt,
-            disable_numparse=True,
-        )
+    headers = ["", "judge: supported", "judge: not supported"]
+    return (
+        tabulate(rows, tablefmt=tablefmt, disable_numparse=True)
+        + "\n\n"
+        + tabulate(matrix, headers=headers, tablefmt=tablefmt, disable_numparse=True)
         + "\n"
     )
-    if args.save:
-        out.write(f"\nsaved to {args.save} (judge {result.judge_key[:12]})\n")
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:

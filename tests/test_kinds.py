@@ -72,3 +72,9 @@ def test_naming_the_kinds_imports_nothing_else() -> None:
         "'pytest_ragmetrics.judges',",
         "'pytest_ragmetrics.retrievers']",
     ]
+
+
+def test_the_cli_knows_the_options_of_every_judge() -> None:
+    from pytest_ragmetrics.cli import _JUDGE_OPTIONS
+
+    assert tuple(_JUDGE_OPTIONS) == JUDGE_KINDS
