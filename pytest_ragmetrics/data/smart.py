@@ -14,6 +14,7 @@ from pytest_ragmetrics.data.fields import (
     TextRecord,
     clean_block,
     corpus_from_records,
+    note_first,
     path_list,
     queries_from_records,
 )
@@ -61,15 +62,8 @@ def parse_smart(
             if len(parts) != 2:
                 raise DataFormatError(f"expected '.I <id>' (one id), got {stripped!r}", p, lineno)
             close_field()
-            record_id = parts[1]
-            if record_id in seen:
-                where, first = seen[record_id]
-                at = f"line {first}" if where == str(p) else f"{where}:{first}"
-                raise DataFormatError(
-                    f"{what} id {record_id!r} appears twice (first at {at})", p, lineno
-                )
-            seen[record_id] = (str(p), lineno)
-            record = TextRecord(record_id, str(p), lineno)
+            note_first(seen, parts[1], f"{what} id", p, lineno)
+            record = TextRecord(parts[1], str(p), lineno)
             records.append(record)
             name = None
         elif _MARKER.fullmatch(stripped):
