@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from pytest_ragmetrics.data.fields import (
     TextRecord,
@@ -58,12 +59,8 @@ def parse_smart(
     for lineno, text in read_lines(p, encoding):
         stripped = text.strip()
         if stripped.startswith(".I") and (len(stripped) == 2 or stripped[2].isspace()):
-            parts = stripped.split()
-            if len(parts) != 2:
-                raise DataFormatError(f"expected '.I <id>' (one id), got {stripped!r}", p, lineno)
             close_field()
-            note_first(seen, parts[1], f"{what} id", p, lineno)
-            record = TextRecord(parts[1], str(p), lineno)
+            record = _record_start(stripped, p, lineno, seen, what)
             records.append(record)
             name = None
         elif _MARKER.fullmatch(stripped):
@@ -93,6 +90,17 @@ def parse_smart(
     if not records:
         raise DataFormatError(f"no '.I <id>' {what} records in this file (it is empty)", p)
     return records
+
+
+def _record_start(
+    stripped: str, path: Path, lineno: int, seen: dict[str, tuple[str, int]], what: str
+) -> TextRecord:
+    """The record a ``.I <id>`` line starts; its id must be new."""
+    parts = stripped.split()
+    if len(parts) != 2:
+        raise DataFormatError(f"expected '.I <id>' (one id), got {stripped!r}", path, lineno)
+    note_first(seen, parts[1], f"{what} id", path, lineno)
+    return TextRecord(parts[1], str(path), lineno)
 
 
 def read_smart_documents(

@@ -56,6 +56,7 @@ class DenseRetriever:
     runs; ``corpus_encodings`` counts the corpus encodings this object actually ran.
     """
 
+    # Over 60 lines only because it checks and keeps twenty options, one line each.
     def __init__(
         self,
         corpus: Corpus,

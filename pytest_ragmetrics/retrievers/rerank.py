@@ -190,7 +190,8 @@ class RerankRetriever:
             return np.asarray(found, dtype=np.float64)
         return compute()["scores"]
 
-    def _score(self, queries: Queries, candidates: Run) -> npt.NDArray[np.float64]:
+    def _pairs(self, queries: Queries, candidates: Run) -> list[tuple[str, str]]:
+        """(query text, passage) for every candidate entry, in entry order."""
         seg = np.repeat(np.arange(len(candidates)), np.diff(candidates.offsets))
         query_rows = [queries.position[q] for q in candidates.query_ids.tolist()]
         query_texts = [queries.texts[query_rows[i]] for i in seg.tolist()]
@@ -203,9 +204,12 @@ class RerankRetriever:
                 "is not in the reranker's corpus; pass the corpus the first stage searches"
             )
         passages = self.corpus.passages(PASSAGE_SEPARATOR)
-        pairs = [
+        return [
             (query, passages[position[doc]]) for query, doc in zip(query_texts, names, strict=True)
         ]
+
+    def _score(self, queries: Queries, candidates: Run) -> npt.NDArray[np.float64]:
+        pairs = self._pairs(queries, candidates)
         # Longest first over all pairs, chunked only to move the progress bar.
         order = np.argsort([-(len(q) + len(p)) for q, p in pairs], kind="stable")
         model = self.model
