@@ -133,28 +133,13 @@ def _offsets_from_counts(counts: npt.ArrayLike) -> IntArray:
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
-class QuerySegments:
-    """Per query, a segment of document entries, in CSR arrays: the entries of ``query_ids[i]``
-    are ``offsets[i]:offsets[i + 1]``, and ``doc_codes`` index ``doc_ids`` (the vocabulary).
+class QueryKeyed:
+    """Rows keyed by unique query ids, in order: its length, iteration over the ids, membership
+    and the row of an id (what :class:`Queries`, :class:`Qrels` and :class:`Run` share)."""
 
-    The storage, lookups and selections :class:`Qrels` and :class:`Run` share; each adds one
-    value per entry (grades, scores).
-    """
-
-    __slots__ = ("__dict__", "doc_codes", "doc_ids", "offsets", "query_ids")
+    __slots__ = ("__dict__", "query_ids")
 
     query_ids: StrArray
-    offsets: IntArray
-    doc_ids: StrArray
-    doc_codes: IntArray
-
-    def __init__(
-        self, query_ids: StrArray, offsets: IntArray, doc_ids: StrArray, doc_codes: IntArray
-    ) -> None:
-        self.query_ids = query_ids
-        self.offsets = offsets
-        self.doc_ids = doc_ids
-        self.doc_codes = doc_codes
 
     def __len__(self) -> int:
         return len(self.query_ids)
@@ -168,6 +153,29 @@ class QuerySegments:
     @cached_property
     def _position(self) -> dict[str, int]:
         return {qid: i for i, qid in enumerate(self.query_ids.tolist())}
+
+
+class QuerySegments(QueryKeyed):
+    """Per query, a segment of document entries, in CSR arrays: the entries of ``query_ids[i]``
+    are ``offsets[i]:offsets[i + 1]``, and ``doc_codes`` index ``doc_ids`` (the vocabulary).
+
+    The storage, lookups and selections :class:`Qrels` and :class:`Run` share; each adds one
+    value per entry (grades, scores).
+    """
+
+    __slots__ = ("doc_codes", "doc_ids", "offsets")
+
+    offsets: IntArray
+    doc_ids: StrArray
+    doc_codes: IntArray
+
+    def __init__(
+        self, query_ids: StrArray, offsets: IntArray, doc_ids: StrArray, doc_codes: IntArray
+    ) -> None:
+        self.query_ids = query_ids
+        self.offsets = offsets
+        self.doc_ids = doc_ids
+        self.doc_codes = doc_codes
 
     def _entries(self, query_id: str, values: npt.NDArray[Any]) -> Iterator[tuple[str, Any]]:
         """(doc id, value) of one query's entries in stored order; none for an unknown query."""
@@ -795,10 +803,10 @@ class Corpus:
         )
 
 
-class Queries:
+class Queries(QueryKeyed):
     """Query ids and texts in file order."""
 
-    __slots__ = ("__dict__", "query_ids", "texts")
+    __slots__ = ("texts",)
 
     def __init__(
         self, query_ids: Sequence[str] | StrArray, texts: Sequence[str], *, source: str = "queries"
@@ -819,15 +827,6 @@ class Queries:
         """Build from ``{query_id: text}``."""
         return cls([str(q) for q in queries], [str(t) for t in queries.values()])
 
-    def __len__(self) -> int:
-        return len(self.query_ids)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.query_ids.tolist())
-
-    def __contains__(self, query_id: object) -> bool:
-        return query_id in self.position
-
     def __getitem__(self, query_id: str) -> str:
         return self.texts[self.position[query_id]]
 
@@ -837,9 +836,10 @@ class Queries:
     def items(self) -> Iterator[tuple[str, str]]:
         return zip(self.query_ids.tolist(), self.texts, strict=True)
 
-    @cached_property
+    @property
     def position(self) -> dict[str, int]:
-        return {q: i for i, q in enumerate(self.query_ids.tolist())}
+        """query id -> row (in ``query_ids`` and ``texts``)."""
+        return self._position
 
     def subset(self, query_ids: Iterable[str]) -> Queries:
         """The given queries, in the given order (unknown ids are an error)."""
