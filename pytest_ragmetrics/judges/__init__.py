@@ -1,8 +1,9 @@
 """Judges for the answer layer (loaded on first use).
 
-``base`` (the protocols, identities, claim splitting, the verdict cache), ``assessment`` (Claim,
-AnswerAssessment), the judges ``embedding``, ``http`` and ``replay`` (recorded verdicts),
-``factory`` (a judge by kind) and ``calibration`` (agreement with human labels).
+``base`` (the protocols, identities, claim splitting, the verdict cache), the judges
+``embedding``, ``http`` and ``replay`` (recorded verdicts), ``factory`` (a judge by kind) and
+``calibration`` (agreement with human labels). What judges say (Claim, AnswerAssessment) is
+data: :mod:`pytest_ragmetrics.data.assessments`, re-exported here.
 """
 
 from typing import TYPE_CHECKING
@@ -13,7 +14,7 @@ from pytest_ragmetrics._lazy import lazy_exports
 JUDGE_KINDS: tuple[str, ...] = ("embedding", "http", "recorded")
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.judges.assessment import AnswerAssessment, Claim
+    from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, read_assessments
     from pytest_ragmetrics.judges.base import (
         BatchClaimJudge,
         ClaimJudge,
@@ -38,14 +39,14 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.judges.embedding import EmbeddingJudge
     from pytest_ragmetrics.judges.factory import build_judge
     from pytest_ragmetrics.judges.http import HttpJudge
-    from pytest_ragmetrics.judges.replay import RecordedJudge, read_assessments
+    from pytest_ragmetrics.judges.replay import RecordedJudge
 
 _EXPORTS = {
     "Agreement": "pytest_ragmetrics.judges.calibration",
-    "AnswerAssessment": "pytest_ragmetrics.judges.assessment",
+    "AnswerAssessment": "pytest_ragmetrics.data.assessments",
     "BatchClaimJudge": "pytest_ragmetrics.judges.base",
     "CalibrationResult": "pytest_ragmetrics.judges.calibration",
-    "Claim": "pytest_ragmetrics.judges.assessment",
+    "Claim": "pytest_ragmetrics.data.assessments",
     "ClaimJudge": "pytest_ragmetrics.judges.base",
     "EmbeddingJudge": "pytest_ragmetrics.judges.embedding",
     "HttpJudge": "pytest_ragmetrics.judges.http",
@@ -61,7 +62,7 @@ _EXPORTS = {
     "identity_hash": "pytest_ragmetrics.judges.base",
     "load_calibration": "pytest_ragmetrics.judges.calibration",
     "load_kappa": "pytest_ragmetrics.judges.calibration",
-    "read_assessments": "pytest_ragmetrics.judges.replay",
+    "read_assessments": "pytest_ragmetrics.data.assessments",
     "read_claim_labels": "pytest_ragmetrics.judges.calibration",
     "save_calibration": "pytest_ragmetrics.judges.calibration",
     "split_sentences": "pytest_ragmetrics.judges.base",

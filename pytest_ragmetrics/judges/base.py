@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pytest_ragmetrics.cache import Cache, canonical_json
+from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
 from pytest_ragmetrics.errors import JudgeError
-from pytest_ragmetrics.judges.assessment import AnswerAssessment, Claim
 
 Contexts = Sequence[str] | Mapping[str, str]
 CacheLike = Cache | str | os.PathLike[str] | None

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ragmetrics.data.assessments import Claim
 from pytest_ragmetrics.data.textfile import read_jsonl
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
 from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, read_json_file
-from pytest_ragmetrics.judges.assessment import Claim
 from pytest_ragmetrics.judges.base import (
     BatchClaimJudge,
     ClaimJudge,

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
 from pytest_ragmetrics.data.model import FloatArray
 from pytest_ragmetrics.encoders import ModelSource, load_sentence_transformer, resolve_model
 from pytest_ragmetrics.errors import JudgeError, RetrieverError
-from pytest_ragmetrics.judges.assessment import AnswerAssessment, Claim
 from pytest_ragmetrics.judges.base import (
     SPLITTER_VERSION,
     CacheLike,

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
 from pytest_ragmetrics.errors import JudgeError
-from pytest_ragmetrics.judges.assessment import AnswerAssessment, Claim
 from pytest_ragmetrics.judges.base import (
     SPLITTER_VERSION,
     CacheLike,

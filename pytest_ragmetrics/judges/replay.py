@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_ragmetrics.data.textfile import read_jsonl, resolve
+from pytest_ragmetrics.data.assessments import AnswerAssessment, read_assessments
+from pytest_ragmetrics.data.textfile import resolve
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
-from pytest_ragmetrics.judges.assessment import AnswerAssessment
 from pytest_ragmetrics.judges.base import Contexts, JudgeBase, make_identity, normalise_contexts
 
 PathLike = str | os.PathLike[str]
@@ -20,27 +20,6 @@ RUBRIC = (
     "one answer's assessment: its claims with supported true/false/null and whether it "
     "addresses the question (true/false, or an integer on relevance_scale [lowest, highest])."
 )
-
-
-def read_assessments(path: PathLike) -> dict[str, tuple[int, AnswerAssessment]]:
-    """query id -> (line, assessment) from a JSONL file, one :meth:`AnswerAssessment.to_dict`
-    object per line; every error names the file and line."""
-    found: dict[str, tuple[int, AnswerAssessment]] = {}
-    for line, record in read_jsonl(path):
-        try:
-            assessment = AnswerAssessment.from_dict(record)
-        except JudgeError as exc:
-            raise DataFormatError(str(exc), resolve(path), line) from None
-        if assessment.query_id in found:
-            first = found[assessment.query_id][0]
-            raise DataFormatError(
-                f"query id {assessment.query_id!r} was already assessed on line {first}; keep "
-                "one assessment per answer",
-                resolve(path),
-                line,
-            )
-        found[assessment.query_id] = (line, assessment)
-    return found
 
 
 class RecordedJudge(JudgeBase):

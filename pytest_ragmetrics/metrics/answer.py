@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pytest_ragmetrics.data.assessments import AnswerAssessment
 from pytest_ragmetrics.data.model import as_str_array
 from pytest_ragmetrics.errors import MetricError
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.judges.assessment import AnswerAssessment
     from pytest_ragmetrics.metrics.evaluation import Evaluation
 
 ANSWER_METRICS: tuple[str, ...] = ("groundedness", "answer_relevance")
@@ -75,8 +75,6 @@ def evaluate_answers(
 
 def _checked(assessments: Iterable[AnswerAssessment]) -> list[AnswerAssessment]:
     """The assessments as a list: at least one, each an AnswerAssessment, no query id twice."""
-    from pytest_ragmetrics.judges.assessment import AnswerAssessment
-
     items = list(assessments)
     if not items:
         raise MetricError(
