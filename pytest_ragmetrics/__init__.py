@@ -7,6 +7,7 @@ Names load on first use, so importing the package (pytest does, on every run) is
 from typing import TYPE_CHECKING
 
 from pytest_ragmetrics._lazy import lazy_exports
+from pytest_ragmetrics._version import __version__
 from pytest_ragmetrics.errors import (
     BaselineError,
     CacheError,
@@ -31,9 +32,8 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.metrics.names import parse_metric, register_metric, unregister_metric
     from pytest_ragmetrics.metrics.retrieval import RankedJudgments, evaluate
     from pytest_ragmetrics.metrics.semantics import MetricSemantics
-    from pytest_ragmetrics.per_query import RagQuery
+    from pytest_ragmetrics.plugin.per_query import RagQuery
 
-__version__ = "0.1.0"
 
 _EXPORTS = {
     "AnswerAssessment": "pytest_ragmetrics.data.assessments",
@@ -45,7 +45,7 @@ _EXPORTS = {
     "MetricSemantics": "pytest_ragmetrics.metrics.semantics",
     "Qrels": "pytest_ragmetrics.data.model",
     "Queries": "pytest_ragmetrics.data.model",
-    "RagQuery": "pytest_ragmetrics.per_query",
+    "RagQuery": "pytest_ragmetrics.plugin.per_query",
     "RankedJudgments": "pytest_ragmetrics.metrics.retrieval",
     "Run": "pytest_ragmetrics.data.model",
     "evaluate": "pytest_ragmetrics.metrics.retrieval",

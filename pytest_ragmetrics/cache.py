@@ -474,3 +474,14 @@ class ClearReport:
         if self.kept:
             text += f"; left {self.kept} other files and folders there (not cache entries)"
         return text
+
+
+def inside_cache_entries(path: Path, cache: Path) -> bool:
+    """Whether ``path`` is the cache folder or lies in one of its kind folders (where entries
+    live): an output there could overwrite an entry or be deleted by a clear."""
+    from pytest_ragmetrics.fileio import is_within
+
+    if not is_within(path, cache):
+        return False
+    relative = Path(os.path.realpath(path)).relative_to(os.path.realpath(cache))
+    return len(relative.parts) != 1

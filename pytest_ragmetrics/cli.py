@@ -1,4 +1,4 @@
-"""The ``ragmetrics`` command: evaluate, compare, retrieve, calibrate (no pytest needed)."""
+"""The ``ragmetrics`` command: evaluate, compare, report, retrieve, calibrate (no pytest needed)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError, RagMetricsWarning
+from pytest_ragmetrics.options import OPTION, add_cli_argument
+from pytest_ragmetrics.vocabulary import DEFAULT_METRICS, JUDGE_KINDS, RETRIEVER_KINDS
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.judges.calibration import CalibrationResult
@@ -31,13 +33,13 @@ def _number(value: float | None) -> str:
 
 def _require_positive(args: argparse.Namespace, *names: str) -> None:
     """A ConfigError for the first of the integer options ``names`` given below 1."""
-    from pytest_ragmetrics.metrics.names import MAX_CUTOFF
+    from pytest_ragmetrics.values import MAX_CUTOFF
 
     for name in names:
         value = getattr(args, name)
         if value is not None and not 0 < value <= MAX_CUTOFF:
             raise ConfigError(
-                f"--{name} must be a positive integer up to {MAX_CUTOFF}, got {value}"
+                f"--{name} must be a positive integer, got {value} (at most {MAX_CUTOFF})"
             )
 
 
@@ -53,8 +55,8 @@ def _refuse_overwriting(
     or a cache entry."""
     from pathlib import Path
 
+    from pytest_ragmetrics.cache import inside_cache_entries
     from pytest_ragmetrics.fileio import is_within, same_file
-    from pytest_ragmetrics.settings import inside_cache_entries
 
     target = Path(output)
     for other, path in (files or {}).items():
@@ -92,27 +94,10 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         dest="metrics",
         metavar="NAME",
         help="metric such as ndcg_at_10, map, mrr (repeatable); default: "
-        "ndcg_at_10 recall_at_100 map_at_100 mrr_at_10",
+        + " ".join(DEFAULT_METRICS),
     )
-    p.add_argument(
-        "--relevance-level",
-        type=int,
-        default=1,
-        help="minimum grade that counts as relevant (default 1)",
-    )
-    p.add_argument(
-        "--query-set",
-        choices=("qrels", "intersection"),
-        default="qrels",
-        help="average over all judged queries (missing = 0, trec_eval -c; default) "
-        "or only over queries in both files",
-    )
-    p.add_argument(
-        "--gain",
-        choices=("linear", "exponential"),
-        default="linear",
-        help="nDCG gain: grade (trec_eval; default) or 2^grade - 1",
-    )
+    for name in ("ragmetrics_relevance_level", "ragmetrics_gain", "ragmetrics_query_set"):
+        add_cli_argument(p, name, default=OPTION[name].value(OPTION[name].default or ""))
     p.add_argument(
         "--ignore-identical-ids",
         action="store_true",
@@ -137,7 +122,7 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.data.trec import read_qrels, read_run
     from pytest_ragmetrics.metrics.retrieval import evaluate
 
-    metrics = args.metrics or ["ndcg_at_10", "recall_at_100", "map_at_100", "mrr_at_10"]
+    metrics = args.metrics or list(DEFAULT_METRICS)
     if args.judged_docs_only:
         metrics = _judged_forms(metrics)
     if args.dataset is None:
@@ -204,8 +189,6 @@ def _add_cache_options(p: argparse.ArgumentParser, folder: str) -> None:
 
 
 def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from pytest_ragmetrics.retrievers import RETRIEVER_KINDS
-
     p = sub.add_parser(
         "retrieve",
         help="run a built-in retriever over a dataset and write a TREC run",
@@ -238,6 +221,19 @@ def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     dense.add_argument("--device", help="torch device, e.g. cpu or cuda:0")
     dense.add_argument(
         "--devices", help="encode on several devices/processes, e.g. cuda:0,cuda:1 or cpu,cpu"
+    )
+    ray = p.add_argument_group("Ray options (dense; pip install 'pytest-ragmetrics[ray]')")
+    ray.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="encode and search on a Ray cluster: ADDRESS (host:6379, ray://host:10001, auto, "
+        "local); without one, RAY_ADDRESS, else a local cluster. Same run, same cache entries",
+    )
+    ray.add_argument("--actors", type=int, help="Ray actors holding the model (default: all CPUs)")
+    ray.add_argument(
+        "--gpus-per-actor", type=float, help="GPUs per Ray actor (default 0; 0.5 shares a GPU)"
     )
     p.set_defaults(handler=_cmd_retrieve)
 
@@ -272,23 +268,52 @@ def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
         )
         if value is not None
     }
+    if args.ray is not None:
+        options["executor"] = _ray_executor(args)
+    elif args.actors is not None or args.gpus_per_actor is not None:
+        raise ConfigError("--actors and --gpus-per-actor: only with --ray")
     if args.retriever == "bm25" and options:
-        flags = ", ".join("--" + name.replace("_", "-") for name in options)
+        flags = ", ".join(
+            "--ray" if name == "executor" else "--" + name.replace("_", "-") for name in options
+        )
         raise ConfigError(f"{flags}: only for --retriever dense")
     if not args.no_cache:
         from pytest_ragmetrics.cache import Cache
 
         options["cache"] = Cache(args.cache_dir)
     started = time.perf_counter()
-    with use_reporter(stream_reporter()):
-        retriever = build_retriever(args.retriever, dataset.corpus, **options)
-        run = retriever.search(dataset.queries, args.k)
-    write_run(run, args.out, tag=args.tag or retriever.name)
-    out.write(
-        f"{retriever.name}: {len(run)} queries x top {args.k} of {len(dataset.corpus)} "
-        f"documents -> {args.out} ({time.perf_counter() - started:.1f} s)\n"
-    )
+    executor = options.get("executor")
+    try:
+        with use_reporter(stream_reporter()):
+            retriever = build_retriever(args.retriever, dataset.corpus, **options)
+            run = retriever.search(dataset.queries, args.k)
+        write_run(run, args.out, tag=args.tag or retriever.name)
+        out.write(
+            f"{retriever.name}: {len(run)} queries x top {args.k} of {len(dataset.corpus)} "
+            f"documents -> {args.out} ({time.perf_counter() - started:.1f} s)\n"
+        )
+        if executor is not None:
+            # Nothing runs on Ray when the cache has the embeddings and the run.
+            where = executor.describe() if executor.used else "nothing to do: cache hit"
+            out.write(f"Ray: {where}\n")
+    finally:
+        if executor is not None:
+            executor.close()
     return 0
+
+
+def _ray_executor(args: argparse.Namespace) -> Any:
+    """The RayExecutor of --ray [ADDRESS], --actors, --gpus-per-actor."""
+    from pytest_ragmetrics.executors import RayExecutor
+
+    _require_positive(args, "actors")
+    if args.gpus_per_actor is not None and not args.gpus_per_actor >= 0:
+        raise ConfigError(f"--gpus-per-actor must be a number >= 0, got {args.gpus_per_actor}")
+    return RayExecutor(
+        args.ray or None,
+        actors=args.actors,
+        gpus_per_actor=args.gpus_per_actor or 0,
+    )
 
 
 def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -302,20 +327,28 @@ def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     p.add_argument("before", help="baseline file (.ragmetrics/baseline.json) or JSON report")
     p.add_argument("after", help="JSON report of the run to check")
-    p.add_argument(
-        "--tolerance",
+    add_cli_argument(
+        p,
+        "ragmetrics_tolerance",
+        type=None,  # repeatable: all values are parsed together by the same parser
         action="append",
-        metavar="TOL",
         help="allowed drop: 0.01 (absolute, default), 2%% (relative), or per metric like "
         "ndcg_at_10=0.005 (repeatable)",
     )
+    add_cli_argument(p, "ragmetrics_alpha")
     p.add_argument(
-        "--alpha",
-        type=float,
-        default=None,
-        help="fail only when the randomization-test p-value is below this too",
+        "--format",
+        choices=(*FORMATS, "html"),
+        default="table",
+        help="html: one self-contained page (see 'ragmetrics report'), on stdout or --out",
     )
-    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument("--out", metavar="OUT.html", help="with --format html: write the page here")
+    p.add_argument(
+        "--worst",
+        type=int,
+        metavar="N",
+        help="with --format html: queries shown in detail per metric (default 10)",
+    )
     p.set_defaults(handler=_cmd_compare)
 
 
@@ -324,12 +357,15 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
 
     from tabulate import tabulate
 
-    from pytest_ragmetrics.regression import compare_files, failure_message
-    from pytest_ragmetrics.settings import parse_tolerances
+    from pytest_ragmetrics.baseline import compare_files, failure_message
 
-    if args.alpha is not None and not 0.0 <= args.alpha <= 1.0:
-        raise ConfigError(f"--alpha {args.alpha} must be between 0 and 1")
-    tolerances = parse_tolerances(args.tolerance or ["0.01"], where="--tolerance")
+    option = OPTION["ragmetrics_tolerance"]
+    tolerances = option.value(" ".join(args.tolerance or ["0.01"]), option.cli)
+    if args.format == "html":
+        return _compare_html(args, out, tolerances)
+    for flag, value in (("--out", args.out), ("--worst", args.worst)):
+        if value is not None:
+            raise ConfigError(f"{flag}: only with --format html")
     results = compare_files(Path(args.before), Path(args.after), tolerances, alpha=args.alpha)
     failed = [(r, v) for r, v in results if v.status in ("regressed", "not comparable")]
     if args.format == "json":
@@ -375,9 +411,105 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if failed else 0
 
 
-def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from pytest_ragmetrics.judges import JUDGE_KINDS
+def _compare_html(args: argparse.Namespace, out: TextIO, tolerances: Any) -> int:
+    """``compare --format html``: the verdicts of the table, drawn as the HTML page."""
+    from pathlib import Path
 
+    from pytest_ragmetrics.baseline.compare import compare_evaluations, load_evaluations
+    from pytest_ragmetrics.report.html import comparison_document
+
+    _require_positive(args, "worst")
+    if args.out is not None:
+        _refuse_overwriting(args.out, "--out", files={"before": args.before, "after": args.after})
+    before = load_evaluations(Path(args.before))
+    after = load_evaluations(Path(args.after))
+    results = compare_evaluations(before, after, tolerances, alpha=args.alpha)
+    failed = sum(v.status in ("regressed", "not comparable") for _, v in results)
+    document = comparison_document(
+        before,
+        after,
+        {r.key: v.to_dict() for r, v in results},
+        header=_report_header(Path(args.after)),
+        comparison={
+            "before": args.before,
+            "after": args.after,
+            "tolerance": list(args.tolerance or ["0.01"]),
+            "alpha": args.alpha,
+        },
+    )
+    page = _html_of(document, args.after, worst=args.worst or 10)
+    if args.out is None:
+        out.write(page)
+    else:
+        from pytest_ragmetrics.fileio import atomic_write_text
+
+        atomic_write_text(args.out, page)
+        out.write(f"{len(results)} evaluations, {failed} failed; wrote {args.out}\n")
+    return 1 if failed else 0
+
+
+def _html_of(document: dict[str, Any], path: str, *, worst: int) -> str:
+    """The page of ``document``; an error names the report it came from."""
+    from pytest_ragmetrics.errors import BaselineError
+    from pytest_ragmetrics.report.html import html_report
+
+    try:
+        return html_report(document, worst=worst)
+    except BaselineError as exc:
+        raise BaselineError(f"{path}: {exc}") from None
+
+
+def _report_header(path: Any) -> dict[str, Any]:
+    """plugin_version, created and settings of a JSON report ({} for a baseline file)."""
+    from pytest_ragmetrics.errors import BaselineError
+    from pytest_ragmetrics.fileio import read_json_file
+
+    data = read_json_file(path, error=BaselineError)
+    if not isinstance(data, dict) or "evaluations" not in data:
+        return {}
+    return {k: data[k] for k in ("plugin_version", "created", "settings") if k in data}
+
+
+def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "report",
+        help="draw a JSON report as one self-contained HTML page",
+        description="Build the HTML report of a JSON report (--ragmetrics-json): per layer a "
+        "summary of evaluations x metrics with baseline, delta, CI and status; per metric a "
+        "per-query delta chart and a histogram; the most regressed queries in detail. One file "
+        "with no external resource: open it from disk or upload it as a CI artifact.",
+    )
+    p.add_argument("report", metavar="REPORT.json", help="JSON report (or a baseline file)")
+    p.add_argument("--html", required=True, metavar="OUT.html", help="the page to write")
+    p.add_argument(
+        "--worst",
+        type=int,
+        default=10,
+        metavar="N",
+        help="queries shown in detail per metric (default 10)",
+    )
+    p.set_defaults(handler=_cmd_report)
+
+
+def _cmd_report(args: argparse.Namespace, out: TextIO) -> int:
+    from pathlib import Path
+
+    from pytest_ragmetrics.baseline.compare import load_evaluations
+    from pytest_ragmetrics.fileio import atomic_write_text
+
+    _require_positive(args, "worst")
+    _refuse_overwriting(args.html, "--html", files={"REPORT.json": args.report})
+    evaluations = load_evaluations(Path(args.report))
+    document = {**_report_header(Path(args.report)), "evaluations": list(evaluations.values())}
+    page = _html_of(document, args.report, worst=args.worst)
+    atomic_write_text(args.html, page)
+    out.write(
+        f"{len(evaluations)} evaluations; wrote {args.html} ({len(page.encode('utf-8')):,} bytes)\n"
+    )
+    return 0
+
+
+def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "calibrate",
         help="measure a judge's agreement with human support labels (accuracy, kappa)",
@@ -533,6 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_evaluate(sub)
     _add_compare(sub)
+    _add_report(sub)
     _add_retrieve(sub)
     _add_calibrate(sub)
     return parser

@@ -58,3 +58,7 @@ class JudgeError(RagMetricsError):
 
 class RagMetricsWarning(UserWarning):
     """Something is suspicious but the numbers can still be computed (e.g. stale labels)."""
+
+
+class ExecutorError(RagMetricsError):
+    """An executor (a Ray cluster) cannot be reached, started or used."""

@@ -1,213 +1,372 @@
-"""The plugin's ini keys and flags, as plain data: pytest reads them on every run, cheaply.
+"""Every setting, declared once with its parser: an ini key, its ``--ragmetrics-...`` pytest flag
+and, where the ``ragmetrics`` command has it too, that command's flag.
 
-Parsing and validating the values lives in :mod:`pytest_ragmetrics.settings`, imported only when
-a project configures or uses pytest-ragmetrics.
+pytest reads this module on every run (``--help`` included), so it imports nothing heavy; the
+parsers import what they need when a value is parsed. Paths are only tagged here (input file,
+output file, output folder, model): where they are relative to depends on who asks (the
+rootdir for an ini value, the current folder for a flag), see
+:func:`pytest_ragmetrics.plugin.settings.build_settings`.
 """
 
 from __future__ import annotations
 
+import argparse
 import shlex
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
-DEFAULT_METRICS = (
-    "ndcg_at_10",
-    "recall_at_5",
-    "recall_at_100",
-    "precision_at_5",
-    "mrr_at_10",
-    "map_at_100",
+from pytest_ragmetrics.errors import ConfigError
+from pytest_ragmetrics.metrics.semantics import GAINS, QUERY_SETS
+from pytest_ragmetrics.vocabulary import (
+    DEFAULT_PLUGIN_METRICS,
+    EXECUTOR_KINDS,
+    JUDGE_KINDS,
+    RETRIEVER_KINDS,
 )
 
+Kind = Literal["value", "input", "input-folder", "output", "output-folder", "model", "flag"]
+Parser = Callable[[str, str], Any]  # (text, where it was written) -> value
 
-class IniOption:
-    """One setting: ini key ``name``, command-line flag ``--name-with-dashes``."""
 
-    __slots__ = ("default", "help", "metavar", "name", "type")
+@dataclass(frozen=True)
+class Option:
+    """One setting: ini key ``name``, pytest flag ``--name-with-dashes``.
 
-    def __init__(
-        self,
-        name: str,
-        help: str,
-        default: str | None,
-        type: str = "string",
-        metavar: str = "VALUE",
-    ) -> None:
-        self.name = name
-        self.help = help
-        self.default = default
-        self.type = type  # pytest addini type
-        self.metavar = metavar
+    ``parse(text, where)`` turns the text into the value (a ConfigError names ``where``);
+    ``ini_type`` is pytest's ``addini`` type; ``cli`` is the ``ragmetrics`` command's flag for
+    the same setting, if it has one.
+    """
+
+    name: str
+    help: str
+    default: str | None = None
+    parse: Parser | None = None
+    kind: Kind = "value"
+    ini_type: str = "string"
+    metavar: str = "VALUE"
+    cli: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def ini_default(self) -> Any:
+        if self.ini_type == "args":
+            return shlex.split(self.default or "")
+        return self.default
+
+    def value(self, text: str, where: str | None = None) -> Any:
+        """The parsed value of ``text`` (``where`` defaults to the ini key)."""
+        return self.parse(text, where or self.name) if self.parse is not None else text
+
+
+# -- parsers (each imports what it needs only when called) -------------------------------------
+
+
+def _positive(example: int) -> Parser:
+    def parse(text: str, where: str) -> int:
+        from pytest_ragmetrics.values import positive_int
+
+        return positive_int(text, where, example)
+
+    return parse
+
+
+def _between(low: float, high: float) -> Parser:
+    def parse(text: str, where: str) -> float:
+        from pytest_ragmetrics.values import float_in
+
+        return float_in(text, where, low, high)
+
+    return parse
+
+
+def _kind(kinds: Sequence[str], what: str, otherwise: str) -> Parser:
+    """One of ``kinds`` (case-insensitive), or None for 'none' or nothing."""
+    listed = " or ".join(kinds) if len(kinds) == 2 else ", ".join(kinds)
+
+    def parse(text: str, where: str) -> str | None:
+        value = text.strip().lower()
+        if value in ("", "none"):
+            return None
+        if value not in kinds:
+            raise ConfigError(f"{where}: {text!r} is not a {what}; use {listed}, {otherwise}")
+        return value
+
+    return parse
+
+
+def _choice(choices: Sequence[str]) -> Parser:
+    def parse(text: str, where: str) -> str:
+        if text not in choices:
+            raise ConfigError(f"{where}: {text!r} must be one of {', '.join(choices)}")
+        return text
+
+    return parse
+
+
+def _relevance_level(text: str, where: str) -> int:
+    from pytest_ragmetrics.values import parse_int
+
+    try:
+        return parse_int(text, where, 1)
+    except ConfigError:
+        raise ConfigError(f"{where}: {text!r} must be an integer grade, e.g. 1") from None
+
+
+def _metrics(text: str, where: str) -> tuple[str, ...]:
+    from pytest_ragmetrics.errors import MetricError
+    from pytest_ragmetrics.metrics.names import parse_metrics
+    from pytest_ragmetrics.values import split_list
+
+    try:
+        return tuple(spec.name for spec in parse_metrics(split_list(text)))
+    except MetricError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _tolerances(text: str, where: str) -> Any:
+    from pytest_ragmetrics.baseline.tolerances import parse_tolerances
+    from pytest_ragmetrics.values import split_list
+
+    return parse_tolerances(split_list(text), where)
+
+
+def _bool(text: str, where: str) -> bool:
+    from pytest_ragmetrics.values import as_bool
+
+    return as_bool(text, where)
+
+
+def _text(text: str, where: str) -> str:
+    return text
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "ragmetrics_dataset",
+        "BEIR or FlagEmbedding dataset folder, or one with a dataset.json (ini: relative to the "
+        "rootdir)",
+        kind="input-folder",
+        metavar="DIR",
+        cli="--dataset",
+    ),
+    Option(
+        "ragmetrics_split",
+        "split of the dataset to evaluate (default: test)",
+        "test",
+        parse=_text,
+        metavar="NAME",
+        cli="--split",
+    ),
+    Option(
+        "ragmetrics_k",
+        "documents retrieved per query by rag_run (default: 100)",
+        "100",
+        parse=_positive(100),
+        metavar="K",
+        cli="--k",
+    ),
+    Option(
+        "ragmetrics_metrics",
+        "metrics computed and shown (space or comma separated; "
+        f"default: {' '.join(DEFAULT_PLUGIN_METRICS)})",
+        " ".join(DEFAULT_PLUGIN_METRICS),
+        parse=_metrics,
+        ini_type="args",
+        metavar="NAMES",
+    ),
+    Option(
+        "ragmetrics_judged_rankings",
+        "JSONL of judged rankings for the judged_rankings fixture",
+        kind="input",
+        metavar="FILE",
+    ),
+    Option(
+        "ragmetrics_retriever",
+        f"built-in retriever for the default rag_retriever fixture: {' or '.join(RETRIEVER_KINDS)} "
+        "(default: none; override rag_retriever in conftest.py)",
+        parse=_kind(
+            RETRIEVER_KINDS,
+            "built-in retriever",
+            "or override the rag_retriever fixture in conftest.py",
+        ),
+        metavar="KIND",
+        cli="--retriever",
+    ),
+    Option(
+        "ragmetrics_model",
+        "model path or name for the built-in dense retriever "
+        "(default: the offline all-MiniLM-L6-v2)",
+        kind="model",
+        metavar="MODEL",
+        cli="--model",
+    ),
+    Option(
+        "ragmetrics_executor",
+        "where the built-in dense retriever encodes and searches: local (default) or ray "
+        "(the cluster at RAY_ADDRESS, else a local one; needs pytest-ragmetrics[ray])",
+        parse=lambda text, where: _choice(EXECUTOR_KINDS)(text.strip().lower(), where),
+        metavar="KIND",
+    ),
+    Option(
+        "ragmetrics_judge",
+        f"built-in judge for the rag_judge fixture: {', '.join(JUDGE_KINDS)} "
+        "(default: none; override rag_judge in conftest.py)",
+        parse=_kind(
+            JUDGE_KINDS, "built-in judge", "or override the rag_judge fixture in conftest.py"
+        ),
+        metavar="KIND",
+        cli="--judge",
+    ),
+    Option(
+        "ragmetrics_judge_model",
+        "the judge's model: a local folder for embedding (default: the offline "
+        "all-MiniLM-L6-v2), the served model's name for http (or RAGMETRICS_JUDGE_MODEL)",
+        kind="model",
+        metavar="MODEL",
+    ),
+    Option(
+        "ragmetrics_judge_url",
+        "base URL of the OpenAI-compatible server of the http judge (or RAGMETRICS_JUDGE_URL; "
+        "the API key is read from RAGMETRICS_JUDGE_API_KEY only)",
+        parse=_text,
+        metavar="URL",
+        cli="--url",
+    ),
+    Option(
+        "ragmetrics_judge_concurrency",
+        "http judge: questions in flight at once (default: 1; 4 to 16 suits hosted APIs)",
+        parse=_positive(8),
+        metavar="N",
+        cli="--concurrency",
+    ),
+    Option(
+        "ragmetrics_judge_verdicts",
+        "JSONL of recorded assessments for the recorded judge",
+        kind="input",
+        metavar="FILE",
+        cli="--verdicts",
+    ),
+    Option(
+        "ragmetrics_relevance_level",
+        "minimum grade that counts as relevant (default: 1)",
+        "1",
+        parse=_relevance_level,
+        metavar="N",
+        cli="--relevance-level",
+    ),
+    Option(
+        "ragmetrics_gain",
+        "nDCG gain: linear (trec_eval) or exponential (default: linear)",
+        "linear",
+        parse=_choice(GAINS),
+        metavar="GAIN",
+        cli="--gain",
+    ),
+    Option(
+        "ragmetrics_query_set",
+        "average over all judged queries (qrels, default) or only those in the run (intersection)",
+        "qrels",
+        parse=_choice(QUERY_SETS),
+        metavar="SET",
+        cli="--query-set",
+    ),
+    Option(
+        "ragmetrics_baseline",
+        "baseline file (default: .ragmetrics/baseline.json)",
+        ".ragmetrics/baseline.json",
+        kind="output",
+        metavar="FILE",
+    ),
+    Option(
+        "ragmetrics_tolerance",
+        "allowed drop before a metric regresses: 0.01 (absolute, "
+        "default), 2% (relative), and per-metric overrides like ndcg_at_10=0.005",
+        "0.01",
+        parse=_tolerances,
+        ini_type="args",
+        metavar="TOL",
+        cli="--tolerance",
+    ),
+    Option(
+        "ragmetrics_alpha",
+        "fail a regression only when its randomization-test p-value "
+        "is below this too (default: off)",
+        parse=_between(0.0, 1.0),
+        metavar="P",
+        cli="--alpha",
+    ),
+    Option(
+        "ragmetrics_strict",
+        "a missing baseline entry fails the test (for CI)",
+        "false",
+        parse=_bool,
+        kind="flag",
+        ini_type="bool",
+    ),
+    Option(
+        "ragmetrics_cache_dir",
+        "cache folder for embeddings, runs and verdicts (default: .ragmetrics/cache)",
+        ".ragmetrics/cache",
+        kind="output-folder",
+        metavar="DIR",
+        cli="--cache-dir",
+    ),
+    Option("ragmetrics_json", "write the JSON report here", kind="output", metavar="FILE"),
+    Option(
+        "ragmetrics_markdown",
+        "append the Markdown report here (e.g. $GITHUB_STEP_SUMMARY)",
+        kind="output",
+        metavar="FILE",
+    ),
+    Option(
+        "ragmetrics_junit_properties",
+        "add metric means to JUnit XML properties",
+        "false",
+        parse=_bool,
+        kind="flag",
+        ini_type="bool",
+    ),
+    Option(
+        "ragmetrics_min_judge_kappa",
+        "ignore answer-layer thresholds and baselines of "
+        "judges whose calibrated Cohen's kappa is below this",
+        parse=_between(-1.0, 1.0),
+        metavar="KAPPA",
+    ),
+    Option(
+        "ragmetrics_calibration",
+        "judge calibration file written by `ragmetrics "
+        "calibrate --save` (default: .ragmetrics/calibration.json)",
+        ".ragmetrics/calibration.json",
+        kind="input",
+        metavar="FILE",
+    ),
+)
+OPTION = {option.name: option for option in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A command-line flag of pytest without an ini key."""
+
+    name: str
+    help: str
 
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
 
-INI_OPTIONS: tuple[IniOption, ...] = (
-    IniOption(
-        "ragmetrics_dataset",
-        "BEIR or FlagEmbedding dataset folder (ini: relative to the rootdir)",
-        None,
-        metavar="DIR",
-    ),
-    IniOption(
-        "ragmetrics_split",
-        "split of the dataset to evaluate (default: test)",
-        "test",
-        metavar="NAME",
-    ),
-    IniOption(
-        "ragmetrics_k",
-        "documents retrieved per query by rag_run (default: 100)",
-        "100",
-        metavar="K",
-    ),
-    IniOption(
-        "ragmetrics_metrics",
-        "metrics computed and shown (space or comma separated; "
-        f"default: {' '.join(DEFAULT_METRICS)})",
-        " ".join(DEFAULT_METRICS),
-        type="args",
-        metavar="NAMES",
-    ),
-    IniOption(
-        "ragmetrics_judged_rankings",
-        "JSONL of judged rankings for the judged_rankings fixture",
-        None,
-        metavar="FILE",
-    ),
-    IniOption(
-        "ragmetrics_retriever",
-        "built-in retriever for the default rag_retriever fixture: "
-        "dense or bm25 (default: none; override rag_retriever in conftest.py)",
-        None,
-        metavar="KIND",
-    ),
-    IniOption(
-        "ragmetrics_model",
-        "model path or name for the built-in dense retriever "
-        "(default: the offline all-MiniLM-L6-v2)",
-        None,
-        metavar="MODEL",
-    ),
-    IniOption(
-        "ragmetrics_judge",
-        "built-in judge for the rag_judge fixture: embedding, http or recorded "
-        "(default: none; override rag_judge in conftest.py)",
-        None,
-        metavar="KIND",
-    ),
-    IniOption(
-        "ragmetrics_judge_model",
-        "the judge's model: a local folder for embedding (default: the offline "
-        "all-MiniLM-L6-v2), the served model's name for http (or RAGMETRICS_JUDGE_MODEL)",
-        None,
-        metavar="MODEL",
-    ),
-    IniOption(
-        "ragmetrics_judge_url",
-        "base URL of the OpenAI-compatible server of the http judge (or RAGMETRICS_JUDGE_URL; "
-        "the API key is read from RAGMETRICS_JUDGE_API_KEY only)",
-        None,
-        metavar="URL",
-    ),
-    IniOption(
-        "ragmetrics_judge_concurrency",
-        "http judge: questions in flight at once (default: 1; 4 to 16 suits hosted APIs)",
-        None,
-        metavar="N",
-    ),
-    IniOption(
-        "ragmetrics_judge_verdicts",
-        "JSONL of recorded assessments for the recorded judge",
-        None,
-        metavar="FILE",
-    ),
-    IniOption(
-        "ragmetrics_relevance_level",
-        "minimum grade that counts as relevant (default: 1)",
-        "1",
-        metavar="N",
-    ),
-    IniOption(
-        "ragmetrics_gain",
-        "nDCG gain: linear (trec_eval) or exponential (default: linear)",
-        "linear",
-        metavar="GAIN",
-    ),
-    IniOption(
-        "ragmetrics_query_set",
-        "average over all judged queries (qrels, default) or only those in the run (intersection)",
-        "qrels",
-        metavar="SET",
-    ),
-    IniOption(
-        "ragmetrics_baseline",
-        "baseline file (default: .ragmetrics/baseline.json)",
-        ".ragmetrics/baseline.json",
-        metavar="FILE",
-    ),
-    IniOption(
-        "ragmetrics_tolerance",
-        "allowed drop before a metric regresses: 0.01 (absolute, "
-        "default), 2% (relative), and per-metric overrides like ndcg_at_10=0.005",
-        "0.01",
-        type="args",
-        metavar="TOL",
-    ),
-    IniOption(
-        "ragmetrics_alpha",
-        "fail a regression only when its randomization-test p-value "
-        "is below this too (default: off)",
-        None,
-        metavar="P",
-    ),
-    IniOption(
-        "ragmetrics_strict",
-        "a missing baseline entry fails the test (for CI)",
-        "false",
-        type="bool",
-    ),
-    IniOption(
-        "ragmetrics_cache_dir",
-        "cache folder for embeddings, runs and verdicts (default: .ragmetrics/cache)",
-        ".ragmetrics/cache",
-        metavar="DIR",
-    ),
-    IniOption("ragmetrics_json", "write the JSON report here", None, metavar="FILE"),
-    IniOption(
-        "ragmetrics_markdown",
-        "append the Markdown report here (e.g. $GITHUB_STEP_SUMMARY)",
-        None,
-        metavar="FILE",
-    ),
-    IniOption(
-        "ragmetrics_junit_properties",
-        "add metric means to JUnit XML properties",
-        "false",
-        type="bool",
-    ),
-    IniOption(
-        "ragmetrics_min_judge_kappa",
-        "ignore answer-layer thresholds and baselines of "
-        "judges whose calibrated Cohen's kappa is below this",
-        None,
-        metavar="KAPPA",
-    ),
-    IniOption(
-        "ragmetrics_calibration",
-        "judge calibration file written by `ragmetrics "
-        "calibrate --save` (default: .ragmetrics/calibration.json)",
-        ".ragmetrics/calibration.json",
-        metavar="FILE",
-    ),
+FLAGS: tuple[Flag, ...] = (
+    Flag("ragmetrics_update_baseline", "write the current numbers into the baseline (bless them)"),
+    Flag("ragmetrics_no_cache", "neither read nor write the cache"),
+    Flag("ragmetrics_clear_cache", "empty the cache folder first"),
 )
-
-#: Flags without an ini key.
-FLAG_UPDATE_BASELINE = "--ragmetrics-update-baseline"
-FLAG_NO_CACHE = "--ragmetrics-no-cache"
-FLAG_CLEAR_CACHE = "--ragmetrics-clear-cache"
+FLAG_UPDATE_BASELINE, FLAG_NO_CACHE, FLAG_CLEAR_CACHE = (f.flag for f in FLAGS)
 
 
 def configured(getoption: Callable[..., Any], getini: Callable[[str], Any]) -> bool:
@@ -215,19 +374,51 @@ def configured(getoption: Callable[..., Any], getini: Callable[[str], Any]) -> b
 
     ``getoption``/``getini`` are pytest's ``config.getoption``/``config.getini``.
     """
-    for name in ("ragmetrics_update_baseline", "ragmetrics_no_cache", "ragmetrics_clear_cache"):
-        if getoption(name, default=False):
-            return True
-    for option in INI_OPTIONS:
+    if any(getoption(flag.name, default=False) for flag in FLAGS):
+        return True
+    for option in OPTIONS:
         if getoption(option.name, default=None) is not None:
             return True
         value = getini(option.name)
-        if option.type == "bool":
+        if option.ini_type == "bool":
             if value:
                 return True
-        elif option.type == "args":
-            if list(value) != shlex.split(option.default or ""):
+        elif option.ini_type == "args":
+            if list(value) != option.ini_default:
                 return True
         elif value != option.default:
             return True
     return False
+
+
+# -- the ``ragmetrics`` command -----------------------------------------------------------------
+
+
+def add_cli_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    name: str,
+    *,
+    help: str | None = None,
+    default: Any = None,
+    **extra: Any,
+) -> None:
+    """Add the ``ragmetrics`` command's flag of setting ``name``, parsed by the same parser.
+
+    A value the parser refuses is argparse's usage error (exit 2) with our message.
+    """
+    option = OPTION[name]
+    if option.cli is None:
+        raise ValueError(f"{name} has no flag in the ragmetrics command")
+    parse = option.parse
+
+    def typed(text: str) -> Any:
+        try:
+            return option.value(text, option.cli)
+        except ConfigError as exc:  # argparse names the flag itself: "argument --k: ..."
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option.cli}: ")) from None
+
+    kwargs: dict[str, Any] = {"help": help or option.help, "metavar": option.metavar}
+    if parse is not None and option.kind == "value":
+        kwargs["type"] = typed
+    kwargs.update(extra)
+    parser.add_argument(option.cli, default=default, **kwargs)

@@ -24,12 +24,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from pytest_ragmetrics.errors import RagMetricsError
+from pytest_ragmetrics.executors.base import LocalExecutor
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -386,14 +386,7 @@ class ChatClient:
         """``function(item)`` for every item, ``concurrency`` at a time, results in input
         order. When several fail, the error raised is that of the first failing item (in input
         order), so the outcome does not depend on the concurrency."""
-        if self.concurrency == 1 or len(items) < 2:
-            return [function(item) for item in items]
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(items)))
-        try:
-            futures = [pool.submit(function, item) for item in items]
-            return [future.result() for future in futures]
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        return LocalExecutor(self.concurrency).map(function, items)
 
     def complete_many(
         self, conversations: Sequence[Sequence[Message]], **parameters: Any

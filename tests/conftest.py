@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 # pytester's in-process runs restore sys.modules afterwards; numpy cannot be imported twice in
 # one process, so load it (and our modules that use it) once, up front.
 import numpy  # noqa: F401
 import pytest
-
-import pytest_ragmetrics.metrics.retrieval
-import pytest_ragmetrics.regression  # noqa: F401
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +34,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("fuzz"):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def ray_executor() -> Iterator[Any]:
+    """A local Ray cluster for this test process, shut down when the session ends.
+
+    Each xdist worker starts its own (2 CPUs, 127.0.0.1 only, its own temp folder, ports Ray picks
+    free), so workers never share or clash. Its actors run torch on as many threads as this
+    process does, so their embeddings are bit-identical to the local path's.
+    """
+    import torch
+
+    from pytest_ragmetrics.executors import RayExecutor
+
+    executor = RayExecutor("local", num_cpus=2, actors=2, threads_per_actor=torch.get_num_threads())
+    executor.connect()
+    yield executor
+    executor.close()

@@ -172,7 +172,7 @@ def write(i):
 """,
     "digests": """
 from pathlib import Path
-from pytest_ragmetrics.baseline import save_digests
+from pytest_ragmetrics.baseline.changes import save_digests
 
 def write(i):
     digests = {f"doc-{j}": f"{i:08x}{j:08x}" for j in range(2000)}

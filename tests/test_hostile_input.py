@@ -14,8 +14,8 @@ from plugin_project import make_project, write_dataset
 from pytest_ragmetrics import Qrels, Run, evaluate, load_dataset, read_qrels, read_run
 from pytest_ragmetrics.cli import main as cli_main
 from pytest_ragmetrics.errors import MetricError
-from pytest_ragmetrics.session import RagSession
-from pytest_ragmetrics.settings import Settings
+from pytest_ragmetrics.plugin.session import RagSession
+from pytest_ragmetrics.plugin.settings import Settings
 
 TESTS = """
     def test_retrieval(rag_eval, rag_run):
@@ -28,7 +28,7 @@ TESTS = """
 def test_per_query_metrics_follow_the_run_not_its_address(tmp_path: Path) -> None:
     """Runs made one after another often reuse a freed run's address (id)."""
     data = write_dataset(tmp_path)
-    session = RagSession(Settings(rootdir=tmp_path, dataset=data), is_worker=False)
+    session = RagSession(Settings(rootdir=tmp_path, dataset=data))
     for attempt in range(20):
         relevant_first = attempt % 2 == 0
         ranking = ["d1", "d2"] if relevant_first else ["d2", "d1"]

@@ -27,7 +27,7 @@ from pytest_ragmetrics import (
     write_run,
 )
 from pytest_ragmetrics.cli import main
-from pytest_ragmetrics.recorder import RecordedEvaluation
+from pytest_ragmetrics.records import EvaluationRecord
 
 # Queries a1, a2, a3 are documents too.
 QRELS = {
@@ -143,11 +143,11 @@ def test_the_evaluation_records_the_rule() -> None:
 def test_the_rule_survives_a_record_round_trip() -> None:
     # The record that travels to the controller, the baseline and the JSON report.
     after = evaluate(QRELS, RUN, METRICS, ignore_identical_ids=True)
-    data = RecordedEvaluation("test_x", "bm25", after).to_dict()
+    data = EvaluationRecord("test_x", "bm25", after).to_dict()
     assert data["semantics"]["ignore_identical_ids"] is True
-    rebuilt = RecordedEvaluation.from_dict(json.loads(json.dumps(data)))
+    rebuilt = EvaluationRecord.from_dict(json.loads(json.dumps(data)))
     assert rebuilt.evaluation.semantics == after.semantics
-    plain = RecordedEvaluation("test_x", "bm25", evaluate(QRELS, RUN, METRICS)).to_dict()
+    plain = EvaluationRecord("test_x", "bm25", evaluate(QRELS, RUN, METRICS)).to_dict()
     assert plain["semantics"] == {"relevance_level": 1, "gain": "linear", "query_set": "qrels"}
 
 

@@ -1,5 +1,6 @@
-"""Each kind of built-in judge and retriever is named once (``JUDGE_KINDS``,
-``RETRIEVER_KINDS``): the factories build every one of them and the CLI offers exactly them."""
+"""Each kind of built-in judge and retriever is named once (``vocabulary.JUDGE_KINDS``,
+``vocabulary.RETRIEVER_KINDS``, re-exported by judges/ and retrievers/): the factories build
+every one of them and the CLI offers exactly them."""
 
 from __future__ import annotations
 
@@ -68,9 +69,11 @@ def test_naming_the_kinds_imports_nothing_else() -> None:
     assert out.stdout.split() == [
         "['pytest_ragmetrics',",
         "'pytest_ragmetrics._lazy',",
+        "'pytest_ragmetrics._version',",
         "'pytest_ragmetrics.errors',",
         "'pytest_ragmetrics.judges',",
-        "'pytest_ragmetrics.retrievers']",
+        "'pytest_ragmetrics.retrievers',",
+        "'pytest_ragmetrics.vocabulary']",
     ]
 
 

@@ -227,7 +227,7 @@ def test_rag_judge_embedding_with_a_missing_model_is_a_clean_error(
 
 
 def test_model_folders_in_ini_are_relative_to_the_rootdir(pytester: pytest.Pytester) -> None:
-    from pytest_ragmetrics.settings import build_settings
+    from pytest_ragmetrics.plugin.settings import build_settings
 
     (pytester.path / "models" / "mini").mkdir(parents=True)
     ini = {
@@ -262,9 +262,9 @@ def test_model_folders_in_ini_are_relative_to_the_rootdir(pytester: pytest.Pytes
 
 
 def test_configured_http_judge_gets_its_settings(tmp_path: Path) -> None:
-    from pytest_ragmetrics.judges.factory import configured_judge
     from pytest_ragmetrics.judges.http import HttpJudge
-    from pytest_ragmetrics.settings import build_settings
+    from pytest_ragmetrics.plugin.fixtures import configured_judge
+    from pytest_ragmetrics.plugin.settings import build_settings
 
     ini = {
         "ragmetrics_judge": "http",

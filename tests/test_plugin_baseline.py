@@ -344,14 +344,14 @@ def test_baseline_path_outside_project_is_refused(project: pytest.Pytester) -> N
 
 def test_a_worker_without_its_collection_makes_nothing_stale() -> None:
     """A crashed worker sends no list: no entry may then be called stale (or removed)."""
-    from pytest_ragmetrics.session import RagSession
+    from pytest_ragmetrics.plugin.session import RagSession
 
     no_settings: Any = None  # never read: nothing here needs the configuration
-    state = RagSession(lambda: no_settings, is_worker=False)
+    state = RagSession(lambda: no_settings)
     state.merge_worker_collection({"tests": ["t.py::a", "t.py::b"], "complete": True})
     assert state.collection_complete and state.collected == {"t.py::a", "t.py::b"}
     state.merge_worker_collection({"tests": ["t.py::a"], "complete": False})  # node ids given
     assert not state.collection_complete
-    fresh = RagSession(lambda: no_settings, is_worker=False)
+    fresh = RagSession(lambda: no_settings)
     fresh.merge_worker_collection(None)
     assert not fresh.collection_complete

@@ -79,7 +79,8 @@ def test_bar_is_silent_when_not_a_terminal(pytester: pytest.Pytester, xdist: lis
 def test_worker_bar_goes_to_the_terminal_only_when_allowed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_ragmetrics import progress as module
+    from pytest_ragmetrics import progress as library
+    from pytest_ragmetrics.plugin import progress as module
 
     tty = tmp_path / "tty"
     monkeypatch.setattr(module, "TTY_PATH", str(tty))
@@ -87,12 +88,12 @@ def test_worker_bar_goes_to_the_terminal_only_when_allowed(
     assert module.pytest_terminal_reporter(config) is None
     config.workerinput[module.WORKER_TTY_KEY] = True
     reporter = module.pytest_terminal_reporter(config)
-    with module.use_reporter(reporter), module.progress("encoding corpus", 4) as advance:
+    with library.use_reporter(reporter), library.progress("encoding corpus", 4) as advance:
         advance(4)
     text = tty.read_bytes().decode()  # read_text() would turn the \r into \n
     assert text.startswith("\n\r[gw3] encoding corpus [")
     assert "4/4" in text and text.endswith("\n")
     monkeypatch.setattr(module, "TTY_PATH", str(tmp_path / "missing" / "tty"))
     reporter = module.pytest_terminal_reporter(config)
-    with module.use_reporter(reporter), module.progress("encoding corpus", 1) as advance:
+    with library.use_reporter(reporter), library.progress("encoding corpus", 1) as advance:
         advance(1)  # no terminal to open: silent, no error

@@ -116,18 +116,22 @@ def test_markdown_report_appends_and_bolds_the_best(pytester: pytest.Pytester) -
 
 def test_markdown_report_stays_under_one_mebibyte() -> None:
     from pytest_ragmetrics.report.markdown import markdown_report
+    from pytest_ragmetrics.report.outcome import Checked, SessionOutcome
 
     entries = [
-        {
-            "test": f"tests/test_x.py::test_{i}",
-            "name": "n" * 200,
-            "layer": "retrieval",
-            "metrics": {f"m_{j}": 0.5 for j in range(40)},
-            "outcome": {},
-        }
+        Checked.from_dict(
+            {
+                "test": f"tests/test_x.py::test_{i}",
+                "name": "n" * 200,
+                "layer": "retrieval",
+                "metrics": {f"m_{j}": 0.5 for j in range(40)},
+                "per_query": {"q": {f"m_{j}": 0.5 for j in range(40)}},
+                "outcome": {},
+            }
+        )
         for i in range(400)
     ]
-    text = markdown_report(entries, [])
+    text = markdown_report(SessionOutcome(entries, []))
     assert len(text.encode()) < 1024 * 1024
     assert text.rstrip().endswith("for everything._")
 

@@ -358,7 +358,7 @@ class Run(QuerySegments):
     corpus ids), ``offsets`` delimit queries.
     """
 
-    __slots__ = ("scores",)
+    __slots__ = ("k", "retriever", "scores")
 
     def __init__(
         self,
@@ -387,6 +387,10 @@ class Run(QuerySegments):
             doc_codes, scores = _in_canonical_order(offsets, doc_ids, doc_codes, scores)
         super().__init__(query_ids, offsets, doc_ids, doc_codes)
         self.scores = scores
+        # Where the run came from, when known: the retriever's identity and the k it was
+        # asked for (kept by truncate, restrict and without_identical_ids).
+        self.retriever: Mapping[str, Any] | None = None
+        self.k: int | None = None
 
     @classmethod
     def from_dict(cls, results: Run | Mapping[str, Mapping[str, float]]) -> Run:
@@ -535,12 +539,27 @@ class Run(QuerySegments):
         """Number of retrieved documents per query."""
         return np.diff(self.offsets)
 
+    def with_retriever(self, identity: Mapping[str, Any] | None, k: int | None) -> Run:
+        """The same results, recorded as produced by a retriever (its identity) asked for k."""
+        copy = Run.__new__(Run)
+        for name in ("query_ids", "offsets", "doc_ids", "doc_codes", "scores"):
+            setattr(copy, name, getattr(self, name))
+        copy.retriever = None if identity is None else dict(identity)
+        copy.k = k
+        return copy
+
+    def _keep_source(self, run: Run, cutoff: int | None = None) -> Run:
+        """``run``, made from this one, with this one's retriever and k (at most ``cutoff``)."""
+        run.retriever = self.retriever
+        run.k = self.k if cutoff is None or self.k is None else min(self.k, cutoff)
+        return run
+
     def truncate(self, k: int) -> Run:
         """Keep the top ``k`` documents of every query."""
         seg = _segment_ids(self.offsets)
         rank = np.arange(len(self.scores)) - self.offsets[seg]
         keep = rank < k
-        return Run(
+        truncated = Run(
             self.query_ids,
             _offsets_from_counts(np.bincount(seg[keep], minlength=len(self))),
             self.doc_ids,
@@ -548,6 +567,7 @@ class Run(QuerySegments):
             self.scores[keep],
             check_duplicates=False,
         )
+        return self._keep_source(truncated, k)
 
     def without_identical_ids(self) -> Run:
         """This run without every document whose id equals its query's id (BEIR's
@@ -576,7 +596,7 @@ class Run(QuerySegments):
         keep[candidates[same]] = False
         removed = np.bincount(seg[same], minlength=len(self))
         offsets = self.offsets - _offsets_from_counts(removed)
-        return Run(
+        kept = Run(
             self.query_ids,
             offsets,
             self.doc_ids,
@@ -585,11 +605,12 @@ class Run(QuerySegments):
             check_duplicates=False,
             canonical=True,  # removing entries keeps the remaining ones in order
         )
+        return self._keep_source(kept)
 
     def restrict(self, query_ids: Iterable[str]) -> Run:
         """The results of the given queries only, in the given order (unknown ids are ignored)."""
         keep, offsets, take = self._select(query_ids)
-        return Run(
+        restricted = Run(
             self.query_ids[keep],
             offsets,
             self.doc_ids,
@@ -597,6 +618,7 @@ class Run(QuerySegments):
             self.scores[take],
             check_duplicates=False,
         )
+        return self._keep_source(restricted)
 
     @cached_property
     def fingerprint(self) -> str:

@@ -10,9 +10,6 @@ from typing import TYPE_CHECKING
 
 from pytest_ragmetrics._lazy import lazy_exports
 
-# The built-in judges, by the name configuration files and the CLI use (see build_judge).
-JUDGE_KINDS: tuple[str, ...] = ("embedding", "http", "recorded")
-
 if TYPE_CHECKING:
     from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, read_assessments
     from pytest_ragmetrics.judges.base import (
@@ -39,7 +36,9 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.judges.embedding import EmbeddingJudge
     from pytest_ragmetrics.judges.factory import build_judge
     from pytest_ragmetrics.judges.http import HttpJudge
+    from pytest_ragmetrics.judges.many import assess_many
     from pytest_ragmetrics.judges.replay import RecordedJudge
+    from pytest_ragmetrics.vocabulary import JUDGE_KINDS
 
 _EXPORTS = {
     "Agreement": "pytest_ragmetrics.judges.calibration",
@@ -50,12 +49,14 @@ _EXPORTS = {
     "ClaimJudge": "pytest_ragmetrics.judges.base",
     "EmbeddingJudge": "pytest_ragmetrics.judges.embedding",
     "HttpJudge": "pytest_ragmetrics.judges.http",
+    "JUDGE_KINDS": "pytest_ragmetrics.vocabulary",
     "Judge": "pytest_ragmetrics.judges.base",
     "LabelledClaim": "pytest_ragmetrics.judges.calibration",
     "RecordedJudge": "pytest_ragmetrics.judges.replay",
     "ThresholdJudge": "pytest_ragmetrics.judges.base",
     "VerdictCache": "pytest_ragmetrics.judges.base",
     "agreement": "pytest_ragmetrics.judges.calibration",
+    "assess_many": "pytest_ragmetrics.judges.many",
     "build_judge": "pytest_ragmetrics.judges.factory",
     "calibrate": "pytest_ragmetrics.judges.calibration",
     "cohen_kappa": "pytest_ragmetrics.judges.calibration",
@@ -83,6 +84,7 @@ __all__ = [
     "ThresholdJudge",
     "VerdictCache",
     "agreement",
+    "assess_many",
     "build_judge",
     "calibrate",
     "cohen_kappa",

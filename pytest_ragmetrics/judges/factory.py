@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_ragmetrics.errors import JudgeError
-from pytest_ragmetrics.judges import JUDGE_KINDS
 from pytest_ragmetrics.judges.base import CacheLike, Judge
-
-if TYPE_CHECKING:
-    from pytest_ragmetrics.settings import Settings
+from pytest_ragmetrics.vocabulary import JUDGE_KINDS
 
 
 def build_judge(
@@ -51,20 +48,3 @@ def build_judge(
             raise JudgeError("the recorded judge needs a verdicts file (JSONL of assessments)")
         return RecordedJudge(verdicts, **options)
     raise JudgeError(f"unknown judge {kind!r}; built-in judges are {', '.join(JUDGE_KINDS)}")
-
-
-def configured_judge(settings: Settings, cache: CacheLike = None) -> Judge:
-    """The judge the ragmetrics_judge* settings describe (the rag_judge fixture's default)."""
-    if settings.judge is None:
-        raise JudgeError("no judge configured; set ragmetrics_judge")
-    options: dict[str, Any] = {}
-    if settings.judge_concurrency is not None:
-        options["concurrency"] = settings.judge_concurrency
-    return build_judge(
-        settings.judge,
-        cache=cache,
-        model=settings.judge_model,
-        url=settings.judge_url,
-        verdicts=settings.judge_verdicts,
-        **options,
-    )

@@ -10,11 +10,10 @@ import numpy as np
 from pytest_ragmetrics.data.assessments import AnswerAssessment
 from pytest_ragmetrics.data.model import as_str_array
 from pytest_ragmetrics.errors import MetricError
+from pytest_ragmetrics.vocabulary import ANSWER_METRICS
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.metrics.evaluation import Evaluation
-
-ANSWER_METRICS: tuple[str, ...] = ("groundedness", "answer_relevance")
 
 
 def evaluate_answers(

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pytest_ragmetrics.errors import MetricError
+from pytest_ragmetrics.values import MAX_CUTOFF
+from pytest_ragmetrics.vocabulary import Layer
 
 if TYPE_CHECKING:
     import numpy as np
@@ -15,7 +17,6 @@ if TYPE_CHECKING:
 
     from pytest_ragmetrics.metrics.retrieval import RankedJudgments
 
-Layer = Literal["retrieval", "answer"]
 Cutoff = Literal["required", "optional", "none"]
 MetricFunction = Callable[["RankedJudgments", "int | None"], "npt.NDArray[np.float64]"]
 
@@ -50,7 +51,6 @@ class MetricSpec:
 
 _FAMILIES: dict[str, Family] = {}
 JUDGED_SUFFIX = "_judged"
-MAX_CUTOFF = 2**31 - 1  # ranks are C ints in trec_eval; larger cutoffs are typos
 
 
 def _builtin(

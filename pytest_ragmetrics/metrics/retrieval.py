@@ -29,6 +29,7 @@ from pytest_ragmetrics.errors import DataFormatError, MetricError
 from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.metrics.names import MetricSpec, families, parse_metrics
 from pytest_ragmetrics.metrics.semantics import Gain, MetricSemantics, QuerySet
+from pytest_ragmetrics.vocabulary import DEFAULT_METRICS
 
 BoolArray = npt.NDArray[np.bool_]
 # trec_eval's INFAP_EPSILON: keeps infAP's estimated precision defined with no judged doc above.
@@ -530,7 +531,7 @@ def _check_exponential_grades(qrels: Qrels) -> None:
 def evaluate(
     qrels: Qrels | Mapping[str, Mapping[str, int]],
     run: Run | Mapping[str, Mapping[str, float]],
-    metrics: Iterable[str] | str = ("ndcg_at_10", "recall_at_100", "map_at_100", "mrr_at_10"),
+    metrics: Iterable[str] | str = DEFAULT_METRICS,
     *,
     relevance_level: int = 1,
     gain: Gain = "linear",

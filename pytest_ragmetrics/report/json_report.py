@@ -21,7 +21,16 @@ Schema (version 1)::
           "outcome": {"thresholds": [{"metric", "value", "threshold", "passed"}],
                       "baseline": {"status", "metrics": [{"metric", "baseline", "current",
                                    "delta", "tolerance", "status", "ci95", "p_value", ...}]},
-                      "gate": str}
+                      "gate": str},
+          # Optional, for the HTML report (pytest_ragmetrics.report.html; filled by
+          # pytest_ragmetrics.report.query_records.add_query_details); readers ignore them:
+          "baseline_per_query": {query_id: {metric: value | null}},
+          "queries": {query_id: {"text",
+                                 "ranking" | "baseline_ranking": [[doc_id, score, grade | null]],
+                                 "relevant": {doc_id: grade}, "titles": {doc_id: title},
+                                 "answer" | "baseline_answer": str,
+                                 "claims" | "baseline_claims": [{"text", "supported",
+                                                                 "evidence", "score"}]}}
       }],
       "summary": {"evaluations": N, "by_layer": {...}, "by_status": {...},
                   "baseline_update": {"updated", "added", "removed"} | null,
@@ -32,43 +41,36 @@ Schema (version 1)::
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_ragmetrics.report.terminal import status_of
+if TYPE_CHECKING:
+    from pytest_ragmetrics.report.outcome import SessionOutcome
 
 REPORT_SCHEMA = "pytest-ragmetrics/report"
 REPORT_VERSION = 1
 
 
-def build_report(
-    entries: Sequence[Mapping[str, Any]],
-    *,
-    settings: Mapping[str, Any],
-    plugin_version: str,
-    update_counts: Mapping[str, int] | None = None,
-    stale: Sequence[tuple[str, str]] = (),
-) -> dict[str, Any]:
+def build_report(outcome: SessionOutcome) -> dict[str, Any]:
     """The report document (see the module docstring for the schema)."""
-    ordered = sorted(entries, key=lambda e: (e["test"], e["name"]))
     by_layer: dict[str, int] = {}
     by_status: dict[str, int] = {}
-    for entry in ordered:
-        by_layer[entry["layer"]] = by_layer.get(entry["layer"], 0) + 1
-        status = status_of(entry)
+    for checked in outcome.evaluations:
+        by_layer[checked.layer] = by_layer.get(checked.layer, 0) + 1
+        status = checked.outcome.status
         by_status[status] = by_status.get(status, 0) + 1
+    counts = outcome.update_counts
     return {
         "schema": REPORT_SCHEMA,
         "version": REPORT_VERSION,
-        "plugin_version": plugin_version,
+        "plugin_version": outcome.plugin_version,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "settings": dict(settings),
-        "evaluations": [dict(e) for e in ordered],
+        "settings": dict(outcome.settings),
+        "evaluations": [checked.to_dict() for checked in outcome.evaluations],
         "summary": {
-            "evaluations": len(ordered),
+            "evaluations": len(outcome.evaluations),
             "by_layer": by_layer,
             "by_status": by_status,
-            "baseline_update": dict(update_counts) if update_counts is not None else None,
-            "stale_baseline_entries": [list(s) for s in stale],
+            "baseline_update": dict(counts) if counts is not None else None,
+            "stale_baseline_entries": [list(s) for s in outcome.stale],
         },
     }

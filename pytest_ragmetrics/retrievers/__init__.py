@@ -8,10 +8,9 @@ tokenizer is first needed.
 from typing import TYPE_CHECKING
 
 from pytest_ragmetrics._lazy import lazy_exports
+from pytest_ragmetrics.vocabulary import RETRIEVER_KINDS
 
-# The built-in retrievers, by the name configuration files and the CLI use.
-RETRIEVER_KINDS: tuple[str, ...] = ("dense", "bm25")
-KINDS = RETRIEVER_KINDS  # its name before RETRIEVER_KINDS
+KINDS = RETRIEVER_KINDS  # its name before vocabulary.RETRIEVER_KINDS
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.retrievers.base import (

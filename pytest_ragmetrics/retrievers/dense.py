@@ -21,6 +21,8 @@ from pytest_ragmetrics.cache import canonical_json
 from pytest_ragmetrics.data.model import Corpus, Queries, Run
 from pytest_ragmetrics.encoders import ModelSource, load_sentence_transformer, resolve_model
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
+from pytest_ragmetrics.executors.base import Executor, resolve_executor
+from pytest_ragmetrics.executors.ray_cluster import RayExecutor
 from pytest_ragmetrics.progress import progress
 from pytest_ragmetrics.retrievers.base import (
     CacheLike,
@@ -54,6 +56,9 @@ class DenseRetriever:
     multi-process pool. ``index="ivf"`` / ``"hnsw"`` trade exactness for speed on big corpora.
     ``cache`` (a folder or :class:`~pytest_ragmetrics.cache.Cache`) keeps corpus embeddings and
     runs; ``corpus_encodings`` counts the corpus encodings this object actually ran.
+    ``executor="ray"`` (or a :class:`~pytest_ragmetrics.executors.RayExecutor` with its actors,
+    GPUs and address) encodes on a Ray cluster and runs the exact (flat) search there, sharded;
+    the embeddings and runs are the same and land in the same cache entries as the local ones.
     """
 
     # Over 60 lines only because it checks and keeps twenty options, one line each.
@@ -80,6 +85,7 @@ class DenseRetriever:
         chunk_size: int | None = None,
         cache: CacheLike = None,
         allow_download: bool = False,
+        executor: str | Executor | None = None,
     ) -> None:
         if len(corpus) == 0:
             raise RetrieverError("DenseRetriever: the corpus is empty; there is nothing to search")
@@ -122,6 +128,8 @@ class DenseRetriever:
         self.chunk_size = chunk_size or max(batch_size * 16, 256)
         self.cache = as_cache(cache)
         self.allow_download = allow_download
+        # Where encoding and exact search run; never part of an identity or a cache key.
+        self.executor = resolve_executor(executor, "DenseRetriever")
         self._name = name or f"dense:{self.source.label}"
         self._model: SentenceTransformer | None = None
         self._embeddings: FloatMatrix | None = None
@@ -195,32 +203,36 @@ class DenseRetriever:
         """Embeddings in the order of ``texts``, encoded longest first in chunks (for progress)."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        model = self.model
         # One global longest-first order: the batches are those of a single encode() call,
-        # cut into chunks only so that the progress bar moves.
+        # cut into chunks so that the progress bar moves and Ray actors share the work. Local
+        # and Ray encode the same chunks with the same calls, so their embeddings are the same.
         order = np.argsort([-len(text) for text in texts], kind="stable")
         ordered = [texts[i] for i in order.tolist()]
         corpus_sized = description is not None
+        step = self.chunk_size if corpus_sized else len(ordered)
+        chunks = [ordered[start : start + step] for start in range(0, len(ordered), step)]
+        if isinstance(self.executor, RayExecutor):
+            from pytest_ragmetrics.retrievers.ray_backend import encode_chunks
+
+            with progress(description or "encoding queries", len(ordered)) as advance:
+                stacked = encode_chunks(self.executor, self, chunks, prefix, advance)
+            embeddings = np.empty_like(stacked)
+            embeddings[order] = stacked
+            return np.ascontiguousarray(embeddings)
+        model = self.model
         # A pool costs a model load per process: worth it for a corpus, not for the queries.
         pool = None
         parts: list[FloatMatrix] = []
-        step = self.chunk_size if corpus_sized else len(ordered)
         try:
             if self.devices and corpus_sized:
                 pool = model.start_multi_process_pool(self.devices)
             with progress(description or "encoding queries", len(ordered)) as advance:
-                for start in range(0, len(ordered), step):
-                    chunk = ordered[start : start + step]
-                    encoded = model.encode(
-                        chunk,
-                        prompt=prefix or None,
-                        batch_size=self.batch_size,
-                        show_progress_bar=False,
-                        convert_to_numpy=True,
-                        normalize_embeddings=self.normalize,
-                        pool=pool,
+                for chunk in chunks:
+                    parts.append(
+                        encode_texts(
+                            model, chunk, prefix, self.batch_size, self.normalize, pool=pool
+                        )
                     )
-                    parts.append(np.asarray(encoded, dtype=np.float32))
                     advance(len(chunk))
         except Exception as exc:
             raise RetrieverError(
@@ -310,13 +322,68 @@ class DenseRetriever:
     def _search(self, queries: Queries, k: int) -> Run:
         if len(queries) == 0:
             return Run.from_dict({})
+        depth = min(k, len(self.corpus))
+        if self.index_type == "flat":
+            if isinstance(self.executor, RayExecutor):
+                from pytest_ragmetrics.retrievers.ray_backend import search_flat
+
+                embeddings = self.corpus_embeddings()
+                vectors = self.encode_queries(queries.texts)
+                scores, indices = search_flat(self.executor, embeddings, vectors, depth, self._name)
+            else:
+                index = self.faiss_index()
+                vectors = self.encode_queries(queries.texts)
+                scores, indices = exact_top_k(index, vectors, depth)
+            run = Run.from_arrays(queries.query_ids, indices, scores, self.corpus.doc_ids)
+            return run.truncate(depth) if indices.shape[1] > depth else run
         index = self.faiss_index()
         vectors = self.encode_queries(queries.texts)
-        depth = min(k, len(self.corpus))
         if self.index_type == "hnsw":
             index.hnsw.efSearch = max(self.ef_search, depth)
         scores, indices = index.search(vectors, depth)
         return Run.from_arrays(queries.query_ids, indices, scores, self.corpus.doc_ids)
+
+
+def encode_texts(
+    model: SentenceTransformer,
+    texts: list[str],
+    prefix: str,
+    batch_size: int,
+    normalize: bool,
+    *,
+    pool: Any = None,
+) -> FloatMatrix:
+    """One ``encode`` call: what the local path and every Ray actor run for one chunk."""
+    encoded = model.encode(
+        texts,
+        prompt=prefix or None,
+        batch_size=batch_size,
+        show_progress_bar=False,
+        convert_to_numpy=True,
+        normalize_embeddings=normalize,
+        pool=pool,
+    )
+    return np.asarray(encoded, dtype=np.float32)
+
+
+def exact_top_k(index: Any, vectors: FloatMatrix, depth: int) -> tuple[FloatMatrix, Any]:
+    """faiss's top ``depth`` (scores, positions) of an exact index, searched deeper where needed
+    so that every document tied with the last one kept is returned too.
+
+    Which of several tied documents faiss keeps at the cut depends on its heap and blocking; with
+    all of them returned, ``Run.from_arrays(...).truncate(depth)`` keeps those with the largest
+    ids (the run's canonical order), whatever searched them: one index, or shards of it.
+    """
+    size = int(index.ntotal)
+    depth = min(depth, size)
+    probe = min(depth + 1, size)
+    while True:
+        scores, indices = index.search(vectors, probe)
+        if probe >= size or not len(scores):
+            return scores, indices
+        if not (scores[:, probe - 1] == scores[:, depth - 1]).any():
+            return scores, indices
+        probe = min(2 * probe, size)
 
 
 def _positive(option: str, value: object) -> None:

@@ -7,11 +7,11 @@ from typing import Any
 
 from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import ConfigError
-from pytest_ragmetrics.retrievers import RETRIEVER_KINDS
 from pytest_ragmetrics.retrievers.base import Retriever
 from pytest_ragmetrics.retrievers.bm25 import BM25Retriever
 from pytest_ragmetrics.retrievers.dense import DenseRetriever
 from pytest_ragmetrics.retrievers.rerank import RerankRetriever
+from pytest_ragmetrics.vocabulary import RETRIEVER_KINDS
 
 _CLASSES: dict[str, type[DenseRetriever] | type[BM25Retriever]] = {
     "dense": DenseRetriever,

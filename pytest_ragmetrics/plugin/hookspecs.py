@@ -22,7 +22,7 @@ def pytest_ragmetrics_register_metrics(register: Callable[..., None]) -> None:
 def pytest_ragmetrics_evaluation_recorded(recorded: Any, item: pytest.Item) -> None:
     """Called in the process that ran ``item`` each time ``rag_eval`` records an evaluation.
 
-    ``recorded`` is a :class:`pytest_ragmetrics.recorder.RecordedEvaluation`; its outcome is
+    ``recorded`` is a :class:`pytest_ragmetrics.records.EvaluationRecord`; its outcome is
     not known yet.
     """
 

@@ -1,10 +1,11 @@
-"""What a test records: evaluations with their configuration identity, in a transferable form."""
+"""The ``rag_eval`` fixture's object: evaluates runs and answers in a test and records each
+evaluation (an :class:`~pytest_ragmetrics.records.EvaluationRecord`), with the thresholds of
+the test's ``rag_threshold`` markers."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pytest_ragmetrics.data.judged import JudgedRankings
 from pytest_ragmetrics.data.model import Dataset, Qrels, Run
@@ -13,90 +14,8 @@ from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.metrics.names import parse_metric, parse_metrics
 from pytest_ragmetrics.metrics.retrieval import evaluate
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
-
-Layer = Literal["retrieval", "answer"]
-
-
-def dataset_identity(dataset: Dataset) -> dict[str, Any]:
-    """What an evaluation needs to know about the dataset it ran on."""
-    return {
-        "name": dataset.name,
-        "split": dataset.split,
-        "documents": len(dataset.corpus),
-        "queries": len(dataset.queries),
-        "fingerprints": dataset.fingerprints,
-    }
-
-
-@dataclass
-class RecordedEvaluation:
-    """One evaluation recorded by one test, with everything needed to compare it later."""
-
-    test: str
-    name: str
-    evaluation: Evaluation
-    identity: dict[str, Any] = field(default_factory=dict)
-    dataset: dict[str, Any] | None = None
-    k: int | None = None
-    thresholds: dict[str, float] = field(default_factory=dict)
-    outcome: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def layer(self) -> Layer:
-        return self.evaluation.layer
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.test, self.name)
-
-    @property
-    def label(self) -> str:
-        return f"{self.test} [{self.name}]"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (travels on xdist reports; the JSON report and baseline use it)."""
-        data = self.evaluation.to_dict(per_query=True)
-        return {
-            "test": self.test,
-            "name": self.name,
-            "layer": self.layer,
-            "identity": self.identity,
-            "dataset": self.dataset,
-            "k": self.k,
-            "semantics": data.pop("semantics"),
-            "metrics": data.pop("metrics"),
-            "num_queries": data.pop("num_queries"),
-            "per_query": data.pop("per_query", {}),
-            "details": data.pop("details", {}),
-            "notes": data.pop("notes", []),
-            "thresholds": dict(self.thresholds),
-            "outcome": dict(self.outcome),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RecordedEvaluation:
-        semantics = data.get("semantics")
-        evaluation = Evaluation.from_per_query(
-            data.get("per_query", {}),
-            layer=data.get("layer", "retrieval"),
-            semantics=MetricSemantics(**semantics) if semantics else None,
-            details=data.get("details") or None,
-        )
-        # Keep the metric order of the recording even when some queries lack a metric.
-        metrics = tuple(data.get("metrics", {}).keys()) or evaluation.metrics
-        if metrics != evaluation.metrics and set(metrics) == set(evaluation.metrics):
-            evaluation = evaluation.select(list(metrics))
-        evaluation.notes.extend(data.get("notes", []))
-        return cls(
-            test=data["test"],
-            name=data["name"],
-            evaluation=evaluation,
-            identity=dict(data.get("identity") or {}),
-            dataset=data.get("dataset"),
-            k=data.get("k"),
-            thresholds=dict(data.get("thresholds") or {}),
-            outcome=dict(data.get("outcome") or {}),
-        )
+from pytest_ragmetrics.records import EvaluationRecord, dataset_identity, identity_of, stable_json
+from pytest_ragmetrics.vocabulary import ANSWER_METRICS, Layer
 
 
 def parse_thresholds(
@@ -142,7 +61,7 @@ class RagEval:
         k: int,
         thresholds: Mapping[str, float] | Callable[[], Mapping[str, float]],
         dataset: Callable[[], Dataset],
-        on_record: Callable[[RecordedEvaluation], None] | None = None,
+        on_record: Callable[[EvaluationRecord], None] | None = None,
     ) -> None:
         self.test = test
         self._metrics = tuple(metrics)
@@ -152,7 +71,7 @@ class RagEval:
         self._thresholds_of = thresholds if callable(thresholds) else lambda: thresholds
         self._dataset = dataset
         self._on_record = on_record
-        self.recorded: list[RecordedEvaluation] = []
+        self.recorded: list[EvaluationRecord] = []
 
     @property
     def _thresholds(self) -> dict[str, float]:
@@ -182,7 +101,7 @@ class RagEval:
             )
         return chosen
 
-    def _record(self, recorded: RecordedEvaluation) -> None:
+    def _record(self, recorded: EvaluationRecord) -> None:
         self.recorded.append(recorded)
         if self._on_record is not None:
             self._on_record(recorded)
@@ -198,8 +117,8 @@ class RagEval:
     ) -> Evaluation:
         """Evaluate ``run`` (qrels default to the dataset's) and record it; returns the result.
 
-        ``retriever`` (or the run's own provenance) gives the identity stored in reports and
-        baselines.
+        ``retriever`` (or, without it, the retriever the run records, as ``rag_run``'s does)
+        gives the identity stored in reports and baselines.
         """
         dataset_info: dict[str, Any] | None = None
         if isinstance(run, JudgedRankings):
@@ -233,9 +152,10 @@ class RagEval:
             relevance_level=self._semantics.relevance_level,
             gain=self._semantics.gain,
             query_set=self._semantics.query_set,
+            ignore_identical_ids=self._semantics.ignore_identical_ids,
         )
-        identity, k = _identity_of(run_obj, retriever)
-        recorded = RecordedEvaluation(
+        identity, k = _source_of(run_obj, retriever)
+        recorded = EvaluationRecord(
             test=self.test,
             name=self._name(name, "retrieval"),
             evaluation=evaluation,
@@ -259,7 +179,7 @@ class RagEval:
         The metrics are the answer-layer ones in ragmetrics_metrics and the thresholds, plus
         ``metrics``; both groundedness and answer_relevance when none is configured.
         """
-        from pytest_ragmetrics.metrics.answer import ANSWER_METRICS, evaluate_answers
+        from pytest_ragmetrics.metrics.answer import evaluate_answers
 
         items = list(assessments)
         names = self._metrics_for("answer", metrics, default=ANSWER_METRICS)
@@ -268,13 +188,13 @@ class RagEval:
         for item in items:
             judge = getattr(item, "judge", None)
             if judge:
-                judges.setdefault(_stable_json(judge), judge)
+                judges.setdefault(stable_json(judge), judge)
         identity: dict[str, Any] = {}
         if len(judges) == 1:
             identity = {"judge": next(iter(judges.values()))}
         elif judges:
             identity = {"judges": list(judges.values())}
-        recorded = RecordedEvaluation(
+        recorded = EvaluationRecord(
             test=self.test,
             name=self._name(name, "answers"),
             evaluation=evaluation,
@@ -286,22 +206,16 @@ class RagEval:
         return evaluation
 
 
-def _stable_json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-def _identity_of(run: Any, retriever: Any) -> tuple[dict[str, Any], int | None]:
-    """Retriever identity and k from an explicit retriever or the run's provenance."""
-    provenance = getattr(run, "provenance", None) or {}
+def _source_of(run: Any, retriever: Any) -> tuple[dict[str, Any], int | None]:
+    """Retriever identity and k: from ``retriever`` if given, else from the run's own record
+    of where it came from; k falls back to the run's depth (its deepest query)."""
     identity: dict[str, Any] = {}
+    recorded_by = getattr(run, "retriever", None) if isinstance(run, Run) else None
     if retriever is not None:
-        get = getattr(retriever, "identity", None)
-        identity = {"retriever": get() if callable(get) else {"name": str(retriever)}}
-    elif provenance.get("retriever"):
-        identity = {"retriever": provenance["retriever"]}
-    k = provenance.get("k")
+        identity = {"retriever": identity_of(retriever)}
+    elif recorded_by:
+        identity = {"retriever": dict(recorded_by)}
+    k = run.k if isinstance(run, Run) else None
     if not isinstance(k, int):
         k = _depth(run)
     return identity, k

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.session import RagSession
+    from pytest_ragmetrics.plugin.session import RagSession
 
 
 @dataclass

@@ -1,57 +1,24 @@
-"""The baseline file: load (with clear errors), update, save atomically; dataset digests.
+"""The baseline file: load (every field checked), update under a lock, save atomically.
 
-Light on purpose (json only): the comparison itself lives in :mod:`pytest_ragmetrics.regression`.
+Knows nothing of pytest: the plugin and the ``ragmetrics`` command both use it.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
-import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from pytest_ragmetrics.recorder import RecordedEvaluation
-
 from pytest_ragmetrics.errors import BaselineError
-from pytest_ragmetrics.fileio import atomic_write_bytes, atomic_write_text, read_json_file
+from pytest_ragmetrics.fileio import atomic_write_text, read_json_file
 from pytest_ragmetrics.schema import evaluation_problem, is_int
 
+if TYPE_CHECKING:
+    from pytest_ragmetrics.records import EvaluationRecord
+
 SCHEMA_VERSION = 1
-DIGITS = 6  # per-query values are rounded so diffs in code review stay readable
 UPDATE_HINT = "--ragmetrics-update-baseline"
-
-
-def round_values(value: Any) -> Any:
-    if isinstance(value, float):
-        return None if math.isnan(value) else round(value, DIGITS)
-    if isinstance(value, dict):
-        return {k: round_values(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [round_values(v) for v in value]
-    return value
-
-
-def entry_from_recorded(recorded: RecordedEvaluation, plugin_version: str) -> dict[str, Any]:
-    """The baseline entry of one evaluation (no thresholds/outcomes: those are per run)."""
-    data = recorded.to_dict()
-    entry: dict[str, Any] = round_values(
-        {
-            "layer": data["layer"],
-            "identity": data["identity"],
-            "dataset": data["dataset"],
-            "k": data["k"],
-            "semantics": data["semantics"],
-            "metrics": data["metrics"],
-            "num_queries": data["num_queries"],
-            "per_query": data["per_query"],
-            "details": data["details"],
-            "plugin_version": plugin_version,
-        }
-    )
-    return entry
 
 
 class BaselineStore:
@@ -111,7 +78,7 @@ class BaselineStore:
 
     def updated(
         self,
-        recorded: Iterable[RecordedEvaluation],
+        recorded: Iterable[EvaluationRecord],
         ran_tests: Iterable[str],
         stale: Iterable[tuple[str, str]],
         plugin_version: str,
@@ -125,7 +92,7 @@ class BaselineStore:
         counts = {"updated": 0, "added": 0, "removed": 0, "unchanged": 0}
         seen: set[tuple[str, str]] = set()
         for item in recorded:
-            entry = entry_from_recorded(item, plugin_version)
+            entry = item.baseline_entry(plugin_version)
             seen.add(item.key)
             old = entries.get(item.test, {}).get(item.name)
             if old is None:
@@ -168,29 +135,40 @@ def _strip_version(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k != "plugin_version"}
 
 
-# ---------------------------------------------------------------------------------------------
-# Dataset digests: let "not comparable" say what changed (12 docs added, 3 changed).
+def stale_entries(
+    keys: Iterable[tuple[str, str]],
+    collected: set[str],
+    *,
+    complete: bool,
+    whole_suite: bool,
+    rootpath: Path | None,
+) -> list[tuple[str, str]]:
+    """Entries whose test no longer exists (RELIABILITY.md, "When a baseline entry is removed").
+
+    ``collected`` holds every test pytest collected in the run, whatever happened to it
+    afterwards (deselected by -k/-m, dropped by a plugin or conftest). An entry is stale when
+    its file was collected whole (``complete``: no node ids given, every xdist worker
+    reported) and its test was not collected, or, in a run of the ``whole_suite``, when its
+    test file no longer exists under ``rootpath``. Other files are never judged.
+    """
+    if not complete or not collected:
+        return []
+    files = {nodeid.split("::", 1)[0] for nodeid in collected}
+    stale = []
+    for test, name in keys:
+        if test in collected:
+            continue
+        file = test.split("::", 1)[0]
+        if file in files or (whole_suite and _file_is_gone(rootpath, file)):
+            stale.append((test, name))
+    return sorted(stale)
 
 
-def digests_path(baseline_path: Path, part: str, fingerprint: str) -> Path:
-    return baseline_path.parent / "datasets" / f"{part}-{fingerprint[:16]}.json.gz"
-
-
-def save_digests(
-    baseline_path: Path, part: str, fingerprint: str, digests: Mapping[str, Any]
-) -> None:
-    """Store per-item digests of one dataset part beside the baseline (gzipped, idempotent)."""
-    path = digests_path(baseline_path, part, fingerprint)
-    if path.exists():
-        return
-    body = json.dumps(digests, sort_keys=True, separators=(",", ":")).encode()
-    atomic_write_bytes(path, gzip.compress(body, mtime=0))
-
-
-def load_digests(baseline_path: Path, part: str, fingerprint: str) -> dict[str, Any] | None:
-    path = digests_path(baseline_path, part, fingerprint)
+def _file_is_gone(rootpath: Path | None, file: str) -> bool:
+    """Whether a test file named in a node id is missing from the project (rootdir-relative)."""
+    if rootpath is None or not file.endswith(".py"):
+        return False
     try:
-        data = json.loads(gzip.decompress(path.read_bytes()))
-    except (OSError, ValueError, EOFError):
-        return None
-    return data if isinstance(data, dict) else None
+        return not (rootpath / file).exists()
+    except OSError:
+        return False

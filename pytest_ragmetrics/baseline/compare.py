@@ -1,0 +1,265 @@
+"""Comparing an evaluation with its baseline entry (or a report with another): per metric, the
+drop against the tolerance with paired statistics over the shared queries; "not comparable"
+when the dataset or the scoring rules differ."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_ragmetrics.baseline.store import BaselineStore
+from pytest_ragmetrics.baseline.tolerances import Tolerance, Tolerances
+from pytest_ragmetrics.baseline.verdicts import MetricVerdict, Status, Verdict
+from pytest_ragmetrics.errors import BaselineError
+from pytest_ragmetrics.records import EvaluationRecord
+from pytest_ragmetrics.stats import DEFAULT_SEED, PairedComparison, compare_paired
+
+MOST_REGRESSED = 5  # queries named per regressed metric
+
+
+def compare_to_baseline(
+    recorded: EvaluationRecord,
+    entry: Mapping[str, Any] | None,
+    tolerances: Tolerances,
+    *,
+    alpha: float | None = None,
+    seed: int = DEFAULT_SEED,
+    dataset_change: Mapping[str, str] | None = None,
+) -> Verdict:
+    """Compare one recorded evaluation with its baseline entry.
+
+    ``dataset_change`` maps a dataset part to a human description of how it changed (built by
+    the caller, who can see both datasets); without it a generic description is used.
+    """
+    if entry is None:
+        return Verdict("new")
+    # Compare at the baseline's precision, so an unchanged run has a delta of exactly 0.
+    current = recorded.compared_form()
+    verdict = Verdict(
+        "ok",
+        identity_change=_identity_change(
+            {"k": entry.get("k"), **(entry.get("identity") or {})},
+            {"k": current["k"], **(current["identity"] or {})},
+        ),
+    )
+    base_pq: Mapping[str, Mapping[str, Any]] = entry.get("per_query") or {}
+    cur_pq: Mapping[str, Mapping[str, Any]] = current["per_query"]
+    verdict.only_baseline = sorted(q for q in base_pq if q not in cur_pq)
+    verdict.only_current = sorted(q for q in cur_pq if q not in base_pq)
+    reasons = _incomparable(entry, current, dataset_change or {})
+    if reasons:
+        verdict.status = "not comparable"
+        verdict.reasons = reasons
+        return verdict
+    pairs = _Pairs(entry, current, [q for q in cur_pq if q in base_pq])
+    for metric, now in current["metrics"].items():
+        before = entry.get("metrics", {}).get(metric)
+        if before is not None and now is not None:
+            verdict.metrics.append(
+                _metric_verdict(
+                    pairs,
+                    metric,
+                    float(before),
+                    float(now),
+                    tolerances.for_metric(metric),
+                    alpha,
+                    seed,
+                )
+            )
+    statuses = {m.status for m in verdict.metrics}
+    verdict.status = (
+        "regressed" if "regressed" in statuses else "improved" if "improved" in statuses else "ok"
+    )
+    return verdict
+
+
+class _Pairs:
+    """The per-query values of the baseline entry and the current evaluation, paired."""
+
+    def __init__(
+        self, entry: Mapping[str, Any], current: Mapping[str, Any], shared: Sequence[str]
+    ) -> None:
+        self.base = entry.get("per_query") or {}
+        self.current = current["per_query"]
+        self.shared = list(shared)
+        self.base_rank = (entry.get("details") or {}).get("first_relevant_rank", {})
+        self.current_rank = current["details"].get("first_relevant_rank", {})
+
+    def values(self, metric: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        b = np.asarray([_num(self.base[q].get(metric)) for q in self.shared])
+        c = np.asarray([_num(self.current[q].get(metric)) for q in self.shared])
+        return b, c
+
+    def most_regressed(self, deltas: np.ndarray[Any, Any]) -> list[tuple[str, float, int, int]]:
+        """The queries that lost most: (query, Δ, first relevant rank before, after)."""
+        worst = []
+        for i in np.argsort(deltas, kind="stable")[:MOST_REGRESSED]:
+            if not deltas[i] < 0:
+                break
+            q = self.shared[int(i)]
+            ranks = (int(self.base_rank.get(q, 0) or 0), int(self.current_rank.get(q, 0) or 0))
+            worst.append((q, float(deltas[i]), *ranks))
+        return worst
+
+
+def _metric_verdict(
+    pairs: _Pairs,
+    metric: str,
+    before: float,
+    now: float,
+    tolerance: Tolerance,
+    alpha: float | None,
+    seed: int,
+) -> MetricVerdict:
+    b, c = pairs.values(metric)
+    comparison: PairedComparison | None = compare_paired(b, c, seed=seed) if pairs.shared else None
+    delta = now - before
+    allowed = tolerance.allowed_drop(before)
+    status: Status = "ok"
+    note = ""
+    if delta < -allowed - 1e-12:
+        status = "regressed"
+        if alpha is not None and comparison is not None and comparison.p_value >= alpha:
+            status = "ok"
+            note = (
+                f"dropped {delta:+.4f} but not significantly (p = "
+                f"{comparison.p_value:.4f} ≥ alpha {alpha:g})"
+            )
+    elif delta > allowed + 1e-12:
+        status = "improved"
+    worst = pairs.most_regressed(c - b) if status == "regressed" and pairs.shared else []
+    return MetricVerdict(
+        metric, before, now, delta, str(tolerance), allowed, status, comparison, worst, note
+    )
+
+
+def _identity_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    if before == after:
+        return ""
+    keys = sorted(set(before) | set(after))
+    changed = []
+    for key in keys:
+        if before.get(key) != after.get(key):
+            changed.append(f"{key}: {_short(before.get(key))} → {_short(after.get(key))}")
+    return "; ".join(changed)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _num(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _incomparable(
+    entry: Mapping[str, Any], current: Mapping[str, Any], dataset_change: Mapping[str, str]
+) -> list[str]:
+    reasons: list[str] = []
+    if entry.get("layer") != current["layer"]:
+        reasons.append(f"layer: {entry.get('layer')} → {current['layer']}")
+    if (entry.get("semantics") or None) != (current["semantics"] or None):
+        reasons.append(
+            f"metric semantics: {_short(entry.get('semantics'))} → {_short(current['semantics'])}"
+        )
+    before = ((entry.get("dataset") or {}).get("fingerprints")) or {}
+    after = ((current.get("dataset") or {}).get("fingerprints")) or {}
+    for part in ("corpus", "queries", "qrels"):
+        if part in before and part in after and before[part] != after[part]:
+            reasons.append(dataset_change.get(part) or f"{part}: contents differ")
+        elif (part in before) != (part in after):
+            reasons.append(f"{part}: the baseline and this run use different datasets")
+    return reasons
+
+
+def load_evaluations(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """The evaluations of a baseline file or a JSON report, keyed by (test id, name).
+
+    Every field the comparison uses is checked (a BaselineError names the file, the
+    evaluation and the field); keys this version does not know are ignored; a report of a
+    newer schema version is refused.
+    """
+    from pytest_ragmetrics.fileio import read_json_file
+    from pytest_ragmetrics.report.json_report import REPORT_SCHEMA, REPORT_VERSION
+    from pytest_ragmetrics.schema import evaluation_problem, is_int
+
+    try:
+        data = read_json_file(path, error=BaselineError)
+    except FileNotFoundError:
+        raise BaselineError(f"{path}: file not found") from None
+    if isinstance(data, dict) and "schema_version" in data:
+        store = BaselineStore.load(path)
+        return {
+            (test, name): {"test": test, "name": name, **entry}
+            for test, named in store.entries.items()
+            for name, entry in named.items()
+        }
+    if not isinstance(data, dict) or ("schema" not in data and "evaluations" not in data):
+        raise BaselineError(
+            f"{path}: neither a pytest-ragmetrics JSON report (--ragmetrics-json) nor a baseline "
+            "file"
+        )
+    if "schema" in data and data["schema"] != REPORT_SCHEMA:
+        raise BaselineError(f"{path}: schema {data['schema']!r} is not {REPORT_SCHEMA!r}")
+    version = data.get("version", REPORT_VERSION)
+    if not is_int(version):
+        raise BaselineError(f"{path}: report version {version!r} is not an integer")
+    if version > REPORT_VERSION:
+        raise BaselineError(
+            f"{path}: written by a newer pytest-ragmetrics (report version {version}, this "
+            f"version reads up to {REPORT_VERSION}); upgrade pytest-ragmetrics"
+        )
+    evaluations = data.get("evaluations")
+    if not isinstance(evaluations, list):
+        raise BaselineError(f"{path}: 'evaluations' must be a list of objects")
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for i, entry in enumerate(evaluations, start=1):
+        if not isinstance(entry, dict) or not {"test", "name", "metrics"} <= set(entry):
+            raise BaselineError(f"{path}: evaluation #{i} lacks test, name or metrics")
+        label = f"evaluation #{i} ({entry.get('test')!r} [{entry.get('name')}])"
+        if not isinstance(entry["test"], str) or not isinstance(entry["name"], str):
+            raise BaselineError(f"{path}: {label}: 'test' and 'name' must be strings")
+        problem = evaluation_problem(entry)
+        if problem:
+            raise BaselineError(f"{path}: {label}: {problem}")
+        key = (entry["test"], entry["name"])
+        if key in out:
+            raise BaselineError(f"{path}: {label} appears twice")
+        out[key] = entry
+    return out
+
+
+def compare_files(
+    before: Path,
+    after: Path,
+    tolerances: Tolerances,
+    *,
+    alpha: float | None = None,
+) -> list[tuple[EvaluationRecord, Verdict]]:
+    """Verdicts for every evaluation of ``after`` against ``before`` (missing ones are new)."""
+    return compare_evaluations(
+        load_evaluations(before), load_evaluations(after), tolerances, alpha=alpha
+    )
+
+
+def compare_evaluations(
+    old: Mapping[tuple[str, str], Mapping[str, Any]],
+    new: Mapping[tuple[str, str], Mapping[str, Any]],
+    tolerances: Tolerances,
+    *,
+    alpha: float | None = None,
+) -> list[tuple[EvaluationRecord, Verdict]]:
+    """:func:`compare_files` on evaluations already read with :func:`load_evaluations`."""
+    results = []
+    for key in sorted(new):
+        recorded = EvaluationRecord.from_dict(new[key])
+        results.append(
+            (recorded, compare_to_baseline(recorded, old.get(key), tolerances, alpha=alpha))
+        )
+    return results

@@ -1,0 +1,73 @@
+"""Tolerances: how far a metric may drop before it regresses (absolute or relative, per metric)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pytest_ragmetrics.errors import ConfigError, MetricError
+from pytest_ragmetrics.metrics.names import parse_metrics
+from pytest_ragmetrics.values import parse_float, split_list
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a metric may drop: absolute, or relative to the baseline value."""
+
+    value: float
+    relative: bool = False
+
+    def allowed_drop(self, baseline: float) -> float:
+        return self.value * abs(baseline) if self.relative else self.value
+
+    def __str__(self) -> str:
+        return f"{self.value * 100:g}%" if self.relative else f"{self.value:g}"
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    default: Tolerance = Tolerance(0.01)
+    per_metric: Mapping[str, Tolerance] = field(default_factory=dict)
+
+    def for_metric(self, metric: str) -> Tolerance:
+        return self.per_metric.get(metric, self.default)
+
+
+def _parse_one_tolerance(text: str, where: str) -> Tolerance:
+    raw = text.strip()
+    relative = raw.endswith("%")
+    number = raw[:-1] if relative else raw
+    try:
+        value = parse_float(number, where)
+    except ConfigError:
+        raise ConfigError(
+            f"{where}: {text!r} is not a tolerance; write 0.01 (absolute) or 2% (relative)"
+        ) from None
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{where}: tolerance {text!r} must be a non-negative number")
+    return Tolerance(value / 100 if relative else value, relative)
+
+
+def parse_tolerances(items: Sequence[str], where: str = "ragmetrics_tolerance") -> Tolerances:
+    """Parse ``0.01 ndcg_at_10=0.005 recall_at_100=2%``."""
+    default = Tolerance(0.01)
+    per_metric: dict[str, Tolerance] = {}
+    given_as: dict[str, str] = {}
+    for item in split_list(items):
+        if "=" in item:
+            metric, _, value = item.partition("=")
+            try:
+                name = parse_metrics([metric])[0].name
+            except MetricError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            if name in given_as:
+                raise ConfigError(
+                    f"{where}: {given_as[name]} and {item} set the tolerance of {name} twice; "
+                    "give it once"
+                )
+            given_as[name] = item
+            per_metric[name] = _parse_one_tolerance(value, f"{where} ({name})")
+        else:
+            default = _parse_one_tolerance(item, where)
+    return Tolerances(default, per_metric)

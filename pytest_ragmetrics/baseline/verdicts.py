@@ -1,0 +1,201 @@
+"""Verdicts of a comparison with the baseline: per metric and per evaluation, their JSON form,
+and the failure message that says what regressed, how surely, for which queries, and what to do."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pytest_ragmetrics.baseline.store import UPDATE_HINT
+from pytest_ragmetrics.records import round_values
+from pytest_ragmetrics.stats import PairedComparison
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.records import EvaluationRecord
+
+Status = Literal["ok", "improved", "regressed", "new", "not comparable"]
+
+
+@dataclass
+class MetricVerdict:
+    metric: str
+    baseline: float
+    current: float
+    delta: float
+    tolerance: str
+    allowed_drop: float
+    status: Status
+    comparison: PairedComparison | None = None
+    worst: list[tuple[str, float, int, int]] = field(default_factory=list)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "metric": self.metric,
+            "baseline": self.baseline,
+            "current": self.current,
+            "delta": self.delta,
+            "tolerance": self.tolerance,
+            "status": self.status,
+        }
+        if self.comparison is not None:
+            c = self.comparison
+            out.update(
+                {
+                    "ci95": [c.ci_low, c.ci_high],
+                    "p_value": c.p_value,
+                    "queries_worse": c.worse,
+                    "queries_better": c.better,
+                    "queries_same": c.same,
+                }
+            )
+        if self.worst:
+            out["most_regressed"] = [
+                {"query": q, "delta": d, "rank_before": rb, "rank_after": ra}
+                for q, d, rb, ra in self.worst
+            ]
+        if self.note:
+            out["note"] = self.note
+        return round_values(out)  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MetricVerdict:
+        """Rebuild from :meth:`to_dict` (the xdist hand-off): ``to_dict`` gives ``data`` back."""
+        comparison = None
+        if "ci95" in data:
+            worse, better, same = (
+                data["queries_worse"],
+                data["queries_better"],
+                data["queries_same"],
+            )
+            low, high = data["ci95"]
+            comparison = PairedComparison(
+                worse + better + same, math.nan, low, high, data["p_value"], worse, better, same
+            )
+        return cls(
+            data["metric"],
+            data["baseline"],
+            data["current"],
+            data["delta"],
+            data["tolerance"],
+            math.nan,  # only the failure message, made before the hand-off, shows it
+            data["status"],
+            comparison,
+            [
+                (w["query"], w["delta"], w["rank_before"], w["rank_after"])
+                for w in data.get("most_regressed", [])
+            ],
+            data.get("note", ""),
+        )
+
+
+@dataclass
+class Verdict:
+    status: Status
+    metrics: list[MetricVerdict] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    only_baseline: list[str] = field(default_factory=list)
+    only_current: list[str] = field(default_factory=list)
+    identity_change: str = ""
+
+    @property
+    def failed_metrics(self) -> list[MetricVerdict]:
+        return [m for m in self.metrics if m.status == "regressed"]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "status": self.status,
+            "metrics": [m.to_dict() for m in self.metrics],
+        }
+        if self.reasons:
+            out["reasons"] = self.reasons
+        if self.only_baseline:
+            out["queries_only_in_baseline"] = self.only_baseline
+        if self.only_current:
+            out["queries_only_in_current"] = self.only_current
+        if self.identity_change:
+            out["identity_change"] = self.identity_change
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
+        """Rebuild from :meth:`to_dict` (the xdist hand-off): ``to_dict`` gives ``data`` back."""
+        return cls(
+            data["status"],
+            [MetricVerdict.from_dict(m) for m in data.get("metrics", [])],
+            list(data.get("reasons", [])),
+            list(data.get("queries_only_in_baseline", [])),
+            list(data.get("queries_only_in_current", [])),
+            data.get("identity_change", ""),
+        )
+
+
+def _moved(query: str, delta: float, before: int, after: int) -> str:
+    """How a query's first relevant document moved, e.g. '1234: rank 1 → 7 (Δ -0.613)'."""
+    if before == after and before > 0:
+        return f"{query}: first relevant still at rank {before}, others fell (Δ {delta:+.3f})"
+    return f"{query}: rank {_rank_text(before)} → {_rank_text(after)} (Δ {delta:+.3f})"
+
+
+def _rank_text(rank: int) -> str:
+    return str(rank) if rank > 0 else "not retrieved"
+
+
+def failure_message(recorded: EvaluationRecord, verdict: Verdict, baseline_path: str) -> str:
+    """The failure text of a regressed or not comparable evaluation, ending with what to do."""
+    lines: list[str] = []
+    where = f"'{recorded.name}' ({recorded.test})"
+    if verdict.status == "not comparable":
+        lines.append(f"ragmetrics: {where} is not comparable with its baseline in {baseline_path}:")
+        lines += [f"  {reason}" for reason in verdict.reasons]
+        lines += _query_set_lines(verdict)
+        lines.append(
+            "What to do: if the change is intended, record new numbers with "
+            f"{UPDATE_HINT}; otherwise restore the dataset and settings the baseline was made "
+            "with."
+        )
+        return "\n".join(lines)
+    lines.append(f"ragmetrics: {where} regressed against the baseline in {baseline_path}:")
+    for m in verdict.failed_metrics:
+        lines.append(
+            f"  {m.metric}: baseline {m.baseline:.4f} → current {m.current:.4f}, "
+            f"Δ {m.delta:+.4f} (allowed drop {m.allowed_drop:.4f}, tolerance "
+            f"{m.tolerance})"
+        )
+        c = m.comparison
+        if c is not None and c.n:
+            lines.append(
+                f"    95% bootstrap CI of Δ [{c.ci_low:+.4f}, {c.ci_high:+.4f}]; "
+                f"paired randomization test p = {c.p_value:.4f} ({c.n} queries)"
+            )
+            lines.append(f"    queries: {c.worse} worse, {c.better} better, {c.same} unchanged")
+        if m.worst:
+            moved = "; ".join(_moved(q, d, rb, ra) for q, d, rb, ra in m.worst)
+            lines.append(f"    most regressed: {moved}")
+    if verdict.identity_change:
+        lines.append(f"  configuration changed: {verdict.identity_change}")
+    lines += _query_set_lines(verdict)
+    lines.append(
+        "What to do: fix the regression, or if the new numbers are intended, bless them with "
+        f"{UPDATE_HINT} and commit {baseline_path}."
+    )
+    return "\n".join(lines)
+
+
+def _query_set_lines(verdict: Verdict) -> list[str]:
+    lines = []
+    if verdict.only_baseline:
+        lines.append(
+            f"  queries only in the baseline ({len(verdict.only_baseline)}): "
+            f"{', '.join(verdict.only_baseline[:10])}"
+            f"{' ...' if len(verdict.only_baseline) > 10 else ''}"
+        )
+    if verdict.only_current:
+        lines.append(
+            f"  queries only in this run ({len(verdict.only_current)}): "
+            f"{', '.join(verdict.only_current[:10])}"
+            f"{' ...' if len(verdict.only_current) > 10 else ''}"
+        )
+    return lines

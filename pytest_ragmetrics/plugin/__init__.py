@@ -1,0 +1,319 @@
+"""pytest-ragmetrics plugin: options, markers, fixtures and the hooks of every test. Wiring only.
+
+The controller and the xdist worker each register their role's plugin at configure time
+(``controller.py``, ``worker.py``); the logic lives in the library. This module imports nothing
+heavy, so having the plugin installed costs pytest nothing at start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from pytest_ragmetrics.errors import RagMetricsError
+from pytest_ragmetrics.options import FLAGS, OPTIONS, configured
+from pytest_ragmetrics.plugin.fixtures import (
+    judged_rankings,
+    rag_cache,
+    rag_corpus,
+    rag_dataset,
+    rag_eval,
+    rag_judge,
+    rag_qrels,
+    rag_queries,
+    rag_query,
+    rag_retriever,
+    rag_run,
+)
+from pytest_ragmetrics.plugin.state import (
+    CHECKED_KEY,
+    RAG_EVAL_KEY,
+    SESSION_KEY,
+    rag_session,
+    thresholds_of,
+)
+from pytest_ragmetrics.plugin.worker import REPORT_ATTRIBUTE
+
+__all__ = [
+    "judged_rankings",
+    "rag_cache",
+    "rag_corpus",
+    "rag_dataset",
+    "rag_eval",
+    "rag_judge",
+    "rag_qrels",
+    "rag_queries",
+    "rag_query",
+    "rag_retriever",
+    "rag_run",
+]
+PROGRESS_TOKEN = pytest.StashKey[Any]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Register the pytest_ragmetrics_* hook specifications (always, so conftests may use them)."""
+    from pytest_ragmetrics.plugin import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Ini keys, each with a --ragmetrics-... override, and the command-line-only flags."""
+    group = parser.getgroup("ragmetrics", "RAG metrics and baselines (pytest-ragmetrics)")
+    for option in OPTIONS:
+        parser.addini(
+            option.name,
+            option.help,
+            type=option.ini_type,  # type: ignore[arg-type]
+            default=False if option.ini_type == "bool" else option.ini_default,
+        )
+        help_text = option.help.replace("%", "%%")  # argparse formats help with %
+        if option.ini_type == "bool":
+            group.addoption(
+                option.flag, action="store_true", default=None, dest=option.name, help=help_text
+            )
+        else:
+            group.addoption(
+                option.flag,
+                action="store",
+                default=None,
+                dest=option.name,
+                metavar=option.metavar,
+                help=help_text,
+            )
+    for flag in FLAGS:
+        group.addoption(
+            flag.flag, action="store_true", default=False, dest=flag.name, help=flag.help
+        )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Validate settings (a UsageError says what is allowed), register markers, metrics and
+    this process's role."""
+    from pytest_ragmetrics.plugin.session import RagSession
+
+    config.addinivalue_line(
+        "markers",
+        "rag_threshold(**bounds): fail the test when a recorded evaluation's metric is below "
+        "its bound, e.g. rag_threshold(recall_at_5=0.7, groundedness=0.8)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "rag_queries(*query_ids): run a rag_query test only for these query ids",
+    )
+    session = RagSession(lambda: _settings(config))
+    session.collection_complete = not any("::" in str(a) for a in config.args)
+    session.whole_suite = config.args_source != pytest.Config.ArgsSource.ARGS
+    session.rootpath = config.rootpath
+    config.stash[SESSION_KEY] = session
+    is_worker = hasattr(config, "workerinput")
+    if is_worker:
+        from pytest_ragmetrics.plugin.worker import WorkerPlugin
+
+        config.pluginmanager.register(WorkerPlugin(session), "ragmetrics-worker")
+    else:
+        from pytest_ragmetrics.plugin.controller import ControllerPlugin, XdistControllerHooks
+
+        controller = ControllerPlugin(session)
+        config.pluginmanager.register(controller, "ragmetrics-controller")
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(XdistControllerHooks(session), "ragmetrics-xdist")
+    # A project that neither configures nor extends pytest-ragmetrics pays nothing more here:
+    # settings (and the metric registry) are then built on first use, with the defaults.
+    if _register_extra_metrics(config) or configured(config.getoption, config.getini):
+        settings = session.settings  # validates now: a bad value is a UsageError at start-up
+        if settings.clear_cache and not is_worker:
+            controller.clear_cache()
+
+
+def _settings(config: pytest.Config) -> Any:
+    """Validated settings; a bad value stops pytest with a UsageError saying what is allowed."""
+    from pytest_ragmetrics.plugin.settings import settings_from_pytest
+
+    try:
+        return settings_from_pytest(config)
+    except RagMetricsError as exc:
+        raise pytest.UsageError(f"pytest-ragmetrics: {exc}") from None
+
+
+def _register_extra_metrics(config: pytest.Config) -> bool:
+    """Let conftests register metrics (removed again when this config ends); True if any did."""
+    if not config.hook.pytest_ragmetrics_register_metrics.get_hookimpls():
+        return False
+    from pytest_ragmetrics.metrics.names import register_metric, unregister_metric
+
+    names: list[str] = []
+
+    def register(name: str, function: Any, **options: Any) -> None:
+        register_metric(name, function, **options)
+        names.append(name)
+
+    def cleanup() -> None:
+        for name in names:
+            unregister_metric(name)
+
+    config.add_cleanup(cleanup)
+    try:
+        config.hook.pytest_ragmetrics_register_metrics(register=register)
+    except RagMetricsError as exc:
+        raise pytest.UsageError(f"pytest-ragmetrics: {exc}") from None
+    return True
+
+
+# -- collection --------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(
+    collector: pytest.Collector, name: str, obj: object
+) -> Generator[None, Any, Any]:
+    """Validate rag_threshold markers: a bad metric or bound is a collection error."""
+    result = yield
+    items = result if isinstance(result, list) else [result]
+    for item in items:
+        if isinstance(item, pytest.Function) and item.get_closest_marker("rag_threshold"):
+            try:
+                thresholds_of(item)
+            except RagMetricsError as exc:
+                raise collector.CollectError(f"{item.nodeid}: {exc}") from None
+    return result
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize tests that use rag_query over the dataset's query ids."""
+    if "rag_query" not in metafunc.fixturenames:
+        return
+    session = rag_session(metafunc.config)
+    try:
+        query_ids = session.dataset().queries.query_ids.tolist()
+    except RagMetricsError as exc:
+        raise pytest.Collector.CollectError(f"rag_query: {exc}") from None
+    chosen = [a for m in metafunc.definition.iter_markers("rag_queries") for a in m.args]
+    if chosen:
+        query_ids = _chosen_queries(metafunc.definition.nodeid, chosen, query_ids)
+    metafunc.parametrize("rag_query", query_ids, ids=query_ids, indirect=True)
+
+
+def _chosen_queries(test: str, chosen: list[Any], query_ids: list[str]) -> list[str]:
+    """The ids of a ``rag_queries`` marker, checked against the dataset."""
+    wrong = [q for q in chosen if not isinstance(q, str)]
+    if wrong:
+        raise pytest.Collector.CollectError(
+            f"{test}: rag_queries({wrong[0]!r}): query ids are strings; write "
+            f"rag_queries({str(wrong[0])!r})"
+        )
+    known = set(query_ids)
+    unknown = [q for q in chosen if q not in known]
+    if unknown:
+        raise pytest.Collector.CollectError(
+            f"{test}: rag_queries: query ids not in the dataset: "
+            f"{', '.join(unknown[:10])}{' ...' if len(unknown) > 10 else ''} "
+            f"(it has {len(query_ids)} queries, e.g. {', '.join(map(repr, query_ids[:3]))})"
+        )
+    return list(dict.fromkeys(chosen))
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Every test pytest collects exists, even if a plugin or conftest drops it later."""
+    rag_session(item.config).collected.add(item.nodeid)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Remember which tests exist, to spot stale baseline entries (xdist: on each worker)."""
+    rag_session(session.config).collected.update(item.nodeid for item in session.items)
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Deselected tests still exist: their baseline entries are not stale."""
+    if items:
+        rag_session(items[0].config).collected.update(item.nodeid for item in items)
+
+
+# -- running tests -----------------------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Show library progress bars (corpus encoding) on the terminal for the whole session."""
+    from pytest_ragmetrics.plugin.progress import pytest_terminal_reporter
+
+    reporter = pytest_terminal_reporter(session.config)
+    if reporter is not None:
+        from pytest_ragmetrics.progress import set_reporter
+
+        session.config.stash[PROGRESS_TOKEN] = set_reporter(reporter)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop showing progress bars."""
+    token = session.config.stash.get(PROGRESS_TOKEN, None)
+    if token is not None:
+        from pytest_ragmetrics.progress import reset_reporter
+
+        reset_reporter(token)
+        del session.config.stash[PROGRESS_TOKEN]
+
+
+def _finish_item(item: pytest.Item, *, errored: bool) -> list[str]:
+    """Run the end-of-test checks and keep their outcome for the call report."""
+    recorder = item.stash.get(RAG_EVAL_KEY, None)
+    failures: list[str] = []
+    try:
+        # Read again now: a marker added while the test ran (request.node.add_marker) counts.
+        thresholds = thresholds_of(item)
+    except RagMetricsError as exc:
+        thresholds = {}
+        failures.append(f"{item.nodeid}: {exc}")
+    if recorder is None and not thresholds and not failures:
+        return []
+    from pytest_ragmetrics.report.outcome import Checked
+
+    recorded = recorder.recorded if recorder is not None else []
+    checked = [Checked(r) for r in recorded]
+    if not errored:
+        from pytest_ragmetrics.plugin.checks import check_test
+
+        try:
+            checked, more = check_test(recorded, thresholds, rag_session(item.config))
+            failures += more
+        except RagMetricsError as exc:
+            failures.append(str(exc))
+    item.stash[CHECKED_KEY] = (checked, errored)
+    return failures
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    """After the test body: thresholds and baseline; our errors fail without a traceback."""
+    message: str | None = None
+    try:
+        result = yield
+    except RagMetricsError as exc:
+        _finish_item(item, errored=True)
+        message = str(exc)
+    except BaseException:
+        _finish_item(item, errored=True)
+        raise
+    if message is not None:  # failed outside the except block: no chained messages
+        pytest.fail(message, pytrace=False)
+    failures = _finish_item(item, errored=False)
+    if failures:
+        pytest.fail("\n\n".join(failures), pytrace=False)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Attach the checked evaluations to the call report (xdist carries it to the controller)."""
+    report = yield
+    if call.when == "call":
+        stored = item.stash.get(CHECKED_KEY, None)
+        if stored is not None:
+            checked, errored = stored
+            evaluations = [c.to_dict() for c in checked]
+            setattr(report, REPORT_ATTRIBUTE, {"evaluations": evaluations, "errored": errored})
+    return report

@@ -1,0 +1,201 @@
+"""The fixtures: the dataset and its parts, the cache, the retriever and judge under test, the
+run, ``rag_eval``, ``rag_query`` and ``judged_rankings``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+
+from pytest_ragmetrics.errors import RagMetricsError, RetrieverError
+from pytest_ragmetrics.plugin.state import RAG_EVAL_KEY, rag_session, thresholds_of
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.data.judged import JudgedRankings
+    from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries, Run
+    from pytest_ragmetrics.plugin.per_query import RagQuery
+    from pytest_ragmetrics.plugin.recording import RagEval
+    from pytest_ragmetrics.plugin.settings import Settings
+
+T = TypeVar("T")
+
+RETRIEVER_HINT = """rag_retriever is not configured. Override it in your conftest.py:
+
+    @pytest.fixture(scope="session")
+    def rag_retriever(rag_corpus):
+        from pytest_ragmetrics.retrievers import from_function
+        return from_function(my_search, corpus=rag_corpus)  # my_search(text) -> [doc_id, ...]
+
+or use a built-in one: ragmetrics_retriever = dense (or bm25) in your pytest configuration."""
+
+JUDGE_HINT = """rag_judge is not configured. Set ragmetrics_judge = embedding (offline MiniLM),
+http (with ragmetrics_judge_url and ragmetrics_judge_model, or RAGMETRICS_JUDGE_URL and
+RAGMETRICS_JUDGE_MODEL) or recorded (with ragmetrics_judge_verdicts) in your pytest
+configuration, or override it in your conftest.py:
+
+    @pytest.fixture(scope="session")
+    def rag_judge(rag_cache):
+        return MyJudge(...)  # assess(query, answer, contexts, *, query_id=None)"""
+
+
+def without_traceback(fn: Callable[[], T]) -> T:
+    """Run ``fn``; our errors fail the test showing just their message, no traceback."""
+    try:
+        return fn()
+    except RagMetricsError as exc:
+        message = str(exc)
+    # Failed outside the except block, so the report does not chain our error's message twice.
+    pytest.fail(message, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def rag_dataset(request: pytest.FixtureRequest) -> Dataset:
+    """The configured dataset (ragmetrics_dataset, ragmetrics_split)."""
+    return without_traceback(rag_session(request.config).dataset)
+
+
+@pytest.fixture(scope="session")
+def rag_corpus(rag_dataset: Dataset) -> Corpus:
+    """The dataset's corpus."""
+    return rag_dataset.corpus
+
+
+@pytest.fixture(scope="session")
+def rag_queries(rag_dataset: Dataset) -> Queries:
+    """The dataset's queries (those judged in the split)."""
+    return rag_dataset.queries
+
+
+@pytest.fixture(scope="session")
+def rag_qrels(rag_dataset: Dataset) -> Qrels:
+    """The dataset's relevance judgments."""
+    return rag_dataset.qrels
+
+
+@pytest.fixture(scope="session")
+def rag_cache(request: pytest.FixtureRequest) -> Any:
+    """The cache (ragmetrics_cache_dir) for your own retrievers and judges."""
+    return rag_session(request.config).cache()
+
+
+@pytest.fixture(scope="session")
+def rag_retriever(request: pytest.FixtureRequest) -> Any:
+    """The retriever under test: override it in conftest.py, or set ragmetrics_retriever."""
+    session = rag_session(request.config)
+    kind = session.settings.retriever
+    if kind is None:
+        pytest.fail(RETRIEVER_HINT, pytrace=False)
+
+    def build() -> Any:
+        from pytest_ragmetrics.retrievers import build_retriever
+
+        options: dict[str, Any] = {"cache": session.cache()}
+        if session.settings.model:
+            options["model"] = session.settings.model
+        if session.settings.executor:
+            options["executor"] = session.settings.executor
+        return build_retriever(kind, session.dataset().corpus, **options)
+
+    return without_traceback(build)
+
+
+@pytest.fixture(scope="session")
+def rag_judge(request: pytest.FixtureRequest) -> Any:
+    """The answer-layer judge: override it in conftest.py, or set ragmetrics_judge."""
+    session = rag_session(request.config)
+    if session.settings.judge is None:
+        pytest.fail(JUDGE_HINT, pytrace=False)
+    return without_traceback(lambda: configured_judge(session.settings, session.cache()))
+
+
+def configured_judge(settings: Settings, cache: Any = None) -> Any:
+    """The judge the ragmetrics_judge* settings describe (the rag_judge fixture's default)."""
+    from pytest_ragmetrics.judges.factory import build_judge
+
+    assert settings.judge is not None
+    options: dict[str, Any] = {}
+    if settings.judge_concurrency is not None:
+        options["concurrency"] = settings.judge_concurrency
+    return build_judge(
+        settings.judge,
+        cache=cache,
+        model=settings.judge_model,
+        url=settings.judge_url,
+        verdicts=settings.judge_verdicts,
+        **options,
+    )
+
+
+@pytest.fixture(scope="session")
+def rag_run(request: pytest.FixtureRequest, rag_retriever: Any, rag_queries: Queries) -> Run:
+    """``rag_retriever`` searched over ``rag_queries`` at ragmetrics_k, once per session."""
+    settings = rag_session(request.config).settings
+
+    def search() -> Run:
+        from pytest_ragmetrics.data.model import Run
+        from pytest_ragmetrics.records import identity_of
+
+        result = rag_retriever.search(rag_queries, settings.k)
+        if not isinstance(result, (Run, Mapping)):
+            raise RetrieverError(
+                f"rag_retriever {rag_retriever!r}: search(queries, k) returned "
+                f"{type(result).__name__}; return a Run (e.g. Run.from_rankings("
+                "{query_id: [doc_id, ...]})) or a dict {query_id: {doc_id: score}}"
+            )
+        return Run.from_dict(result).with_retriever(identity_of(rag_retriever), settings.k)
+
+    return without_traceback(search)
+
+
+@pytest.fixture
+def rag_eval(request: pytest.FixtureRequest) -> RagEval:
+    """Evaluate and record: ``rag_eval.retrieval(run)``, ``rag_eval.answers(assessments)``."""
+    from pytest_ragmetrics.plugin.recording import RagEval
+
+    session = rag_session(request.config)
+    settings = session.settings
+    item = request.node
+
+    def on_record(recorded: Any) -> None:
+        if settings.junit_properties:
+            for metric, value in recorded.evaluation.mean.items():
+                item.user_properties.append((f"ragmetrics:{recorded.name}:{metric}", value))
+        request.config.hook.pytest_ragmetrics_evaluation_recorded(recorded=recorded, item=item)
+
+    recorder = RagEval(
+        item.nodeid,
+        metrics=settings.metrics,
+        semantics=settings.semantics,
+        k=settings.k,
+        thresholds=lambda: thresholds_of(item),
+        dataset=session.dataset,
+        on_record=on_record,
+    )
+    item.stash[RAG_EVAL_KEY] = recorder
+    return recorder
+
+
+@pytest.fixture(scope="session")
+def judged_rankings(request: pytest.FixtureRequest) -> JudgedRankings:
+    """Rankings with their own grades, from ragmetrics_judged_rankings (JSONL)."""
+    path = rag_session(request.config).settings.judged_rankings
+    if path is None:
+        pytest.fail(
+            "judged_rankings: set ragmetrics_judged_rankings = path/to/file.jsonl (lines "
+            '{"query_id": ..., "ranking": [ids], "grades": {id: grade}}) or pass '
+            "--ragmetrics-judged-rankings=FILE",
+            pytrace=False,
+        )
+    from pytest_ragmetrics.data.judged import read_judged_rankings
+
+    return without_traceback(lambda: read_judged_rankings(path))
+
+
+@pytest.fixture
+def rag_query(request: pytest.FixtureRequest, rag_run: Run) -> RagQuery:
+    """The query this test instance is about (tests using it run once per query id)."""
+    from pytest_ragmetrics.plugin.per_query import rag_query_of
+
+    session = rag_session(request.config)
+    return without_traceback(lambda: rag_query_of(session, rag_run, str(request.param)))

@@ -1,0 +1,167 @@
+"""The outcome of a session, computed once: every evaluation record with what its checks found
+(thresholds, the baseline verdict, the judge gate), the baseline update, stale entries, the
+settings. The terminal, JSON and Markdown reports only render it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_ragmetrics.vocabulary import Layer
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.baseline.verdicts import Verdict
+    from pytest_ragmetrics.cache import ClearReport
+    from pytest_ragmetrics.records import EvaluationRecord
+
+
+@dataclass(frozen=True)
+class ThresholdResult:
+    """One ``rag_threshold`` bound checked against an evaluation's mean."""
+
+    metric: str
+    value: float | None  # None: no query had a value
+    threshold: float
+    passed: bool
+
+    @classmethod
+    def check(cls, metric: str, mean: float, bound: float) -> ThresholdResult:
+        passed = not math.isnan(mean) and mean >= bound
+        return cls(metric, None if math.isnan(mean) else mean, bound, passed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "value": self.value,
+            "threshold": self.threshold,
+            "passed": self.passed,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ThresholdResult:
+        return cls(data["metric"], data["value"], data["threshold"], data["passed"])
+
+
+@dataclass(frozen=True)
+class EvaluationOutcome:
+    """What the end-of-test checks found for one evaluation.
+
+    ``gate`` says why an answer evaluation may not fail its test (its judge's calibrated κ is
+    unknown or below ``ragmetrics_min_judge_kappa``); empty when it may.
+    """
+
+    thresholds: tuple[ThresholdResult, ...] = ()
+    baseline: Verdict | None = None
+    gate: str = ""
+
+    @property
+    def status(self) -> str:
+        """One word for the tables: threshold failures first, then the baseline verdict."""
+        baseline = self.baseline.status if self.baseline is not None else "-"
+        if self.gate:
+            return f"{baseline} (not enforced)"
+        if any(not t.passed for t in self.thresholds):
+            return (
+                "below threshold"
+                if baseline in ("-", "ok", "new")
+                else f"below threshold, {baseline}"
+            )
+        return baseline
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.thresholds:
+            out["thresholds"] = [t.to_dict() for t in self.thresholds]
+        if self.baseline is not None:
+            out["baseline"] = self.baseline.to_dict()
+        if self.gate:
+            out["gate"] = self.gate
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvaluationOutcome:
+        from pytest_ragmetrics.baseline.verdicts import Verdict
+
+        baseline = data.get("baseline")
+        return cls(
+            tuple(ThresholdResult.from_dict(t) for t in data.get("thresholds", [])),
+            None if baseline is None else Verdict.from_dict(baseline),
+            data.get("gate", ""),
+        )
+
+
+@dataclass(frozen=True)
+class Checked:
+    """An evaluation record with its outcome: one row of every report."""
+
+    record: EvaluationRecord
+    outcome: EvaluationOutcome = EvaluationOutcome()
+
+    @property
+    def label(self) -> str:
+        return self.record.label
+
+    @property
+    def layer(self) -> Layer:
+        return self.record.layer
+
+    def to_dict(self) -> dict[str, Any]:
+        """The evaluation as the JSON report holds it."""
+        return {**self.record.to_dict(), "outcome": self.outcome.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Checked:
+        from pytest_ragmetrics.records import EvaluationRecord
+
+        return cls(
+            EvaluationRecord.from_dict(data),
+            EvaluationOutcome.from_dict(data.get("outcome") or {}),
+        )
+
+
+@dataclass
+class SessionOutcome:
+    """Everything the reports show about one session (controller side)."""
+
+    evaluations: list[Checked]
+    metrics: Sequence[str]  # the configured metrics: the preferred column order
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    plugin_version: str = ""
+    baseline_path: str = ""
+    update_counts: Mapping[str, int] | None = None
+    stale: Sequence[tuple[str, str]] = ()
+    cleared: ClearReport | None = None
+    cache_path: str = ""
+
+    def __post_init__(self) -> None:
+        self.evaluations = sorted(self.evaluations, key=lambda c: c.record.key)
+
+    def layer(self, layer: Layer) -> list[Checked]:
+        return [c for c in self.evaluations if c.layer == layer]
+
+    def notes(self, layer: Layer) -> list[str]:
+        """Every note of a layer's evaluations, each once, prefixed by the evaluation's label."""
+        notes: dict[str, None] = {}
+        for checked in self.layer(layer):
+            label = checked.label
+            for note in checked.record.evaluation.notes:
+                notes[f"{label}: {note}"] = None
+            outcome = checked.outcome
+            if outcome.gate:
+                notes[f"{label}: {outcome.gate}"] = None
+            verdict = outcome.baseline
+            if verdict is None:
+                continue
+            for metric in verdict.metrics:
+                if metric.note:
+                    notes[f"{label}: {metric.metric} {metric.note}"] = None
+            if verdict.identity_change:
+                notes[
+                    f"{label}: configuration changed since the baseline: {verdict.identity_change}"
+                ] = None
+            for reason in verdict.reasons:
+                notes[f"{label}: not comparable: {reason}"] = None
+        return list(notes)

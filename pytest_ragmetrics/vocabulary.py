@@ -1,0 +1,28 @@
+"""The words shared by every part of pytest-ragmetrics, each defined once.
+
+Plain data with no imports: pytest reads the option help (which names these) on every run.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Layer = Literal["retrieval", "answer"]
+LAYERS: tuple[Layer, ...] = ("retrieval", "answer")
+
+RETRIEVER_KINDS: tuple[str, ...] = ("dense", "bm25")
+JUDGE_KINDS: tuple[str, ...] = ("embedding", "http", "recorded")
+EXECUTOR_KINDS: tuple[str, ...] = ("local", "ray")
+
+# Metrics shown when none are configured. The library and the `ragmetrics evaluate` command
+# report MTEB's usual four; the plugin adds the top-5 ones a RAG pipeline's context is cut at.
+DEFAULT_METRICS: tuple[str, ...] = ("ndcg_at_10", "recall_at_100", "map_at_100", "mrr_at_10")
+DEFAULT_PLUGIN_METRICS: tuple[str, ...] = (
+    "ndcg_at_10",
+    "recall_at_5",
+    "recall_at_100",
+    "precision_at_5",
+    "mrr_at_10",
+    "map_at_100",
+)
+ANSWER_METRICS: tuple[str, ...] = ("groundedness", "answer_relevance")
