@@ -72,10 +72,11 @@ def _segment_ids(offsets: IntArray) -> IntArray:
     return np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
 
 
-def _check_unique_query_ids(query_ids: StrArray, what: str) -> None:
-    if len(np.unique(query_ids)) != len(query_ids):
-        values, counts = np.unique(query_ids, return_counts=True)
-        raise DataFormatError(f"{what}: query id {str(values[counts > 1][0])!r} appears twice")
+def _check_unique_ids(ids: StrArray, what: str, kind: str = "query") -> None:
+    """A DataFormatError naming the first ``kind`` id (in sorted order) that appears twice."""
+    if len(np.unique(ids)) != len(ids):
+        values, counts = np.unique(ids, return_counts=True)
+        raise DataFormatError(f"{what}: {kind} id {str(values[counts > 1][0])!r} appears twice")
 
 
 def _canonical_positions(vocab: StrArray, codes: IntArray) -> IntArray | None:
@@ -228,7 +229,7 @@ class Qrels(QuerySegments):
         super().__init__(query_ids, offsets, doc_ids, doc_codes)
         self.grades = grades
         if validate:
-            _check_unique_query_ids(query_ids, "qrels")
+            _check_unique_ids(query_ids, "qrels")
             _check_no_duplicate_docs(query_ids, offsets, doc_ids, doc_codes, "qrels")
 
     @classmethod
@@ -372,7 +373,7 @@ class Run(QuerySegments):
         canonical: bool = False,
         source: str = "run",
     ) -> None:
-        _check_unique_query_ids(query_ids, source)
+        _check_unique_ids(query_ids, source)
         if len(scores) and not np.isfinite(scores).all():
             bad = int(np.flatnonzero(~np.isfinite(scores))[0])
             seg = int(np.searchsorted(offsets, bad, side="right") - 1)
@@ -739,11 +740,7 @@ class Corpus:
         ids = doc_ids if isinstance(doc_ids, np.ndarray) else as_str_array(list(doc_ids))
         if not len(ids) == len(titles) == len(texts):
             raise DataFormatError(f"{source}: ids, titles and texts differ in length")
-        if len(np.unique(ids)) != len(ids):
-            values, counts = np.unique(ids, return_counts=True)
-            raise DataFormatError(
-                f"{source}: document id {str(values[counts > 1][0])!r} appears twice"
-            )
+        _check_unique_ids(ids, source, "document")
         self.doc_ids = ids
         self.titles = list(titles)
         self.texts = list(texts)
@@ -836,11 +833,7 @@ class Queries(QueryKeyed):
         ids = query_ids if isinstance(query_ids, np.ndarray) else as_str_array(list(query_ids))
         if len(ids) != len(texts):
             raise DataFormatError(f"{source}: ids and texts differ in length")
-        if len(np.unique(ids)) != len(ids):
-            values, counts = np.unique(ids, return_counts=True)
-            raise DataFormatError(
-                f"{source}: query id {str(values[counts > 1][0])!r} appears twice"
-            )
+        _check_unique_ids(ids, source)
         self.query_ids = ids
         self.texts = list(texts)
 

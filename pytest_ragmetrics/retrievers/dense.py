@@ -61,7 +61,7 @@ class DenseRetriever:
     the embeddings and runs are the same and land in the same cache entries as the local ones.
     """
 
-    # Over 60 lines only because it checks and keeps twenty options, one line each.
+    # Over 60 lines only because it checks and keeps its twenty-odd options, one line each.
     def __init__(
         self,
         corpus: Corpus,
