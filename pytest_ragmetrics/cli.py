@@ -254,6 +254,30 @@ def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
         cache=None if args.no_cache else args.cache_dir,
     )
     dataset = load_dataset(args.dataset, args.split)
+    options = _retriever_options(args)
+    started = time.perf_counter()
+    executor = options.get("executor")
+    try:
+        with use_reporter(stream_reporter()):
+            retriever = build_retriever(args.retriever, dataset.corpus, **options)
+            run = retriever.search(dataset.queries, args.k)
+        write_run(run, args.out, tag=args.tag or retriever.name)
+        out.write(
+            f"{retriever.name}: {len(run)} queries x top {args.k} of {len(dataset.corpus)} "
+            f"documents -> {args.out} ({time.perf_counter() - started:.1f} s)\n"
+        )
+        if executor is not None:
+            # Nothing runs on Ray when the cache has the embeddings and the run.
+            where = executor.describe() if executor.used else "nothing to do: cache hit"
+            out.write(f"Ray: {where}\n")
+    finally:
+        if executor is not None:
+            executor.close()
+    return 0
+
+
+def _retriever_options(args: argparse.Namespace) -> dict[str, Any]:
+    """build_retriever's keywords from the command line (dense options only for dense)."""
     options: dict[str, Any] = {
         name: value
         for name, value in (
@@ -281,25 +305,7 @@ def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
         from pytest_ragmetrics.cache import Cache
 
         options["cache"] = Cache(args.cache_dir)
-    started = time.perf_counter()
-    executor = options.get("executor")
-    try:
-        with use_reporter(stream_reporter()):
-            retriever = build_retriever(args.retriever, dataset.corpus, **options)
-            run = retriever.search(dataset.queries, args.k)
-        write_run(run, args.out, tag=args.tag or retriever.name)
-        out.write(
-            f"{retriever.name}: {len(run)} queries x top {args.k} of {len(dataset.corpus)} "
-            f"documents -> {args.out} ({time.perf_counter() - started:.1f} s)\n"
-        )
-        if executor is not None:
-            # Nothing runs on Ray when the cache has the embeddings and the run.
-            where = executor.describe() if executor.used else "nothing to do: cache hit"
-            out.write(f"Ray: {where}\n")
-    finally:
-        if executor is not None:
-            executor.close()
-    return 0
+    return options
 
 
 def _ray_executor(args: argparse.Namespace) -> Any:
