@@ -323,6 +323,19 @@ OPTIONS: tuple[Option, ...] = (
         metavar="FILE",
     ),
     Option(
+        "ragmetrics_html",
+        "write the HTML report here: one self-contained page (open it from a CI artifact)",
+        kind="output",
+        metavar="FILE",
+    ),
+    Option(
+        "ragmetrics_html_worst",
+        "queries shown in detail per metric in the HTML report (default: 10)",
+        "10",
+        parse=_positive(10),
+        metavar="N",
+    ),
+    Option(
         "ragmetrics_junit_properties",
         "add metric means to JUnit XML properties",
         "false",

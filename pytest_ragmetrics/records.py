@@ -25,6 +25,7 @@ from pytest_ragmetrics.vocabulary import Layer
 if TYPE_CHECKING:
     from pytest_ragmetrics.data.model import Dataset
 
+REPORT_FIELDS = ("queries", "baseline_per_query")  # optional, for the HTML report
 DIGITS = 6  # stored values are rounded so baseline diffs in code review stay readable
 
 
@@ -79,6 +80,9 @@ class EvaluationRecord:
     dataset: Mapping[str, Any] | None = None
     k: int | None = None
     thresholds: Mapping[str, float] = field(default_factory=dict)
+    # Optional per-query fields only the reports use (the HTML page's rankings, answers and
+    # baseline values, see report/query_records.py); never stored in the baseline.
+    report_fields: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def layer(self) -> Layer:
@@ -113,12 +117,13 @@ class EvaluationRecord:
             "details": data.get("details", {}),
             "notes": data.get("notes", []),
             "thresholds": dict(self.thresholds),
+            **self.report_fields,
         }
 
     def baseline_entry(self, plugin_version: str) -> dict[str, Any]:
         """The baseline entry (no test, name or thresholds: those are the key and per run)."""
         data = self.to_dict()
-        for key in ("test", "name", "thresholds", "notes"):
+        for key in ("test", "name", "thresholds", "notes", *self.report_fields):
             del data[key]
         data["plugin_version"] = plugin_version
         return round_values(data)  # type: ignore[no-any-return]
@@ -150,6 +155,7 @@ class EvaluationRecord:
             dataset=data.get("dataset"),
             k=data.get("k"),
             thresholds=dict(data.get("thresholds") or {}),
+            report_fields={k: data[k] for k in REPORT_FIELDS if k in data},
         )
 
 

@@ -12,6 +12,11 @@ from typing import Any
 import numpy  # noqa: F401
 import pytest
 
+import pytest_ragmetrics.baseline.compare
+import pytest_ragmetrics.metrics.retrieval
+import pytest_ragmetrics.plugin.recording
+import pytest_ragmetrics.records  # noqa: F401
+
 
 @pytest.fixture(scope="session")
 def scifact_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:

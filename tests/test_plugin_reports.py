@@ -187,3 +187,34 @@ def pytest_sessionfinish(session):
     result.stdout.fnmatch_lines(
         ["*SEEN [[]('test_it', 'retrieval', 1.0)[]]*", "evaluation*mrr*first_hit_depth*status"]
     )
+
+
+@pytest.mark.parametrize("xdist", XDIST_MODES)
+def test_html_report_is_written_by_the_controller_with_query_details(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    monkeypatch.delenv("RAG_WORSE", raising=False)
+    make_project(pytester, tests=TESTS)
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=4)
+    baseline = (pytester.path / ".ragmetrics" / "baseline.json").read_text()
+    monkeypatch.setenv("RAG_WORSE", "1")
+    result = pytester.runpytest(
+        "--ragmetrics-html=report.html", "--ragmetrics-json=report.json", *xdist
+    )
+    result.stdout.fnmatch_lines(["ragmetrics: wrote report.html"])
+    page = (pytester.path / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "http://" not in page.split("</head>")[1]
+    document = json.loads((pytester.path / "report.json").read_text())
+    dense = next(e for e in document["evaluations"] if e["name"] == "dense")
+    # Per-query records for the page: the current ranking with grades, the baseline values.
+    assert dense["queries"]["q1"]["ranking"][0][0] == "d2"
+    assert dense["baseline_per_query"]["q1"]["recall_at_1"] == 1.0
+    assert "which animal purrs" in page  # the query text of the drill-down
+    # The baseline never stores these fields.
+    assert (pytester.path / ".ragmetrics" / "baseline.json").read_text() == baseline
+    entries = json.loads(baseline)["entries"]
+    assert all(
+        not {"queries", "baseline_per_query"} & set(entry)
+        for named in entries.values()
+        for entry in named.values()
+    )

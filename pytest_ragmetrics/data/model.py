@@ -233,8 +233,9 @@ class Qrels(QuerySegments):
             _check_no_duplicate_docs(query_ids, offsets, doc_ids, doc_codes, "qrels")
 
     @classmethod
-    def from_dict(cls, judgments: Mapping[str, Mapping[str, int]]) -> Qrels:
-        """Build from ``{query_id: {doc_id: grade}}``; grades must be integers."""
+    def from_dict(cls, judgments: Qrels | Mapping[str, Mapping[str, int]]) -> Qrels:
+        """Build from ``{query_id: {doc_id: grade}}``; grades must be integers (Qrels are
+        returned as they are)."""
         if isinstance(judgments, Qrels):
             return judgments
         _require_nested_mapping(judgments, "qrels", "{query_id: {doc_id: grade}}")

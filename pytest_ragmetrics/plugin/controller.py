@@ -126,11 +126,17 @@ class ControllerPlugin:
         assert self.outcome is not None
         from pytest_ragmetrics.fileio import atomic_append_text, atomic_write_text
 
-        if settings.json_report is not None:
+        if settings.json_report is not None or settings.html_report is not None:
             from pytest_ragmetrics.report.json_report import build_report
 
             document = build_report(self.outcome)
             config.hook.pytest_ragmetrics_modify_report(report=document, config=config)
+        if settings.html_report is not None:
+            from pytest_ragmetrics.report.html import html_report
+
+            page = html_report(document, worst=settings.html_worst)
+            atomic_write_text(settings.html_report, page)
+        if settings.json_report is not None:
             try:
                 text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False)
             except (TypeError, ValueError, RecursionError) as exc:
@@ -161,7 +167,7 @@ class ControllerPlugin:
         settings = self.session.settings
         if self.error:
             terminalreporter.write_line(f"ragmetrics: error: {self.error}", red=True)
-        for path in (settings.json_report, settings.markdown_report):
+        for path in (settings.json_report, settings.markdown_report, settings.html_report):
             if path is not None and path.exists() and self.evaluations:
                 terminalreporter.write_line(f"ragmetrics: wrote {settings.display(path)}")
 

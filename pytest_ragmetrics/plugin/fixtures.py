@@ -163,6 +163,21 @@ def rag_eval(request: pytest.FixtureRequest) -> RagEval:
                 item.user_properties.append((f"ragmetrics:{recorded.name}:{metric}", value))
         request.config.hook.pytest_ragmetrics_evaluation_recorded(recorded=recorded, item=item)
 
+    report_fields = None
+    if settings.html_report is not None:
+
+        def report_fields(record: Any, **sources: Any) -> dict[str, Any]:
+            from pytest_ragmetrics.records import REPORT_FIELDS
+            from pytest_ragmetrics.report.query_records import add_query_details
+
+            entry = add_query_details(
+                record.to_dict(),
+                baseline_entry=session.baseline().get(record.test, record.name),
+                worst=settings.html_worst,
+                **sources,
+            )
+            return {key: entry[key] for key in REPORT_FIELDS if key in entry}
+
     recorder = RagEval(
         item.nodeid,
         metrics=settings.metrics,
@@ -171,6 +186,7 @@ def rag_eval(request: pytest.FixtureRequest) -> RagEval:
         thresholds=lambda: thresholds_of(item),
         dataset=session.dataset,
         on_record=on_record,
+        report_fields=report_fields,
     )
     item.stash[RAG_EVAL_KEY] = recorder
     return recorder

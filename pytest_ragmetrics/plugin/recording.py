@@ -4,6 +4,7 @@ the test's ``rag_threshold`` markers."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -62,6 +63,7 @@ class RagEval:
         thresholds: Mapping[str, float] | Callable[[], Mapping[str, float]],
         dataset: Callable[[], Dataset],
         on_record: Callable[[EvaluationRecord], None] | None = None,
+        report_fields: Callable[..., Mapping[str, Any]] | None = None,
     ) -> None:
         self.test = test
         self._metrics = tuple(metrics)
@@ -71,6 +73,9 @@ class RagEval:
         self._thresholds_of = thresholds if callable(thresholds) else lambda: thresholds
         self._dataset = dataset
         self._on_record = on_record
+        # Given the record and what it was computed from (run, qrels, dataset, assessments),
+        # the optional per-query fields of the HTML report; None when no page is wanted.
+        self._report_fields = report_fields
         self.recorded: list[EvaluationRecord] = []
 
     @property
@@ -101,7 +106,10 @@ class RagEval:
             )
         return chosen
 
-    def _record(self, recorded: EvaluationRecord) -> None:
+    def _record(self, recorded: EvaluationRecord, **sources: Any) -> None:
+        if self._report_fields is not None:
+            fields = self._report_fields(recorded, **sources)
+            recorded = dataclasses.replace(recorded, report_fields=dict(fields))
         self.recorded.append(recorded)
         if self._on_record is not None:
             self._on_record(recorded)
@@ -121,6 +129,7 @@ class RagEval:
         gives the identity stored in reports and baselines.
         """
         dataset_info: dict[str, Any] | None = None
+        sources: dict[str, Any] = {}
         if isinstance(run, JudgedRankings):
             judged_qrels = run.qrels
             run_obj: Run | Mapping[str, Mapping[str, float]] = run.run
@@ -137,6 +146,7 @@ class RagEval:
             dataset = self._dataset()
             qrels = dataset.qrels
             dataset_info = dataset_identity(dataset)
+            sources["dataset"] = dataset
         elif dataset_info is None:
             qrels_obj = qrels if isinstance(qrels, Qrels) else Qrels.from_dict(qrels)
             qrels = qrels_obj
@@ -164,7 +174,7 @@ class RagEval:
             k=k,
             thresholds={m: v for m, v in self._thresholds.items() if m in evaluation.metrics},
         )
-        self._record(recorded)
+        self._record(recorded, run=run_obj, qrels=Qrels.from_dict(qrels), **sources)
         return evaluation
 
     def answers(
@@ -202,7 +212,7 @@ class RagEval:
             dataset=None,
             thresholds={m: v for m, v in self._thresholds.items() if m in evaluation.metrics},
         )
-        self._record(recorded)
+        self._record(recorded, assessments=items)
         return evaluation
 
 

@@ -48,6 +48,8 @@ class Settings:
     clear_cache: bool = False
     json_report: Path | None = None
     markdown_report: Path | None = None
+    html_report: Path | None = None
+    html_worst: int = 10
     junit_properties: bool = False
     min_judge_kappa: float | None = None
     calibration: Path = Path(".ragmetrics/calibration.json")
@@ -65,6 +67,7 @@ _FIELD = {
     "ragmetrics_tolerance": "tolerances",
     "ragmetrics_json": "json_report",
     "ragmetrics_markdown": "markdown_report",
+    "ragmetrics_html": "html_report",
 }
 _SEMANTICS = ("ragmetrics_relevance_level", "ragmetrics_gain", "ragmetrics_query_set")
 
