@@ -38,7 +38,7 @@ import numpy as np
 from pytest_ragmetrics import Corpus, Dataset, Qrels, Queries, Run, evaluate, evaluate_answers
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
 from pytest_ragmetrics.baseline.tolerances import parse_tolerances
-from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
+from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
 from pytest_ragmetrics.records import EvaluationRecord
 from pytest_ragmetrics.report.html import html_report
 from pytest_ragmetrics.report.json_report import build_report

@@ -22,11 +22,11 @@ from pytest_ragmetrics.errors import (
 )
 
 if TYPE_CHECKING:
+    from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
     from pytest_ragmetrics.data.judged import JudgedRankings, read_judged_rankings
     from pytest_ragmetrics.data.layouts import load_dataset
     from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries, Run
     from pytest_ragmetrics.data.trec import read_qrels, read_run, write_qrels, write_run
-    from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
     from pytest_ragmetrics.metrics.answer import evaluate_answers
     from pytest_ragmetrics.metrics.evaluation import Evaluation
     from pytest_ragmetrics.metrics.names import parse_metric, register_metric, unregister_metric
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
 
 _EXPORTS = {
-    "AnswerAssessment": "pytest_ragmetrics.judges.records",
-    "Claim": "pytest_ragmetrics.judges.records",
+    "AnswerAssessment": "pytest_ragmetrics.data.assessments",
+    "Claim": "pytest_ragmetrics.data.assessments",
     "Corpus": "pytest_ragmetrics.data.model",
     "Dataset": "pytest_ragmetrics.data.model",
     "Evaluation": "pytest_ragmetrics.metrics.evaluation",

@@ -8,11 +8,14 @@ import math
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError, RagMetricsWarning
 from pytest_ragmetrics.options import OPTION, add_cli_argument
-from pytest_ragmetrics.vocabulary import DEFAULT_METRICS
+from pytest_ragmetrics.vocabulary import DEFAULT_METRICS, JUDGE_KINDS, RETRIEVER_KINDS
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.judges.calibration import CalibrationResult
 
 FORMATS = ("table", "json", "markdown")
 # Exit codes, the same for every command (README, "Exit codes").
@@ -174,6 +177,17 @@ def _judged_forms(metrics: list[str]) -> list[str]:
         raise MetricError(f"-J: {exc}") from None
 
 
+def _add_cache_options(p: argparse.ArgumentParser, folder: str) -> None:
+    """--cache-dir (described as ``folder``) and --no-cache."""
+    p.add_argument(
+        "--cache-dir",
+        default=".ragmetrics/cache",
+        metavar="DIR",
+        help=f"{folder} (default .ragmetrics/cache)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+
+
 def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "retrieve",
@@ -188,20 +202,14 @@ def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="BEIR or FlagEmbedding folder, or a folder with dataset.json (TREC, SMART)",
     )
     p.add_argument("--split", default="test", help="qrels split whose queries to search")
-    p.add_argument("--retriever", required=True, choices=("dense", "bm25"))
+    p.add_argument("--retriever", required=True, choices=RETRIEVER_KINDS)
     p.add_argument(
         "--model",
         metavar="PATH_OR_NAME",
         help="dense: model folder or locally cached hub name (default: all-MiniLM-L6-v2)",
     )
     p.add_argument("--k", type=int, default=100, help="documents per query (default 100)")
-    p.add_argument(
-        "--cache-dir",
-        default=".ragmetrics/cache",
-        metavar="DIR",
-        help="cache folder for embeddings and runs (default .ragmetrics/cache)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    _add_cache_options(p, "cache folder for embeddings and runs")
     p.add_argument("--out", required=True, metavar="RUN", help="TREC run file to write")
     p.add_argument("--tag", help="run tag (last column; default: the retriever's name)")
     dense = p.add_argument_group("dense options")
@@ -246,6 +254,30 @@ def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
         cache=None if args.no_cache else args.cache_dir,
     )
     dataset = load_dataset(args.dataset, args.split)
+    options = _retriever_options(args)
+    started = time.perf_counter()
+    executor = options.get("executor")
+    try:
+        with use_reporter(stream_reporter()):
+            retriever = build_retriever(args.retriever, dataset.corpus, **options)
+            run = retriever.search(dataset.queries, args.k)
+        write_run(run, args.out, tag=args.tag or retriever.name)
+        out.write(
+            f"{retriever.name}: {len(run)} queries x top {args.k} of {len(dataset.corpus)} "
+            f"documents -> {args.out} ({time.perf_counter() - started:.1f} s)\n"
+        )
+        if executor is not None:
+            # Nothing runs on Ray when the cache has the embeddings and the run.
+            where = executor.describe() if executor.used else "nothing to do: cache hit"
+            out.write(f"Ray: {where}\n")
+    finally:
+        if executor is not None:
+            executor.close()
+    return 0
+
+
+def _retriever_options(args: argparse.Namespace) -> dict[str, Any]:
+    """build_retriever's keywords from the command line (dense options only for dense)."""
     options: dict[str, Any] = {
         name: value
         for name, value in (
@@ -273,25 +305,7 @@ def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
         from pytest_ragmetrics.cache import Cache
 
         options["cache"] = Cache(args.cache_dir)
-    started = time.perf_counter()
-    executor = options.get("executor")
-    try:
-        with use_reporter(stream_reporter()):
-            retriever = build_retriever(args.retriever, dataset.corpus, **options)
-            run = retriever.search(dataset.queries, args.k)
-        write_run(run, args.out, tag=args.tag or retriever.name)
-        out.write(
-            f"{retriever.name}: {len(run)} queries x top {args.k} of {len(dataset.corpus)} "
-            f"documents -> {args.out} ({time.perf_counter() - started:.1f} s)\n"
-        )
-        if executor is not None:
-            # Nothing runs on Ray when the cache has the embeddings and the run.
-            where = executor.describe() if executor.used else "nothing to do: cache hit"
-            out.write(f"Ray: {where}\n")
-    finally:
-        if executor is not None:
-            executor.close()
-    return 0
+    return options
 
 
 def _ray_executor(args: argparse.Namespace) -> Any:
@@ -511,7 +525,7 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "judge (embedding) gets its threshold tuned on a seeded half and is scored on the other "
         "half. --save records the result for the ragmetrics_min_judge_kappa gate.",
     )
-    p.add_argument("--judge", required=True, choices=("embedding", "http", "recorded"))
+    p.add_argument("--judge", required=True, choices=JUDGE_KINDS)
     p.add_argument("--labels", required=True, metavar="FILE.jsonl", help="human labels")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument(
@@ -521,13 +535,7 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     p.add_argument("--limit", type=int, metavar="N", help="use only the first N labelled items")
     p.add_argument("--seed", type=int, default=0, help="seed of the tuning split (default 0)")
-    p.add_argument(
-        "--cache-dir",
-        default=".ragmetrics/cache",
-        metavar="DIR",
-        help="verdict cache folder (default .ragmetrics/cache)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    _add_cache_options(p, "verdict cache folder")
     emb = p.add_argument_group("embedding options")
     emb.add_argument(
         "--threshold",
@@ -558,36 +566,32 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.set_defaults(handler=_cmd_calibrate)
 
 
-def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
-    from tabulate import tabulate
+# The command-line options of each judge (--model names a folder for one, a model for the other).
+_JUDGE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "embedding": ("threshold", "model"),
+    "http": ("model", "url", "api_key_env", "timeout", "concurrency"),
+    "recorded": ("verdicts",),
+}
 
+
+def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The judge options given, as build_judge keywords; a ConfigError for another judge's."""
+    every = dict.fromkeys(name for names in _JUDGE_OPTIONS.values() for name in names)
+    given = {name: getattr(args, name) for name in every if getattr(args, name) is not None}
+    wrong = sorted(set(given) - set(_JUDGE_OPTIONS[args.judge]))
+    if wrong:
+        flags = ", ".join("--" + name.replace("_", "-") for name in wrong)
+        raise ConfigError(f"{flags}: not an option of --judge {args.judge}")
+    return given
+
+
+def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.cache import Cache
     from pytest_ragmetrics.judges.calibration import calibrate, save_calibration
     from pytest_ragmetrics.judges.factory import build_judge
     from pytest_ragmetrics.progress import stream_reporter, use_reporter
 
-    own = {
-        "embedding": {"threshold", "model"},
-        "http": {"model", "url", "api_key_env", "timeout", "concurrency"},
-        "recorded": {"verdicts"},
-    }
-    given = {
-        name
-        for name in (
-            "threshold",
-            "model",
-            "url",
-            "api_key_env",
-            "timeout",
-            "concurrency",
-            "verdicts",
-        )
-        if getattr(args, name) is not None
-    }
-    wrong = sorted(given - own[args.judge])
-    if wrong:
-        flags = ", ".join("--" + name.replace("_", "-") for name in wrong)
-        raise ConfigError(f"{flags}: not an option of --judge {args.judge}")
+    options = _judge_options(args)
     _require_positive(args, "concurrency", "limit")
     if args.save:
         _refuse_overwriting(
@@ -596,7 +600,6 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
             files={"--labels": args.labels, "--verdicts": args.verdicts},
             cache=None if args.no_cache else args.cache_dir,
         )
-    options = {name: getattr(args, name) for name in given}
     if args.judge == "http":
         # A weak model's off-script reply is counted as unjudged, not fatal, while calibrating.
         options["unparseable"] = "unjudged"
@@ -616,6 +619,17 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "json":
         out.write(json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n")
         return 0
+    tablefmt = "github" if args.format == "markdown" else "simple"
+    out.write(_calibration_tables(result, args.labels, tablefmt))
+    if args.save:
+        out.write(f"\nsaved to {args.save} (judge {result.judge_key[:12]})\n")
+    return 0
+
+
+def _calibration_tables(result: CalibrationResult, labels: str, tablefmt: str) -> str:
+    """The figures of a calibration, then its confusion matrix."""
+    from tabulate import tabulate
+
     identity = result.judge
     c = result.confusion
     if result.tuning is not None:
@@ -627,7 +641,7 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         how = "-" if result.threshold is None else f"{result.threshold} (fixed)"
     rows = [
         ["judge", f"{identity.get('name')} ({identity.get('model')})"],
-        ["labels", f"{args.labels} ({result.labels.get('n')} items)"],
+        ["labels", f"{labels} ({result.labels.get('n')} items)"],
         ["threshold", how],
         ["n", str(result.n)],
         ["unjudged", str(result.unjudged)],
@@ -635,24 +649,17 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         ["kappa", _number(result.kappa)],
         ["seconds", f"{result.seconds:.1f}"],
     ]
-    tablefmt = "github" if args.format == "markdown" else "simple"
-    out.write(tabulate(rows, tablefmt=tablefmt, disable_numparse=True) + "\n\n")
     matrix = [
         ["human: supported", str(c["tp"]), str(c["fn"])],
         ["human: not supported", str(c["fp"]), str(c["tn"])],
     ]
-    out.write(
-        tabulate(
-            matrix,
-            headers=["", "judge: supported", "judge: not supported"],
-            tablefmt=tablefmt,
-            disable_numparse=True,
-        )
+    headers = ["", "judge: supported", "judge: not supported"]
+    return (
+        tabulate(rows, tablefmt=tablefmt, disable_numparse=True)
+        + "\n\n"
+        + tabulate(matrix, headers=headers, tablefmt=tablefmt, disable_numparse=True)
         + "\n"
     )
-    if args.save:
-        out.write(f"\nsaved to {args.save} (judge {result.judge_key[:12]})\n")
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,10 +20,10 @@ from scifact_data import SCIFACT
 
 from pytest_ragmetrics import Corpus, Queries, evaluate, load_dataset
 from pytest_ragmetrics.cache import Cache
+from pytest_ragmetrics.encoders import default_model_path
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.progress import use_reporter
 from pytest_ragmetrics.retrievers import DenseRetriever, build_retriever
-from pytest_ragmetrics.retrievers.models import default_model_path
 
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("faiss")

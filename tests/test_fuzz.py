@@ -98,7 +98,7 @@ ALSO_NAMED = {
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project after one blessed run, with a report and a calibration of its judge."""
     from pytest_ragmetrics.judges.calibration import CalibrationResult, save_calibration
-    from pytest_ragmetrics.judges.recorded import RecordedJudge
+    from pytest_ragmetrics.judges.replay import RecordedJudge
 
     root = tmp_path_factory.mktemp("fuzz-template")
     write_dataset(root)

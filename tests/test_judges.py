@@ -351,7 +351,7 @@ def test_importing_the_judges_loads_no_model_library() -> None:
     code = (
         "import sys\n"
         "import pytest_ragmetrics.judges as j\n"
-        "from pytest_ragmetrics.judges import embedding, http, calibration, recorded\n"
+        "from pytest_ragmetrics.judges import embedding, http, calibration, replay\n"
         "from pytest_ragmetrics.metrics import answer\n"
         "names = ('torch', 'sentence_transformers', 'transformers')\n"
         "heavy = [m for m in names if m in sys.modules]\n"

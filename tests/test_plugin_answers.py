@@ -9,7 +9,7 @@ from plugin_project import make_project
 
 TESTS = """
     import pytest
-    from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
+    from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
 
     JUDGE = {"name": "toy-judge", "model": "m", "rubric": "r", "rubric_sha256": "x",
              "parameters": {}}
@@ -113,7 +113,7 @@ def test_answer_metrics_are_gated_by_the_baseline(
         pytester,
         tests="""
         import os
-        from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
+        from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
 
         def test_answers(rag_eval):
             worse = bool(os.environ.get("ANSWERS_WORSE"))

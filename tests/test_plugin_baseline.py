@@ -317,7 +317,7 @@ def test_answer_and_retrieval_entries_live_side_by_side(pytester: pytest.Pyteste
     make_project(
         pytester,
         tests=textwrap.dedent("""
-        from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
+        from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
 
         def test_both(rag_eval, rag_run):
             rag_eval.retrieval(rag_run)

@@ -20,6 +20,7 @@ import pytest
 
 from pytest_ragmetrics import Corpus, Queries
 from pytest_ragmetrics.cache import Cache
+from pytest_ragmetrics.encoders import default_model_path
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.progress import use_reporter
 from pytest_ragmetrics.retrievers import (
@@ -31,7 +32,6 @@ from pytest_ragmetrics.retrievers import (
     build_retriever,
     from_function,
 )
-from pytest_ragmetrics.retrievers.models import default_model_path
 
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("bm25s")

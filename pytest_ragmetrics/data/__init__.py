@@ -1,10 +1,12 @@
-"""Corpus, queries, qrels and runs: the data model and its file formats (loaded on first use)."""
+"""Corpus, queries, qrels, runs and answer assessments: the data model and its file formats
+(loaded on first use)."""
 
 from typing import TYPE_CHECKING
 
 from pytest_ragmetrics._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, read_assessments
     from pytest_ragmetrics.data.judged import JudgedRankings, read_judged_rankings
     from pytest_ragmetrics.data.layouts import (
         load_dataset,
@@ -19,6 +21,9 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.data.trec import read_qrels, read_run, write_qrels, write_run
 
 _EXPORTS = {
+    "AnswerAssessment": "pytest_ragmetrics.data.assessments",
+    "Claim": "pytest_ragmetrics.data.assessments",
+    "read_assessments": "pytest_ragmetrics.data.assessments",
     "JudgedRankings": "pytest_ragmetrics.data.judged",
     "read_judged_rankings": "pytest_ragmetrics.data.judged",
     "load_dataset": "pytest_ragmetrics.data.layouts",
@@ -43,6 +48,8 @@ _EXPORTS = {
     "write_run": "pytest_ragmetrics.data.trec",
 }
 __all__ = [
+    "AnswerAssessment",
+    "Claim",
     "Corpus",
     "Dataset",
     "Document",
@@ -52,6 +59,7 @@ __all__ = [
     "Queries",
     "Run",
     "load_dataset",
+    "read_assessments",
     "read_corpus",
     "read_judged_rankings",
     "read_manifest",

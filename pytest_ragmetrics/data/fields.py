@@ -40,6 +40,18 @@ def path_list(paths: PathLike | Sequence[PathLike]) -> list[Path]:
     return [resolve(item) for item in items]
 
 
+def note_first(
+    seen: dict[str, tuple[str, int]], record_id: str, label: str, path: PathLike, line: int
+) -> None:
+    """Note where ``record_id`` first appears (``seen`` may span files); an error naming
+    ``label`` (``DOCNO``, ``document id``) when it appeared before."""
+    if record_id in seen:
+        where, first = seen[record_id]
+        at = f"line {first}" if where == str(path) else f"{where}:{first}"
+        raise DataFormatError(f"{label} {record_id!r} appears twice (first at {at})", path, line)
+    seen[record_id] = (str(path), line)
+
+
 def clean_block(raw: str) -> str:
     """Lines stripped, blank ones dropped, joined by newlines."""
     return "\n".join(stripped for line in raw.splitlines() if (stripped := line.strip()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -71,10 +72,11 @@ def _segment_ids(offsets: IntArray) -> IntArray:
     return np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
 
 
-def _check_unique_query_ids(query_ids: StrArray, what: str) -> None:
-    if len(np.unique(query_ids)) != len(query_ids):
-        values, counts = np.unique(query_ids, return_counts=True)
-        raise DataFormatError(f"{what}: query id {str(values[counts > 1][0])!r} appears twice")
+def _check_unique_ids(ids: StrArray, what: str, kind: str = "query") -> None:
+    """A DataFormatError naming the first ``kind`` id (in sorted order) that appears twice."""
+    if len(np.unique(ids)) != len(ids):
+        values, counts = np.unique(ids, return_counts=True)
+        raise DataFormatError(f"{what}: {kind} id {str(values[counts > 1][0])!r} appears twice")
 
 
 def _canonical_positions(vocab: StrArray, codes: IntArray) -> IntArray | None:
@@ -127,10 +129,92 @@ def _sha256_lines(lines: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
-class Qrels:
+def _offsets_from_counts(counts: npt.ArrayLike) -> IntArray:
+    """CSR offsets of segments holding ``counts`` entries each."""
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+class QueryKeyed:
+    """Rows keyed by unique query ids, in order: its length, iteration over the ids, membership
+    and the row of an id (what :class:`Queries`, :class:`Qrels` and :class:`Run` share)."""
+
+    __slots__ = ("__dict__", "query_ids")
+
+    query_ids: StrArray
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.query_ids.tolist())
+
+    def __contains__(self, query_id: object) -> bool:
+        return query_id in self._position
+
+    @cached_property
+    def _position(self) -> dict[str, int]:
+        return {qid: i for i, qid in enumerate(self.query_ids.tolist())}
+
+
+class QuerySegments(QueryKeyed):
+    """Per query, a segment of document entries, in CSR arrays: the entries of ``query_ids[i]``
+    are ``offsets[i]:offsets[i + 1]``, and ``doc_codes`` index ``doc_ids`` (the vocabulary).
+
+    The storage, lookups and selections :class:`Qrels` and :class:`Run` share; each adds one
+    value per entry (grades, scores).
+    """
+
+    __slots__ = ("doc_codes", "doc_ids", "offsets")
+
+    offsets: IntArray
+    doc_ids: StrArray
+    doc_codes: IntArray
+
+    def __init__(
+        self, query_ids: StrArray, offsets: IntArray, doc_ids: StrArray, doc_codes: IntArray
+    ) -> None:
+        self.query_ids = query_ids
+        self.offsets = offsets
+        self.doc_ids = doc_ids
+        self.doc_codes = doc_codes
+
+    def _entries(self, query_id: str, values: npt.NDArray[Any]) -> Iterator[tuple[str, Any]]:
+        """(doc id, value) of one query's entries in stored order; none for an unknown query."""
+        i = self._position.get(query_id)
+        if i is None:
+            return iter(())
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return zip(
+            self.doc_ids[self.doc_codes[lo:hi]].tolist(), values[lo:hi].tolist(), strict=True
+        )
+
+    def _rows(self, values: npt.NDArray[Any]) -> Iterator[tuple[str, str, Any]]:
+        """(query id, doc id, value) of every entry in stored order (what fingerprints hash)."""
+        seg = _segment_ids(self.offsets)
+        return zip(
+            self.query_ids[seg].tolist(),
+            self.doc_ids[self.doc_codes].tolist(),
+            values.tolist(),
+            strict=True,
+        )
+
+    def _select(self, query_ids: Iterable[str]) -> tuple[list[int], IntArray, IntArray]:
+        """The rows of the known ``query_ids`` (in that order, unknown ones ignored), the
+        offsets of their segments once taken out, and the entries they hold."""
+        keep = [self._position[q] for q in query_ids if q in self._position]
+        lo, hi = self.offsets[keep], self.offsets[np.asarray(keep, dtype=np.int64) + 1]
+        take = (
+            np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])
+            if keep
+            else np.empty(0, dtype=np.int64)
+        )
+        return keep, _offsets_from_counts(hi - lo), take
+
+
+class Qrels(QuerySegments):
     """Relevance judgments: query id -> document id -> integer grade, stored as CSR arrays."""
 
-    __slots__ = ("__dict__", "doc_codes", "doc_ids", "grades", "offsets", "query_ids")
+    __slots__ = ("grades",)
 
     def __init__(
         self,
@@ -142,13 +226,10 @@ class Qrels:
         *,
         validate: bool = True,
     ) -> None:
-        self.query_ids = query_ids
-        self.offsets = offsets
-        self.doc_ids = doc_ids
-        self.doc_codes = doc_codes
+        super().__init__(query_ids, offsets, doc_ids, doc_codes)
         self.grades = grades
         if validate:
-            _check_unique_query_ids(query_ids, "qrels")
+            _check_unique_ids(query_ids, "qrels")
             _check_no_duplicate_docs(query_ids, offsets, doc_ids, doc_codes, "qrels")
 
     @classmethod
@@ -183,15 +264,6 @@ class Qrels:
             docs[doc] = grade
         return cls.from_dict(by_query)
 
-    def __len__(self) -> int:
-        return len(self.query_ids)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.query_ids.tolist())
-
-    def __contains__(self, query_id: object) -> bool:
-        return query_id in self._position
-
     def __repr__(self) -> str:
         return f"Qrels({len(self)} queries, {len(self.grades)} judgments)"
 
@@ -202,23 +274,9 @@ class Qrels:
 
     __hash__ = None  # type: ignore[assignment]
 
-    @cached_property
-    def _position(self) -> dict[str, int]:
-        return {qid: i for i, qid in enumerate(self.query_ids.tolist())}
-
     def judgments(self, query_id: str) -> dict[str, int]:
         """The judged documents of one query with their grades."""
-        i = self._position.get(query_id)
-        if i is None:
-            return {}
-        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-        return dict(
-            zip(
-                self.doc_ids[self.doc_codes[lo:hi]].tolist(),
-                self.grades[lo:hi].tolist(),
-                strict=True,
-            )
-        )
+        return dict(self._entries(query_id, self.grades))
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         """``{query_id: {doc_id: grade}}``."""
@@ -236,22 +294,17 @@ class Qrels:
 
     def restrict(self, query_ids: Iterable[str]) -> Qrels:
         """The judgments of the given queries only (unknown ids are ignored)."""
-        wanted = [q for q in query_ids if q in self._position]
-        return Qrels.from_dict({q: self.judgments(q) for q in wanted})
+        rows, offsets, take = self._select(dict.fromkeys(query_ids))
+        # A vocabulary of the documents kept, in order of first use, as from_dict makes it.
+        vocab, codes, _ = encode_ids([self.doc_ids[self.doc_codes[take]].tolist()])
+        return Qrels(
+            as_str_array(self.query_ids[rows].tolist()), offsets, vocab, codes, self.grades[take]
+        )
 
     @cached_property
     def fingerprint(self) -> str:
         """sha256 of the judgments, independent of their order in the file."""
-        seg = _segment_ids(self.offsets)
-        rows = sorted(
-            zip(
-                self.query_ids[seg].tolist(),
-                self.doc_ids[self.doc_codes].tolist(),
-                self.grades.tolist(),
-                strict=True,
-            )
-        )
-        return _sha256_lines(f"{q}\t{d}\t{g}" for q, d, g in rows)
+        return _sha256_lines(f"{q}\t{d}\t{g}" for q, d, g in sorted(self._rows(self.grades)))
 
 
 def _require_nested_mapping(value: object, what: str, shape: str) -> None:
@@ -297,7 +350,7 @@ def _as_score(score: object, query_id: str, doc_id: str) -> float:
     )
 
 
-class Run:
+class Run(QuerySegments):
     """Ranked results: per query, documents with float scores, in canonical order.
 
     Canonical order is trec_eval's: score descending, compared at float32 precision as trec_eval
@@ -307,16 +360,7 @@ class Run:
     corpus ids), ``offsets`` delimit queries.
     """
 
-    __slots__ = (
-        "__dict__",
-        "doc_codes",
-        "doc_ids",
-        "k",
-        "offsets",
-        "query_ids",
-        "retriever",
-        "scores",
-    )
+    __slots__ = ("k", "retriever", "scores")
 
     def __init__(
         self,
@@ -330,7 +374,7 @@ class Run:
         canonical: bool = False,
         source: str = "run",
     ) -> None:
-        _check_unique_query_ids(query_ids, source)
+        _check_unique_ids(query_ids, source)
         if len(scores) and not np.isfinite(scores).all():
             bad = int(np.flatnonzero(~np.isfinite(scores))[0])
             seg = int(np.searchsorted(offsets, bad, side="right") - 1)
@@ -343,10 +387,7 @@ class Run:
             _check_no_duplicate_docs(query_ids, offsets, doc_ids, doc_codes, source)
         if not canonical:
             doc_codes, scores = _in_canonical_order(offsets, doc_ids, doc_codes, scores)
-        self.query_ids = query_ids
-        self.offsets = offsets
-        self.doc_ids = doc_ids
-        self.doc_codes = doc_codes
+        super().__init__(query_ids, offsets, doc_ids, doc_codes)
         self.scores = scores
         # Where the run came from, when known: the retriever's identity and the k it was
         # asked for (kept by truncate, restrict and without_identical_ids).
@@ -460,7 +501,7 @@ class Run:
             codes, flat_scores = idx.ravel(), sc.ravel()
         else:
             counts = valid.sum(axis=1)
-            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            offsets = _offsets_from_counts(counts)
             codes, flat_scores = idx[valid], sc[valid]
         if idx.shape[1] > 1:
             canonical = _canonical_positions(vocab, codes)
@@ -481,21 +522,8 @@ class Run:
         # faiss rows come sorted by score: the Run then only reorders tied entries.
         return cls(qids, offsets, vocab, codes, flat_scores, check_duplicates=False)
 
-    def __len__(self) -> int:
-        return len(self.query_ids)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.query_ids.tolist())
-
-    def __contains__(self, query_id: object) -> bool:
-        return query_id in self._position
-
     def __repr__(self) -> str:
         return f"Run({len(self)} queries, {len(self.scores)} entries)"
-
-    @cached_property
-    def _position(self) -> dict[str, int]:
-        return {qid: i for i, qid in enumerate(self.query_ids.tolist())}
 
     @property
     def num_entries(self) -> int:
@@ -503,17 +531,7 @@ class Run:
 
     def ranking(self, query_id: str) -> list[tuple[str, float]]:
         """This query's ranked (doc id, score) pairs, best first; [] for an unknown query."""
-        i = self._position.get(query_id)
-        if i is None:
-            return []
-        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-        return list(
-            zip(
-                self.doc_ids[self.doc_codes[lo:hi]].tolist(),
-                self.scores[lo:hi].tolist(),
-                strict=True,
-            )
-        )
+        return list(self._entries(query_id, self.scores))
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """``{query_id: {doc_id: score}}`` in rank order."""
@@ -543,11 +561,9 @@ class Run:
         seg = _segment_ids(self.offsets)
         rank = np.arange(len(self.scores)) - self.offsets[seg]
         keep = rank < k
-        counts = np.bincount(seg[keep], minlength=len(self))
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         truncated = Run(
             self.query_ids,
-            offsets,
+            _offsets_from_counts(np.bincount(seg[keep], minlength=len(self))),
             self.doc_ids,
             self.doc_codes[keep],
             self.scores[keep],
@@ -581,7 +597,7 @@ class Run:
         keep = np.ones(len(self.scores), dtype=bool)
         keep[candidates[same]] = False
         removed = np.bincount(seg[same], minlength=len(self))
-        offsets = self.offsets - np.concatenate([[0], np.cumsum(removed)]).astype(np.int64)
+        offsets = self.offsets - _offsets_from_counts(removed)
         kept = Run(
             self.query_ids,
             offsets,
@@ -595,15 +611,7 @@ class Run:
 
     def restrict(self, query_ids: Iterable[str]) -> Run:
         """The results of the given queries only, in the given order (unknown ids are ignored)."""
-        keep = [self._position[q] for q in query_ids if q in self._position]
-        lo, hi = self.offsets[keep], self.offsets[np.asarray(keep, dtype=np.int64) + 1]
-        counts = hi - lo
-        take = (
-            np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])
-            if keep
-            else np.empty(0, dtype=np.int64)
-        )
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        keep, offsets, take = self._select(query_ids)
         restricted = Run(
             self.query_ids[keep],
             offsets,
@@ -621,9 +629,9 @@ class Run:
         Independent of the order of the input lines (or dict entries): the same results give
         the same fingerprint.
         """
-        return _sha256_lines(
-            f"{q}\t{d}\t{s!r}" for q in sorted(self.query_ids.tolist()) for d, s in self.ranking(q)
-        )
+        # A stable sort by query id keeps each query's entries in rank order.
+        rows = sorted(self._rows(self.scores), key=operator.itemgetter(0))
+        return _sha256_lines(f"{q}\t{d}\t{s!r}" for q, d, s in rows)
 
 
 def ranking_key(scores: FloatArray) -> npt.NDArray[np.float32]:
@@ -733,11 +741,7 @@ class Corpus:
         ids = doc_ids if isinstance(doc_ids, np.ndarray) else as_str_array(list(doc_ids))
         if not len(ids) == len(titles) == len(texts):
             raise DataFormatError(f"{source}: ids, titles and texts differ in length")
-        if len(np.unique(ids)) != len(ids):
-            values, counts = np.unique(ids, return_counts=True)
-            raise DataFormatError(
-                f"{source}: document id {str(values[counts > 1][0])!r} appears twice"
-            )
+        _check_unique_ids(ids, source, "document")
         self.doc_ids = ids
         self.titles = list(titles)
         self.texts = list(texts)
@@ -819,10 +823,10 @@ class Corpus:
         )
 
 
-class Queries:
+class Queries(QueryKeyed):
     """Query ids and texts in file order."""
 
-    __slots__ = ("__dict__", "query_ids", "texts")
+    __slots__ = ("texts",)
 
     def __init__(
         self, query_ids: Sequence[str] | StrArray, texts: Sequence[str], *, source: str = "queries"
@@ -830,11 +834,7 @@ class Queries:
         ids = query_ids if isinstance(query_ids, np.ndarray) else as_str_array(list(query_ids))
         if len(ids) != len(texts):
             raise DataFormatError(f"{source}: ids and texts differ in length")
-        if len(np.unique(ids)) != len(ids):
-            values, counts = np.unique(ids, return_counts=True)
-            raise DataFormatError(
-                f"{source}: query id {str(values[counts > 1][0])!r} appears twice"
-            )
+        _check_unique_ids(ids, source)
         self.query_ids = ids
         self.texts = list(texts)
 
@@ -842,15 +842,6 @@ class Queries:
     def from_dict(cls, queries: Mapping[str, str]) -> Queries:
         """Build from ``{query_id: text}``."""
         return cls([str(q) for q in queries], [str(t) for t in queries.values()])
-
-    def __len__(self) -> int:
-        return len(self.query_ids)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.query_ids.tolist())
-
-    def __contains__(self, query_id: object) -> bool:
-        return query_id in self.position
 
     def __getitem__(self, query_id: str) -> str:
         return self.texts[self.position[query_id]]
@@ -861,9 +852,10 @@ class Queries:
     def items(self) -> Iterator[tuple[str, str]]:
         return zip(self.query_ids.tolist(), self.texts, strict=True)
 
-    @cached_property
+    @property
     def position(self) -> dict[str, int]:
-        return {q: i for i, q in enumerate(self.query_ids.tolist())}
+        """query id -> row (in ``query_ids`` and ``texts``)."""
+        return self._position
 
     def subset(self, query_ids: Iterable[str]) -> Queries:
         """The given queries, in the given order (unknown ids are an error)."""

@@ -13,11 +13,13 @@ import html
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pytest_ragmetrics.data.fields import (
     TextRecord,
     clean_block,
     corpus_from_records,
+    note_first,
     one_line,
     path_list,
     queries_from_records,
@@ -71,6 +73,100 @@ class _Open:
         return html.unescape(clean_block("".join(self.parts)))
 
 
+Event = tuple[int, str | None, bool, str]
+
+
+def _record_events(path: Path, encoding: str, tag: str, shown: str) -> Iterator[tuple[str, Event]]:
+    """The events of a file of ``<tag>`` records (``shown`` as written in messages), each
+    marked "open", "close" or "inside".
+
+    Text outside the records, a record inside another, a closing tag without its record and a
+    record never closed are errors; markup outside the records (a wrapper element) is skipped.
+    """
+    start: int | None = None
+    for event in _events(path, encoding):
+        lineno, name, closing, text = event
+        if name == tag and not closing:
+            if start is not None:
+                raise DataFormatError(
+                    f"<{shown}> inside the <{shown}> opened at line {start}; is a </{shown}> "
+                    "missing?",
+                    path,
+                    lineno,
+                )
+            start = lineno
+            yield "open", event
+        elif name == tag:
+            if start is None:
+                raise DataFormatError(f"</{shown}> without an opening <{shown}>", path, lineno)
+            yield "close", event
+            start = None
+        elif start is not None:
+            yield "inside", event
+        elif name is None and text.strip():
+            raise DataFormatError(
+                f"text outside <{shown}>...</{shown}>: {text.strip()[:40]!r}", path, lineno
+            )
+    if start is not None:
+        raise DataFormatError(f"<{shown}> is never closed (the file ends first)", path, start)
+
+
+@dataclass
+class _Document:
+    """The ``<DOC>`` being read: where it opened, its DOCNO, its kept fields, the open element."""
+
+    line: int
+    kept: set[str]
+    docno: str | None = None
+    docno_line: int = 0
+    fields: dict[str, list[str]] = field(default_factory=dict)
+    current: _Open | None = None
+
+    def take(self, path: Path, lineno: int, tag: str | None, closing: bool, text: str) -> None:
+        """One event between ``<DOC>`` and ``</DOC>``."""
+        current = self.current
+        if tag is None:
+            if current is not None:
+                current.parts.append(text)
+        elif current is not None:
+            if tag == current.name:
+                current.depth += -1 if closing else 1
+                if current.depth == 0:
+                    if tag == "DOCNO":
+                        self.docno = _docno(current.value(), path, current.line)
+                    else:
+                        self.fields.setdefault(tag, []).append(current.value())
+                    self.current = None
+            # other markup inside a kept element (<P>, <F P=105>) is dropped
+        elif not closing and tag == "DOCNO":
+            if self.docno is not None:
+                raise DataFormatError(
+                    f"second <DOCNO> in one document (the first, {self.docno!r}, at line "
+                    f"{self.docno_line})",
+                    path,
+                    lineno,
+                )
+            self.current, self.docno_line = _Open(tag, lineno), lineno
+        elif not closing and tag in self.kept:
+            self.current = _Open(tag, lineno)
+
+    def finish(self, path: Path, lineno: int, seen: dict[str, tuple[str, int]]) -> TextRecord:
+        """The record, at ``</DOC>`` (line ``lineno``)."""
+        if self.current is not None:
+            raise DataFormatError(
+                f"<{self.current.name}> opened at line {self.current.line} is not closed "
+                "before </DOC>",
+                path,
+                lineno,
+            )
+        if self.docno is None:
+            raise DataFormatError(
+                f"document without a <DOCNO> (it ends at line {lineno})", path, self.line
+            )
+        note_first(seen, self.docno, "DOCNO", path, self.docno_line)
+        return TextRecord(self.docno, str(path), self.line, self.fields)
+
+
 def parse_trec_documents(
     path: PathLike,
     *,
@@ -91,73 +187,14 @@ def parse_trec_documents(
     seen = {} if first_seen is None else first_seen
     kept = {t.upper() for t in (*title_tags, *text_tags)}
     records: list[TextRecord] = []
-    doc_line: int | None = None
-    docno: str | None = None
-    docno_line = 0
-    fields: dict[str, list[str]] = {}
-    current: _Open | None = None
-    for lineno, tag, closing, text in _events(p, encoding):
-        if tag is None:
-            if current is not None:
-                current.parts.append(text)
-            elif doc_line is None and text.strip():
-                raise DataFormatError(
-                    f"text outside <DOC>...</DOC>: {text.strip()[:40]!r}", p, lineno
-                )
-        elif tag == "DOC" and not closing:
-            if doc_line is not None:
-                raise DataFormatError(
-                    f"<DOC> inside the <DOC> opened at line {doc_line}; is a </DOC> missing?",
-                    p,
-                    lineno,
-                )
-            doc_line, docno, fields, current = lineno, None, {}, None
-        elif tag == "DOC":
-            if doc_line is None:
-                raise DataFormatError("</DOC> without an opening <DOC>", p, lineno)
-            if current is not None:
-                raise DataFormatError(
-                    f"<{current.name}> opened at line {current.line} is not closed before </DOC>",
-                    p,
-                    lineno,
-                )
-            if docno is None:
-                raise DataFormatError(
-                    f"document without a <DOCNO> (it ends at line {lineno})", p, doc_line
-                )
-            if docno in seen:
-                where, first = seen[docno]
-                at = f"line {first}" if where == str(p) else f"{where}:{first}"
-                raise DataFormatError(
-                    f"DOCNO {docno!r} appears twice (first at {at})", p, docno_line
-                )
-            seen[docno] = (str(p), docno_line)
-            records.append(TextRecord(docno, str(p), doc_line, fields))
-            doc_line = None
-        elif doc_line is None:
-            continue  # a wrapper element around the documents
-        elif current is not None:
-            if tag == current.name:
-                current.depth += -1 if closing else 1
-                if current.depth == 0:
-                    if tag == "DOCNO":
-                        docno = _docno(current.value(), p, current.line)
-                    else:
-                        fields.setdefault(tag, []).append(current.value())
-                    current = None
-            # other markup inside a kept element (<P>, <F P=105>) is dropped
-        elif not closing and tag == "DOCNO":
-            if docno is not None:
-                raise DataFormatError(
-                    f"second <DOCNO> in one document (the first, {docno!r}, at line {docno_line})",
-                    p,
-                    lineno,
-                )
-            current, docno_line = _Open(tag, lineno), lineno
-        elif not closing and tag in kept:
-            current = _Open(tag, lineno)
-    if doc_line is not None:
-        raise DataFormatError("<DOC> is never closed (the file ends first)", p, doc_line)
+    document = _Document(0, kept)
+    for kind, (lineno, tag, closing, text) in _record_events(p, encoding, "DOC", "DOC"):
+        if kind == "open":
+            document = _Document(lineno, kept)
+        elif kind == "close":
+            records.append(document.finish(p, lineno, seen))
+        else:
+            document.take(p, lineno, tag, closing, text)
     if not records:
         raise DataFormatError("no <DOC> elements in this file", p)
     return records
@@ -197,6 +234,47 @@ def read_trec_documents(
     return corpus_from_records(records, title_tags, text_tags, files[0])
 
 
+@dataclass
+class _Topic:
+    """The ``<top>`` being read: where it opened, its fields so far, the open field."""
+
+    line: int
+    fields: dict[str, list[str]] = field(default_factory=dict)
+    field_line: dict[str, int] = field(default_factory=dict)
+    current: _Open | None = None
+
+    def _close_field(self) -> None:
+        if self.current is not None:
+            value = _LABEL.sub("", self.current.value(), count=1).strip()
+            self.fields[self.current.name] = [value]
+        self.current = None
+
+    def take(self, path: Path, lineno: int, tag: str | None, closing: bool, text: str) -> None:
+        """One event between ``<top>`` and ``</top>``: a field runs until the next tag."""
+        if tag is None:
+            if self.current is not None:
+                self.current.parts.append(text)
+        elif closing:
+            if self.current is not None and tag == self.current.name:
+                self._close_field()
+        else:
+            self._close_field()
+            if tag in self.field_line:
+                raise DataFormatError(
+                    f"second <{tag.lower()}> in one topic (first at line "
+                    f"{self.field_line[tag]}); is a </top> missing?",
+                    path,
+                    lineno,
+                )
+            self.field_line[tag] = lineno
+            self.current = _Open(tag, lineno)
+
+    def finish(self, path: Path, first_line: dict[str, int]) -> TextRecord:
+        """The record, at ``</top>``."""
+        self._close_field()
+        return _topic(self.fields, path, self.line, first_line)
+
+
 def parse_trec_topics(path: PathLike, *, encoding: str = "utf-8") -> list[TextRecord]:
     """The ``<top>`` records of a TREC topics file; the id is the ``<num>`` without its label.
 
@@ -208,57 +286,14 @@ def parse_trec_topics(path: PathLike, *, encoding: str = "utf-8") -> list[TextRe
     p = resolve(path)
     records: list[TextRecord] = []
     first_line: dict[str, int] = {}
-    top_line: int | None = None
-    fields: dict[str, list[str]] = {}
-    field_line: dict[str, int] = {}
-    current: _Open | None = None
-
-    def close_field() -> None:
-        if current is not None:
-            fields[current.name] = [_LABEL.sub("", current.value(), count=1).strip()]
-
-    for lineno, tag, closing, text in _events(p, encoding):
-        if tag is None:
-            if current is not None:
-                current.parts.append(text)
-            elif top_line is None and text.strip():
-                raise DataFormatError(
-                    f"text outside <top>...</top>: {text.strip()[:40]!r}", p, lineno
-                )
-        elif tag == "TOP" and not closing:
-            if top_line is not None:
-                raise DataFormatError(
-                    f"<top> inside the <top> opened at line {top_line}; is a </top> missing?",
-                    p,
-                    lineno,
-                )
-            top_line, fields, field_line, current = lineno, {}, {}, None
-        elif tag == "TOP":
-            if top_line is None:
-                raise DataFormatError("</top> without an opening <top>", p, lineno)
-            close_field()
-            current = None
-            records.append(_topic(fields, p, top_line, first_line))
-            top_line = None
-        elif top_line is None:
-            continue
-        elif closing:
-            if current is not None and tag == current.name:
-                close_field()
-                current = None
+    topic = _Topic(0)
+    for kind, (lineno, tag, closing, text) in _record_events(p, encoding, "TOP", "top"):
+        if kind == "open":
+            topic = _Topic(lineno)
+        elif kind == "close":
+            records.append(topic.finish(p, first_line))
         else:
-            close_field()
-            if tag in field_line:
-                raise DataFormatError(
-                    f"second <{tag.lower()}> in one topic (first at line {field_line[tag]}); "
-                    "is a </top> missing?",
-                    p,
-                    lineno,
-                )
-            field_line[tag] = lineno
-            current = _Open(tag, lineno)
-    if top_line is not None:
-        raise DataFormatError("<top> is never closed (the file ends first)", p, top_line)
+            topic.take(p, lineno, tag, closing, text)
     if not records:
         raise DataFormatError("no <top> topics in this file", p)
     return records

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from pytest_ragmetrics.data.fields import (
     TextRecord,
     clean_block,
     corpus_from_records,
+    note_first,
     path_list,
     queries_from_records,
 )
@@ -57,19 +59,8 @@ def parse_smart(
     for lineno, text in read_lines(p, encoding):
         stripped = text.strip()
         if stripped.startswith(".I") and (len(stripped) == 2 or stripped[2].isspace()):
-            parts = stripped.split()
-            if len(parts) != 2:
-                raise DataFormatError(f"expected '.I <id>' (one id), got {stripped!r}", p, lineno)
             close_field()
-            record_id = parts[1]
-            if record_id in seen:
-                where, first = seen[record_id]
-                at = f"line {first}" if where == str(p) else f"{where}:{first}"
-                raise DataFormatError(
-                    f"{what} id {record_id!r} appears twice (first at {at})", p, lineno
-                )
-            seen[record_id] = (str(p), lineno)
-            record = TextRecord(record_id, str(p), lineno)
+            record = _record_start(stripped, p, lineno, seen, what)
             records.append(record)
             name = None
         elif _MARKER.fullmatch(stripped):
@@ -99,6 +90,17 @@ def parse_smart(
     if not records:
         raise DataFormatError(f"no '.I <id>' {what} records in this file (it is empty)", p)
     return records
+
+
+def _record_start(
+    stripped: str, path: Path, lineno: int, seen: dict[str, tuple[str, int]], what: str
+) -> TextRecord:
+    """The record a ``.I <id>`` line starts; its id must be new."""
+    parts = stripped.split()
+    if len(parts) != 2:
+        raise DataFormatError(f"expected '.I <id>' (one id), got {stripped!r}", path, lineno)
+    note_first(seen, parts[1], f"{what} id", path, lineno)
+    return TextRecord(parts[1], str(path), lineno)
 
 
 def read_smart_documents(

@@ -66,46 +66,14 @@ def read_qrels(
     p = resolve(path)
     by_query: dict[str, dict[str, int]] = {}
     seen_line: dict[tuple[str, str], int] = {}
-    width = 0
-    tabs: bool | None = None
+    splitter = _QrelsLines(layout, columns)
     for lineno, text in read_lines(p, encoding):
-        if tabs is None:
-            first = split_fields(text)
-            header = len(first) == 3 and first[0] in _HEADER_FIRST
-            tabs = "\t" in text and layout != "trec" and (header or layout == "beir")
-            if header:
-                continue  # BEIR header: the first non-blank line
-        fields = [f.strip(" ") for f in text.split("\t")] if tabs else split_fields(text)
-        if not all(fields):
-            raise DataFormatError("an empty field (two tabs in a row?)", p, lineno)
-        if columns == "pairs":
-            if len(fields) < 2:
-                raise DataFormatError(
-                    f"expected 'qid docno' (relevant pairs), got {len(fields)} column", p, lineno
-                )
-            qid, doc, grade = fields[0], fields[1], 1
-        else:
-            if width == 0:
-                width = len(fields)
-                if width not in (3, 4):
-                    raise DataFormatError(
-                        f"expected 4 columns 'qid iter docno grade' (TREC) or 3 columns "
-                        f"'qid docno grade' (BEIR), got {len(fields)}",
-                        p,
-                        lineno,
-                    )
-            if len(fields) != width:
-                raise DataFormatError(
-                    f"expected {width} columns like the first line, got {len(fields)}", p, lineno
-                )
-            qid, doc = fields[0], fields[width - 2]
-            grade = parse_grade(fields[-1], p, lineno)
+        row = splitter.row(text, p, lineno)
+        if row is None:
+            continue  # BEIR header
+        qid, doc, grade = row
         if query_ids is not None:
-            try:
-                qid = query_ids(qid)
-            except (LookupError, ValueError) as exc:
-                reason = exc.args[0] if exc.args else str(exc)
-                raise DataFormatError(str(reason), p, lineno) from None
+            qid = _renamed(query_ids, qid, p, lineno)
         key = (qid, doc)
         if key in seen_line:
             raise DataFormatError(
@@ -115,22 +83,83 @@ def read_qrels(
                 lineno,
             )
         seen_line[key] = lineno
-        if grades is not None:
-            if grade not in grades:
-                known = ", ".join(str(code) for code in grades)
-                raise DataFormatError(
-                    f"grade {grade} has no entry in the grade mapping (it maps {known})", p, lineno
-                )
-            mapped = grades[grade]
-            if mapped is None:
-                continue
-            grade = mapped
-        by_query.setdefault(qid, {})[doc] = grade
+        mapped = grade if grades is None else _mapped_grade(grades, grade, p, lineno)
+        if mapped is not None:
+            by_query.setdefault(qid, {})[doc] = mapped
     if not by_query:
         if seen_line:
             raise DataFormatError("the grade mapping dropped every judgment of this file", p)
         raise DataFormatError("no judgments in qrels file (it is empty)", p)
     return Qrels.from_dict(by_query)
+
+
+class _QrelsLines:
+    """Splits qrels lines into (query id, doc id, grade); the first line settles whether fields
+    are separated by tabs only and, for graded lines, how many columns every line has."""
+
+    def __init__(self, layout: str, columns: QrelsColumns) -> None:
+        self.layout = layout
+        self.columns = columns
+        self.tabs: bool | None = None
+        self.width = 0
+
+    def row(self, text: str, path: PathLike, lineno: int) -> tuple[str, str, int] | None:
+        """The judgment on this line; None for a BEIR header (the first non-blank line)."""
+        if self.tabs is None:
+            first = split_fields(text)
+            header = len(first) == 3 and first[0] in _HEADER_FIRST
+            self.tabs = "\t" in text and self.layout != "trec" and (header or self.layout == "beir")
+            if header:
+                return None
+        fields = [f.strip(" ") for f in text.split("\t")] if self.tabs else split_fields(text)
+        if not all(fields):
+            raise DataFormatError("an empty field (two tabs in a row?)", path, lineno)
+        if self.columns == "pairs":
+            if len(fields) < 2:
+                raise DataFormatError(
+                    f"expected 'qid docno' (relevant pairs), got {len(fields)} column",
+                    path,
+                    lineno,
+                )
+            return fields[0], fields[1], 1
+        if self.width == 0:
+            self.width = len(fields)
+            if self.width not in (3, 4):
+                raise DataFormatError(
+                    f"expected 4 columns 'qid iter docno grade' (TREC) or 3 columns "
+                    f"'qid docno grade' (BEIR), got {len(fields)}",
+                    path,
+                    lineno,
+                )
+        if len(fields) != self.width:
+            raise DataFormatError(
+                f"expected {self.width} columns like the first line, got {len(fields)}",
+                path,
+                lineno,
+            )
+        return fields[0], fields[self.width - 2], parse_grade(fields[-1], path, lineno)
+
+
+def _renamed(query_ids: Callable[[str], str], qid: str, path: PathLike, lineno: int) -> str:
+    """The dataset's id of a file's query id; the mapping's LookupError or ValueError names the
+    line."""
+    try:
+        return query_ids(qid)
+    except (LookupError, ValueError) as exc:
+        reason = exc.args[0] if exc.args else str(exc)
+        raise DataFormatError(str(reason), path, lineno) from None
+
+
+def _mapped_grade(
+    grades: Mapping[int, int | None], grade: int, path: PathLike, lineno: int
+) -> int | None:
+    """The grade a code of the file maps to (None: dropped); an unmapped code is an error."""
+    if grade not in grades:
+        known = ", ".join(str(code) for code in grades)
+        raise DataFormatError(
+            f"grade {grade} has no entry in the grade mapping (it maps {known})", path, lineno
+        )
+    return grades[grade]
 
 
 def read_run(path: PathLike) -> Run:

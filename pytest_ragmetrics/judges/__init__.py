@@ -1,11 +1,17 @@
-"""Judges for the answer layer: protocol, recorded verdicts, embedding and HTTP judges,
-calibration against human labels (loaded on first use)."""
+"""Judges for the answer layer (loaded on first use).
+
+``base`` (the protocols, identities, claim splitting, the verdict cache), the judges
+``embedding``, ``http`` and ``replay`` (recorded verdicts), ``factory`` (a judge by kind) and
+``calibration`` (agreement with human labels). What judges say (Claim, AnswerAssessment) is
+data: :mod:`pytest_ragmetrics.data.assessments`, re-exported here.
+"""
 
 from typing import TYPE_CHECKING
 
 from pytest_ragmetrics._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, read_assessments
     from pytest_ragmetrics.judges.base import (
         BatchClaimJudge,
         ClaimJudge,
@@ -31,23 +37,22 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.judges.factory import build_judge
     from pytest_ragmetrics.judges.http import HttpJudge
     from pytest_ragmetrics.judges.many import assess_many
-    from pytest_ragmetrics.judges.recorded import RecordedJudge, read_assessments
-    from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
+    from pytest_ragmetrics.judges.replay import RecordedJudge
     from pytest_ragmetrics.vocabulary import JUDGE_KINDS
 
 _EXPORTS = {
     "Agreement": "pytest_ragmetrics.judges.calibration",
-    "AnswerAssessment": "pytest_ragmetrics.judges.records",
+    "AnswerAssessment": "pytest_ragmetrics.data.assessments",
     "BatchClaimJudge": "pytest_ragmetrics.judges.base",
     "CalibrationResult": "pytest_ragmetrics.judges.calibration",
-    "Claim": "pytest_ragmetrics.judges.records",
+    "Claim": "pytest_ragmetrics.data.assessments",
     "ClaimJudge": "pytest_ragmetrics.judges.base",
     "EmbeddingJudge": "pytest_ragmetrics.judges.embedding",
     "HttpJudge": "pytest_ragmetrics.judges.http",
     "JUDGE_KINDS": "pytest_ragmetrics.vocabulary",
     "Judge": "pytest_ragmetrics.judges.base",
     "LabelledClaim": "pytest_ragmetrics.judges.calibration",
-    "RecordedJudge": "pytest_ragmetrics.judges.recorded",
+    "RecordedJudge": "pytest_ragmetrics.judges.replay",
     "ThresholdJudge": "pytest_ragmetrics.judges.base",
     "VerdictCache": "pytest_ragmetrics.judges.base",
     "agreement": "pytest_ragmetrics.judges.calibration",
@@ -58,7 +63,7 @@ _EXPORTS = {
     "identity_hash": "pytest_ragmetrics.judges.base",
     "load_calibration": "pytest_ragmetrics.judges.calibration",
     "load_kappa": "pytest_ragmetrics.judges.calibration",
-    "read_assessments": "pytest_ragmetrics.judges.recorded",
+    "read_assessments": "pytest_ragmetrics.data.assessments",
     "read_claim_labels": "pytest_ragmetrics.judges.calibration",
     "save_calibration": "pytest_ragmetrics.judges.calibration",
     "split_sentences": "pytest_ragmetrics.judges.base",

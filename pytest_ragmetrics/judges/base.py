@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pytest_ragmetrics.cache import Cache, canonical_json
+from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
 from pytest_ragmetrics.errors import JudgeError
-from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
 
 Contexts = Sequence[str] | Mapping[str, str]
 CacheLike = Cache | str | os.PathLike[str] | None
@@ -72,6 +72,33 @@ class ThresholdJudge(ClaimJudge, Protocol):
     def with_threshold(self, threshold: float) -> ThresholdJudge:
         """The same judge with another threshold (and so another identity)."""
         ...
+
+
+class JudgeBase:
+    """What the built-in judges share: :meth:`assess` checks its inputs, settles the query id
+    and hands over to the judge's :meth:`_assess`."""
+
+    name: str
+
+    def assess(
+        self,
+        query: str,
+        answer: str,
+        contexts: Contexts,
+        *,
+        query_id: str | None = None,
+    ) -> AnswerAssessment:
+        """Judge ``answer`` to ``query`` against ``contexts`` (see the judge's ``_assess``);
+        without ``query_id`` the query's default id is used."""
+        check_text(query, "query")
+        check_text(answer, "answer")
+        qid = query_id if query_id is not None else default_query_id(query)
+        return self._assess(qid, query, answer, contexts)
+
+    def _assess(
+        self, query_id: str, query: str, answer: str, contexts: Contexts
+    ) -> AnswerAssessment:
+        raise NotImplementedError
 
 
 def sha256_text(text: str) -> str:
@@ -143,6 +170,16 @@ def normalise_contexts(contexts: Contexts) -> list[tuple[str, str]]:
         if not isinstance(text, str):
             raise JudgeError(f"context {cid!r} must be a string, got {type(text).__name__}")
     return pairs
+
+
+def checked_requests(
+    requests: Sequence[tuple[Sequence[str], Contexts]],
+) -> list[tuple[list[str], list[tuple[str, str]]]]:
+    """``judge_claims_many`` requests checked: claims as strings, contexts as (id, text) pairs."""
+    return [
+        ([check_text(c, "claim") for c in claims], normalise_contexts(contexts))
+        for claims, contexts in requests
+    ]
 
 
 # A sentence ends at . ! or ? (plus closing quotes/brackets) followed by white space and a

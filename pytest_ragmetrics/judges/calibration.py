@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ragmetrics.data.assessments import Claim
 from pytest_ragmetrics.data.textfile import read_jsonl
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
 from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, read_json_file
@@ -32,7 +33,6 @@ from pytest_ragmetrics.judges.base import (
     identity_hash,
     naming,
 )
-from pytest_ragmetrics.judges.records import Claim
 from pytest_ragmetrics.progress import progress
 
 PathLike = str | os.PathLike[str]
@@ -294,48 +294,12 @@ def calibrate(
     own verdicts. ``limit`` keeps the first N items (file order).
     """
     started = time.perf_counter()
-    if isinstance(labels, (str, os.PathLike)):
-        path: PathLike | None = labels
-        items = read_claim_labels(labels)
-    else:
-        path, items = None, list(labels)
-    if limit is not None:
-        if limit < 1:
-            raise JudgeError(f"calibration limit must be at least 1, got {limit}")
-        items = items[:limit]
+    path, items = _labelled_items(labels, limit)
     threshold_judge = judge if tune and isinstance(judge, ThresholdJudge) else None
-    if threshold_judge is not None:
-        # Checked before judging anything: judging can take a long time.
-        if not 0.0 < tune_fraction < 1.0:
-            raise JudgeError(f"tune_fraction must be between 0 and 1, got {tune_fraction}")
-        n_tune = round(len(items) * tune_fraction)
-        if n_tune < 1 or n_tune >= len(items):
-            raise JudgeError(
-                f"{len(items)} labelled items cannot be split into a tuning and an evaluation "
-                "part; give at least 2 (a few hundred for figures worth trusting)"
-            )
+    # Checked before judging anything: judging can take a long time.
+    n_tune = 0 if threshold_judge is None else _tuning_size(len(items), tune_fraction)
     meta = _labels_meta(items, path)
-    verdicts: list[Claim] = []
-    with progress(f"calibrating {judge.identity().get('name', 'judge')}", len(items)) as advance:
-        if isinstance(judge, BatchClaimJudge):
-            size = max(1, int(getattr(judge, "batch_size", BATCH)))
-            for start in range(0, len(items), size):
-                chunk = items[start : start + size]
-                try:
-                    answers = judge.judge_claims_many(
-                        [([i.claim], list(i.contexts)) for i in chunk]
-                    )
-                    verdicts.extend(a[0] for a in answers)
-                except JudgeError:
-                    # Again one by one (answers already given come from the cache), so the
-                    # error names the item it is about.
-                    verdicts.extend(_named_verdict(judge, item, path) for item in chunk)
-                advance(len(chunk))
-        else:
-            for item in items:
-                verdicts.append(_named_verdict(judge, item, path))
-                advance(1)
-    human = np.array([item.supported for item in items], dtype=bool)
+    verdicts = _judge_items(judge, items, path)
     rows = [
         {
             "id": item.id,
@@ -347,51 +311,118 @@ def calibrate(
         }
         for item, v in zip(items, verdicts, strict=True)
     ]
-
+    measured = _Measured(items, verdicts, rows, meta, started)
     if threshold_judge is not None:
-        scores = np.array(
-            [-np.inf if v.score is None else v.score for v in verdicts], dtype=np.float64
+        return measured.tuned(threshold_judge, n_tune, seed)
+    return measured.as_judged(judge)
+
+
+def _labelled_items(
+    labels: Sequence[LabelledClaim] | PathLike, limit: int | None
+) -> tuple[PathLike | None, list[LabelledClaim]]:
+    """(the labels file or None, the first ``limit`` items)."""
+    if isinstance(labels, (str, os.PathLike)):
+        path: PathLike | None = labels
+        items = read_claim_labels(labels)
+    else:
+        path, items = None, list(labels)
+    if limit is not None:
+        if limit < 1:
+            raise JudgeError(f"calibration limit must be at least 1, got {limit}")
+        items = items[:limit]
+    return path, items
+
+
+def _tuning_size(n: int, tune_fraction: float) -> int:
+    """How many of ``n`` items tune the threshold (the others measure it)."""
+    if not 0.0 < tune_fraction < 1.0:
+        raise JudgeError(f"tune_fraction must be between 0 and 1, got {tune_fraction}")
+    n_tune = round(n * tune_fraction)
+    if n_tune < 1 or n_tune >= n:
+        raise JudgeError(
+            f"{n} labelled items cannot be split into a tuning and an evaluation "
+            "part; give at least 2 (a few hundred for figures worth trusting)"
         )
-        order = np.random.default_rng(seed).permutation(len(items))
+    return n_tune
+
+
+def _judge_items(judge: Judge, items: list[LabelledClaim], path: PathLike | None) -> list[Claim]:
+    """One verdict per item, in order, with progress; batched for a batch judge."""
+    verdicts: list[Claim] = []
+    with progress(f"calibrating {judge.identity().get('name', 'judge')}", len(items)) as advance:
+        if not isinstance(judge, BatchClaimJudge):
+            for item in items:
+                verdicts.append(_named_verdict(judge, item, path))
+                advance(1)
+            return verdicts
+        size = max(1, int(getattr(judge, "batch_size", BATCH)))
+        for start in range(0, len(items), size):
+            chunk = items[start : start + size]
+            try:
+                answers = judge.judge_claims_many([([i.claim], list(i.contexts)) for i in chunk])
+                verdicts.extend(a[0] for a in answers)
+            except JudgeError:
+                # Again one by one (answers already given come from the cache), so the
+                # error names the item it is about.
+                verdicts.extend(_named_verdict(judge, item, path) for item in chunk)
+            advance(len(chunk))
+    return verdicts
+
+
+@dataclass
+class _Measured:
+    """A judge's verdicts on labelled items, before they are turned into figures."""
+
+    items: list[LabelledClaim]
+    verdicts: list[Claim]
+    rows: list[dict[str, Any]]
+    labels: dict[str, Any]
+    started: float
+
+    def _result(self, identity: dict[str, Any], found: Agreement, **more: Any) -> CalibrationResult:
+        return CalibrationResult(
+            judge=identity,
+            labels=self.labels,
+            n=found.n,
+            accuracy=found.accuracy,
+            kappa=found.kappa,
+            confusion=found.confusion,
+            seconds=time.perf_counter() - self.started,
+            items=self.rows,
+            **more,
+        )
+
+    def tuned(self, judge: ThresholdJudge, n_tune: int, seed: int) -> CalibrationResult:
+        """The best threshold on a seeded tuning part, scored on the rest."""
+        human = np.array([item.supported for item in self.items], dtype=bool)
+        scores = np.array(
+            [-np.inf if v.score is None else v.score for v in self.verdicts], dtype=np.float64
+        )
+        order = np.random.default_rng(seed).permutation(len(self.items))
         tuning_part, held_out = np.sort(order[:n_tune]), np.sort(order[n_tune:])
         threshold = _best_threshold(scores[tuning_part], human[tuning_part])
         predicted = scores >= threshold
-        tuned = threshold_judge.with_threshold(threshold)
+        tuned = judge.with_threshold(threshold)
         result = agreement(human[held_out].tolist(), predicted[held_out].tolist())
         tuning = agreement(human[tuning_part].tolist(), predicted[tuning_part].tolist())
         held = set(held_out.tolist())
-        for i, row in enumerate(rows):
+        for i, row in enumerate(self.rows):
             row["judge"] = bool(predicted[i])
             row["part"] = "evaluation" if i in held else "tuning"
-        return CalibrationResult(
-            judge=tuned.identity(),
-            labels=meta,
-            n=result.n,
-            accuracy=result.accuracy,
-            kappa=result.kappa,
-            confusion=result.confusion,
-            threshold=threshold,
-            unjudged=0,
-            tuning=tuning,
-            seed=seed,
-            seconds=time.perf_counter() - started,
-            items=rows,
+        return self._result(
+            tuned.identity(), result, threshold=threshold, unjudged=0, tuning=tuning, seed=seed
         )
 
-    judged = [i for i, v in enumerate(verdicts) if v.supported is not None]
-    result = agreement(human[judged].tolist(), [bool(verdicts[i].supported) for i in judged])
-    return CalibrationResult(
-        judge=judge.identity(),
-        labels=meta,
-        n=result.n,
-        accuracy=result.accuracy,
-        kappa=result.kappa,
-        confusion=result.confusion,
-        threshold=None,
-        unjudged=len(items) - len(judged),
-        seconds=time.perf_counter() - started,
-        items=rows,
-    )
+    def as_judged(self, judge: Judge) -> CalibrationResult:
+        """The judge's own verdicts scored on every item it judged."""
+        human = np.array([item.supported for item in self.items], dtype=bool)
+        judged = [i for i, v in enumerate(self.verdicts) if v.supported is not None]
+        result = agreement(
+            human[judged].tolist(), [bool(self.verdicts[i].supported) for i in judged]
+        )
+        return self._result(
+            judge.identity(), result, threshold=None, unjudged=len(self.items) - len(judged)
+        )
 
 
 def _read_store(path: Path) -> dict[str, Any]:

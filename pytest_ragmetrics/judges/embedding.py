@@ -13,22 +13,22 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
 from pytest_ragmetrics.data.model import FloatArray
+from pytest_ragmetrics.encoders import ModelSource, load_sentence_transformer, resolve_model
 from pytest_ragmetrics.errors import JudgeError, RetrieverError
 from pytest_ragmetrics.judges.base import (
     SPLITTER_VERSION,
     CacheLike,
     Contexts,
+    JudgeBase,
     VerdictCache,
-    check_text,
-    default_query_id,
+    checked_requests,
     make_identity,
     naming_query,
     normalise_contexts,
     split_sentences,
 )
-from pytest_ragmetrics.judges.records import AnswerAssessment, Claim
-from pytest_ragmetrics.retrievers.models import ModelSource, resolve_model
 
 # Chosen by `ragmetrics calibrate --judge embedding` on SciFact claim_support.dev (best kappa on
 # the tuning half, seed 0): on the other half kappa 0.32, accuracy 0.66 (n = 169) -- a weak
@@ -58,8 +58,6 @@ class _LazyModel:
 
     def encode(self, texts: list[str]) -> Any:
         if self._model is None:
-            from pytest_ragmetrics.retrievers.dense import load_sentence_transformer
-
             try:
                 self._model = load_sentence_transformer(self.source, device=self.device)
             except RetrieverError as exc:
@@ -73,7 +71,7 @@ class _LazyModel:
         )
 
 
-class EmbeddingJudge:
+class EmbeddingJudge(JudgeBase):
     """Claims are answer sentences; supported when the best cosine similarity to a context
     sentence is at least ``threshold``.
 
@@ -177,9 +175,7 @@ class EmbeddingJudge:
         """:meth:`judge_claims` for many (claims, contexts) pairs, embedding each distinct text
         once in large batches (much faster than one call per pair)."""
         prepared: list[tuple[list[str], list[tuple[str, int, str]], dict[str, Any]]] = []
-        for claims, contexts in requests:
-            texts = [check_text(c, "claim") for c in claims]
-            pairs = normalise_contexts(contexts)
+        for texts, pairs in checked_requests(requests):
             inputs = {"task": "claims", "claims": texts, "contexts": pairs}
             prepared.append((texts, _context_sentences(pairs), inputs))
         matches: list[list[dict[str, Any]]] = [[] for _ in prepared]
@@ -230,18 +226,8 @@ class EmbeddingJudge:
 
     # -- answers ----------------------------------------------------------------------------
 
-    def assess(
-        self,
-        query: str,
-        answer: str,
-        contexts: Contexts,
-        *,
-        query_id: str | None = None,
-    ) -> AnswerAssessment:
+    def _assess(self, qid: str, query: str, answer: str, contexts: Contexts) -> AnswerAssessment:
         """Judge every sentence of ``answer`` against the sentences of ``contexts``."""
-        check_text(query, "query")
-        check_text(answer, "answer")
-        qid = query_id if query_id is not None else default_query_id(query)
         wants_relevance = self.relevance_threshold is not None
         with naming_query(qid):
             pairs = normalise_contexts(contexts)

@@ -42,7 +42,7 @@ def build_judge(
             options["timeout"] = timeout
         return HttpJudge(url, model, api_key_env=api_key_env or ENV_API_KEY, cache=cache, **options)
     if kind == "recorded":
-        from pytest_ragmetrics.judges.recorded import RecordedJudge
+        from pytest_ragmetrics.judges.replay import RecordedJudge
 
         if verdicts is None:
             raise JudgeError("the recorded judge needs a verdicts file (JSONL of assessments)")

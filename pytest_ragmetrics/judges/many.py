@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_ragmetrics.data.assessments import AnswerAssessment
 from pytest_ragmetrics.errors import JudgeError
 from pytest_ragmetrics.executors.base import Executor, resolve_executor
 from pytest_ragmetrics.judges.base import Contexts, Judge
-from pytest_ragmetrics.judges.records import AnswerAssessment
 
 #: One answer to judge: ``(query, answer, contexts)`` or ``(query, answer, contexts, query_id)``,
 #: or a mapping with those keys.

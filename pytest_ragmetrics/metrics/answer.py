@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pytest_ragmetrics.data.assessments import AnswerAssessment
 from pytest_ragmetrics.data.model import as_str_array
 from pytest_ragmetrics.errors import MetricError
 from pytest_ragmetrics.vocabulary import ANSWER_METRICS
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.judges.records import AnswerAssessment
     from pytest_ragmetrics.metrics.evaluation import Evaluation
 
 
@@ -35,7 +35,6 @@ def evaluate_answers(
     ``details`` per query: ``claims``, ``judged_claims``, ``supported_claims``, ``no_claims``
     (1/0) and ``relevance_judged`` (1/0). Duplicate query ids are an error.
     """
-    from pytest_ragmetrics.judges.records import AnswerAssessment
     from pytest_ragmetrics.metrics.evaluation import Evaluation
 
     wanted = list(dict.fromkeys([metrics] if isinstance(metrics, str) else metrics))
@@ -45,6 +44,36 @@ def evaluate_answers(
             f"answer-layer metrics are {', '.join(ANSWER_METRICS)}; got "
             f"{', '.join(map(repr, unknown)) or 'none'}"
         )
+    items = _checked(assessments)
+    columns = {
+        "groundedness": [a.groundedness for a in items],
+        "answer_relevance": [a.answer_relevance for a in items],
+    }
+    values = np.array([columns[m] for m in wanted], dtype=np.float64).T.reshape(
+        len(items), len(wanted)
+    )
+    details = {
+        "claims": np.array([len(a.claims) for a in items], dtype=np.int64),
+        "judged_claims": np.array([a.judged_claims for a in items], dtype=np.int64),
+        "supported_claims": np.array([a.supported_claims for a in items], dtype=np.int64),
+        "no_claims": np.array([a.judged_claims == 0 for a in items], dtype=np.int64),
+        "relevance_judged": np.array(
+            [a.addresses_question is not None for a in items], dtype=np.int64
+        ),
+    }
+    return Evaluation(
+        as_str_array([a.query_id for a in items]),
+        tuple(wanted),
+        values,
+        "answer",
+        None,
+        details,
+        _notes(items, wanted),
+    )
+
+
+def _checked(assessments: Iterable[AnswerAssessment]) -> list[AnswerAssessment]:
+    """The assessments as a list: at least one, each an AnswerAssessment, no query id twice."""
     items = list(assessments)
     if not items:
         raise MetricError(
@@ -64,23 +93,11 @@ def evaluate_answers(
                 f"and #{position}); give each answer its own query id"
             )
         seen[item.query_id] = position
+    return items
 
-    columns = {
-        "groundedness": [a.groundedness for a in items],
-        "answer_relevance": [a.answer_relevance for a in items],
-    }
-    values = np.array([columns[m] for m in wanted], dtype=np.float64).T.reshape(
-        len(items), len(wanted)
-    )
-    details = {
-        "claims": np.array([len(a.claims) for a in items], dtype=np.int64),
-        "judged_claims": np.array([a.judged_claims for a in items], dtype=np.int64),
-        "supported_claims": np.array([a.supported_claims for a in items], dtype=np.int64),
-        "no_claims": np.array([a.judged_claims == 0 for a in items], dtype=np.int64),
-        "relevance_judged": np.array(
-            [a.addresses_question is not None for a in items], dtype=np.int64
-        ),
-    }
+
+def _notes(items: list[AnswerAssessment], wanted: list[str]) -> list[str]:
+    """What the means leave out: answers without judged claims or without a relevance verdict."""
     notes: list[str] = []
     no_claims = [a.query_id for a in items if a.judged_claims == 0]
     if no_claims and "groundedness" in wanted:
@@ -101,12 +118,4 @@ def evaluate_answers(
             f"{no_relevance} of {len(items)} answers have no relevance verdict: "
             "answer_relevance is not applicable to them and they are left out of its mean"
         )
-    return Evaluation(
-        as_str_array([a.query_id for a in items]),
-        tuple(wanted),
-        values,
-        "answer",
-        None,
-        details,
-        notes,
-    )
+    return notes

@@ -279,8 +279,3 @@ def parse_metrics(names: Iterable[str] | str) -> list[MetricSpec]:
     if not specs:
         raise MetricError(f"no metrics given; valid metrics: {valid_names_hint()}")
     return list(specs.values())
-
-
-def metric_layer(name: str) -> Layer:
-    """'retrieval' or 'answer' for a valid metric name."""
-    return parse_metric(name).layer

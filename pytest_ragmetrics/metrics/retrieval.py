@@ -8,7 +8,7 @@ metrics (``map_judged``, trec_eval ``-J``) run the same code on the condensed ro
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -546,13 +546,7 @@ def evaluate(
     (BEIR's rule, :meth:`Run.without_identical_ids`); the semantics record it.
     """
     semantics = MetricSemantics(relevance_level, gain, query_set, ignore_identical_ids)
-    specs = parse_metrics([metrics] if isinstance(metrics, str) else metrics)
-    answer = [s.name for s in specs if s.layer != "retrieval"]
-    if answer:
-        raise MetricError(
-            f"{', '.join(answer)} are answer-layer metrics; evaluate them from answer "
-            "assessments (pytest_ragmetrics.evaluate_answers), not from a run"
-        )
+    specs = _retrieval_specs(metrics)
     qrels_obj = _as_qrels(qrels)
     if gain == "exponential":
         _check_exponential_grades(qrels_obj)
@@ -562,19 +556,7 @@ def evaluate(
     judged_ids = qrels_obj.query_ids[has_judgments]
     if len(judged_ids) == 0:
         raise DataFormatError("qrels are empty: there is nothing to evaluate against")
-    if isinstance(run, Mapping) and not _has_string_ids(run):
-        run = Run.from_dict(run)  # converts ids with str() and checks for collisions
-    if isinstance(run, Run):
-        run_query_ids = run.query_ids
-    elif isinstance(run, Mapping):
-        run_query_ids = as_str_array(list(run))
-    else:
-        raise DataFormatError(
-            f"run must be a Run or a dict {{query_id: {{doc_id: score}}}}, got {type(run).__name__}"
-        )
-    if len(run_query_ids) == 0:
-        raise DataFormatError("run is empty: it has no queries")
-    in_run = np.isin(judged_ids, run_query_ids)
+    run, run_query_ids = _run_and_its_ids(run)
     notes: list[str] = []
     if ignore_identical_ids:
         run = run if isinstance(run, Run) else Run.from_dict(run)
@@ -589,6 +571,60 @@ def evaluate(
             f"{len(qrels_obj) - len(judged_ids)} qrels queries have no judgments and are left "
             f"out (e.g. {', '.join(qrels_obj.query_ids[~has_judgments][:5].tolist())})"
         )
+    query_ids = _evaluated_query_ids(judged_ids, run_query_ids, query_set, notes)
+    rj = rank_and_judge(qrels_obj, run, query_ids, semantics)
+    details = {
+        "first_relevant_rank": rj.first_relevant_rank,
+        "num_relevant": rj.num_relevant,
+        "num_retrieved": rj.num_retrieved,
+    }
+    return Evaluation(
+        query_ids,
+        tuple(s.name for s in specs),
+        _metric_matrix(specs, rj, query_ids),
+        "retrieval",
+        semantics,
+        details,
+        notes + _coverage_notes(rj, relevance_level),
+    )
+
+
+def _retrieval_specs(metrics: Iterable[str] | str) -> list[MetricSpec]:
+    """The parsed metrics; answer-layer ones are an error here."""
+    specs = parse_metrics([metrics] if isinstance(metrics, str) else metrics)
+    answer = [s.name for s in specs if s.layer != "retrieval"]
+    if answer:
+        raise MetricError(
+            f"{', '.join(answer)} are answer-layer metrics; evaluate them from answer "
+            "assessments (pytest_ragmetrics.evaluate_answers), not from a run"
+        )
+    return specs
+
+
+def _run_and_its_ids(
+    run: Run | Mapping[str, Mapping[str, float]],
+) -> tuple[Run | Mapping[str, Mapping[str, float]], StrArray]:
+    """The run (a Run when its ids are not all strings) and its query ids; empty is an error."""
+    if isinstance(run, Mapping) and not _has_string_ids(run):
+        run = Run.from_dict(run)  # converts ids with str() and checks for collisions
+    if isinstance(run, Run):
+        run_query_ids = run.query_ids
+    elif isinstance(run, Mapping):
+        run_query_ids = as_str_array(list(run))
+    else:
+        raise DataFormatError(
+            f"run must be a Run or a dict {{query_id: {{doc_id: score}}}}, got {type(run).__name__}"
+        )
+    if len(run_query_ids) == 0:
+        raise DataFormatError("run is empty: it has no queries")
+    return run, run_query_ids
+
+
+def _evaluated_query_ids(
+    judged_ids: StrArray, run_query_ids: StrArray, query_set: QuerySet, notes: list[str]
+) -> StrArray:
+    """The queries averaged over (``query_set``), with notes on the ones left out or scored 0."""
+    in_run = np.isin(judged_ids, run_query_ids)
     missing = judged_ids[~in_run]
     extra = run_query_ids[~np.isin(run_query_ids, judged_ids)]
     if query_set == "intersection":
@@ -610,7 +646,13 @@ def evaluate(
             f"{len(extra)} run queries have no judgments and are ignored "
             f"(e.g. {', '.join(extra[:5].tolist())})"
         )
-    rj = rank_and_judge(qrels_obj, run, query_ids, semantics)
+    return query_ids
+
+
+def _metric_matrix(
+    specs: Sequence[MetricSpec], rj: RankedJudgments, query_ids: StrArray
+) -> FloatArray:
+    """queries x metrics; a registered metric's non-finite value is an error."""
     values = np.empty((rj.n_queries, len(specs)), dtype=np.float64)
     for j, spec in enumerate(specs):
         column = _metric_values(spec, rj.condensed if spec.judged_only else rj)
@@ -621,11 +663,12 @@ def evaluate(
                 f"{str(query_ids[bad])!r}; return a finite number for every query"
             )
         values[:, j] = column
-    details = {
-        "first_relevant_rank": rj.first_relevant_rank,
-        "num_relevant": rj.num_relevant,
-        "num_retrieved": rj.num_retrieved,
-    }
+    return values
+
+
+def _coverage_notes(rj: RankedJudgments, relevance_level: int) -> list[str]:
+    """Notes on unjudged documents in the top 10 and queries without a relevant document."""
+    notes: list[str] = []
     shown = int(np.minimum(rj.num_retrieved, 10).sum())
     unjudged = shown - int((rj.rank <= 10).sum())
     if unjudged:
@@ -640,6 +683,4 @@ def evaluate(
             f"{no_relevant} queries have no relevant judgment at relevance level "
             f"{relevance_level}; their recall-type metrics are 0"
         )
-    return Evaluation(
-        query_ids, tuple(s.name for s in specs), values, "retrieval", semantics, details, notes
-    )
+    return notes

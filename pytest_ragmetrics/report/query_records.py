@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pytest_ragmetrics.data.assessments import AnswerAssessment
     from pytest_ragmetrics.data.model import (
         Corpus,
         Dataset,
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
         Queries,
         Run,
     )
-    from pytest_ragmetrics.judges.records import AnswerAssessment
 
 # A query's ranking is recorded this deep by default (the page shows it whole).
 DEFAULT_DEPTH = 10

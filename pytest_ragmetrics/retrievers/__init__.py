@@ -1,85 +1,52 @@
 """Retrievers: the protocol, an adapter for your own function, dense, BM25 and reranking.
 
-Importing this package is cheap: torch, sentence_transformers, faiss, bm25s and Stemmer are
-imported only when a model, index or tokenizer is first needed.
+Importing this package is free (names load on first use, see ``_lazy``); torch,
+sentence_transformers, faiss, bm25s and Stemmer are imported only when a model, index or
+tokenizer is first needed.
 """
 
-from __future__ import annotations
+from typing import TYPE_CHECKING
 
-import inspect
-from typing import Any
-
-from pytest_ragmetrics.data.model import Corpus
-from pytest_ragmetrics.errors import ConfigError
-from pytest_ragmetrics.retrievers.base import (
-    CallableRetriever,
-    Retriever,
-    ShortRankingWarning,
-    StagedRetriever,
-    cached_search,
-    check_run,
-    from_function,
-)
-from pytest_ragmetrics.retrievers.bm25 import BM25Retriever
-from pytest_ragmetrics.retrievers.dense import DenseRetriever
-from pytest_ragmetrics.retrievers.rerank import FIRST_STAGE, RERANKED, RerankRetriever
+from pytest_ragmetrics._lazy import lazy_exports
 from pytest_ragmetrics.vocabulary import RETRIEVER_KINDS
 
-KINDS = RETRIEVER_KINDS
-_CLASSES: dict[str, type[DenseRetriever] | type[BM25Retriever]] = {
-    "dense": DenseRetriever,
-    "bm25": BM25Retriever,
+KINDS = RETRIEVER_KINDS  # its name before vocabulary.RETRIEVER_KINDS
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.retrievers.base import (
+        CallableRetriever,
+        Retriever,
+        ShortRankingWarning,
+        StagedRetriever,
+        cached_search,
+        check_run,
+        from_function,
+    )
+    from pytest_ragmetrics.retrievers.bm25 import BM25Retriever
+    from pytest_ragmetrics.retrievers.dense import DenseRetriever
+    from pytest_ragmetrics.retrievers.factory import build_retriever
+    from pytest_ragmetrics.retrievers.rerank import FIRST_STAGE, RERANKED, RerankRetriever
+
+_EXPORTS = {
+    "BM25Retriever": "pytest_ragmetrics.retrievers.bm25",
+    "CallableRetriever": "pytest_ragmetrics.retrievers.base",
+    "DenseRetriever": "pytest_ragmetrics.retrievers.dense",
+    "FIRST_STAGE": "pytest_ragmetrics.retrievers.rerank",
+    "RERANKED": "pytest_ragmetrics.retrievers.rerank",
+    "RerankRetriever": "pytest_ragmetrics.retrievers.rerank",
+    "Retriever": "pytest_ragmetrics.retrievers.base",
+    "ShortRankingWarning": "pytest_ragmetrics.retrievers.base",
+    "StagedRetriever": "pytest_ragmetrics.retrievers.base",
+    "build_retriever": "pytest_ragmetrics.retrievers.factory",
+    "cached_search": "pytest_ragmetrics.retrievers.base",
+    "check_run": "pytest_ragmetrics.retrievers.base",
+    "from_function": "pytest_ragmetrics.retrievers.base",
 }
-_RERANK_OPTIONS = {
-    "rerank_model": "model",
-    "rerank_k": "rerank_k",
-    "rerank_batch_size": "batch_size",
-    "rerank_max_length": "max_length",
-}
-
-
-def build_retriever(kind: str, corpus: Corpus, **options: Any) -> Retriever:
-    """A built-in retriever by name: ``"dense"`` or ``"bm25"``, with its keyword options.
-
-    ``rerank_model=PATH`` (with ``rerank_k``, ``rerank_batch_size``, ``rerank_max_length``) puts
-    a cross-encoder on top. ``cache`` and ``device`` are shared by both stages. Unknown options
-    are a :class:`ConfigError` listing the valid ones.
-    """
-    cls = _CLASSES.get(kind)
-    if cls is None:
-        raise ConfigError(f"unknown retriever {kind!r}; use one of {', '.join(KINDS)}")
-    rerank = {
-        target: options.pop(option)
-        for option, target in _RERANK_OPTIONS.items()
-        if option in options
-    }
-    valid = [
-        p.name
-        for p in inspect.signature(cls).parameters.values()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY or p.name == "model"
-    ]
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise ConfigError(
-            f"retriever {kind!r}: unknown option(s) {', '.join(unknown)}; valid options: "
-            f"{', '.join(sorted([*valid, *_RERANK_OPTIONS]))}"
-        )
-    first: Retriever = cls(corpus, **options)
-    if not rerank:
-        return first
-    if "model" not in rerank:
-        raise ConfigError(
-            f"retriever {kind!r}: {', '.join(sorted(rerank))} given without rerank_model; "
-            "pass rerank_model=<cross-encoder folder>"
-        )
-    shared = {key: options[key] for key in ("cache", "device") if key in options}
-    return RerankRetriever(first, corpus=corpus, **rerank, **shared)
-
-
 __all__ = [
     "FIRST_STAGE",
     "KINDS",
     "RERANKED",
+    "RETRIEVER_KINDS",
     "BM25Retriever",
     "CallableRetriever",
     "DenseRetriever",
@@ -92,3 +59,4 @@ __all__ = [
     "check_run",
     "from_function",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

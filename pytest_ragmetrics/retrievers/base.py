@@ -10,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from pytest_ragmetrics.cache import Cache
-from pytest_ragmetrics.data.model import Corpus, Queries, Run, as_str_array
+from pytest_ragmetrics.data.model import Corpus, IntArray, Queries, Run, as_str_array
 from pytest_ragmetrics.errors import ConfigError, DataFormatError, RagMetricsWarning, RetrieverError
 
 #: What a plain retrieval function may return for one query: ids best first, (id, score) pairs,
@@ -85,18 +85,7 @@ def check_run(
             f"asked (e.g. {extra[0]!r}); return results for the given query ids only"
         )
     if corpus is not None and run.num_entries:
-        used = np.unique(run.doc_codes)
-        names = run.doc_ids[used]
-        known = np.isin(names, corpus.doc_ids)
-        if not known.all():
-            bad_code = int(used[np.flatnonzero(~known)[0]])
-            entry = int(np.flatnonzero(run.doc_codes == bad_code)[0])
-            query = run.query_ids[int(np.searchsorted(run.offsets, entry, side="right") - 1)]
-            raise RetrieverError(
-                f"retriever {retriever!r} returned document {str(names[~known][0])!r} for query "
-                f"{str(query)!r}, but the corpus has no such document "
-                f"({int((~known).sum())} unknown ids in all); return ids from the corpus"
-            )
+        _check_known_documents(run, corpus, retriever)
     expected = k if corpus is None else min(k, len(corpus))
     depth = np.zeros(len(queries), dtype=np.int64)
     if len(run):
@@ -104,28 +93,50 @@ def check_run(
             (asked[q] for q in run.query_ids.tolist()), dtype=np.int64, count=len(run)
         )
         depth[rows] = run.depths()
-    empty = queries.query_ids[depth == 0]
-    short = queries.query_ids[(depth > 0) & (depth < expected)]
-    if len(empty) or len(short):
-        parts = []
-        if len(empty):
-            parts.append(
-                f"nothing for {len(empty)} of {len(queries)} queries "
-                f"(e.g. {', '.join(map(repr, empty[:3].tolist()))})"
-            )
-        if len(short):
-            parts.append(
-                f"fewer than {expected} documents for {len(short)} queries "
-                f"(e.g. {', '.join(map(repr, short[:3].tolist()))}; "
-                f"shortest {int(depth[depth > 0].min())})"
-            )
+    short = _short_rankings(queries, depth, expected)
+    if short:
         warnings.warn(
-            f"retriever {retriever!r} returned {' and '.join(parts)}; metrics at cut-offs "
-            "beyond what it returned count the missing documents as not retrieved",
+            f"retriever {retriever!r} returned {short}; metrics at cut-offs beyond what it "
+            "returned count the missing documents as not retrieved",
             ShortRankingWarning,
             stacklevel=3,
         )
     return run
+
+
+def _check_known_documents(run: Run, corpus: Corpus, retriever: str) -> None:
+    """A RetrieverError naming the first document of ``run`` that ``corpus`` does not hold."""
+    used = np.unique(run.doc_codes)
+    names = run.doc_ids[used]
+    known = np.isin(names, corpus.doc_ids)
+    if not known.all():
+        bad_code = int(used[np.flatnonzero(~known)[0]])
+        entry = int(np.flatnonzero(run.doc_codes == bad_code)[0])
+        query = run.query_ids[int(np.searchsorted(run.offsets, entry, side="right") - 1)]
+        raise RetrieverError(
+            f"retriever {retriever!r} returned document {str(names[~known][0])!r} for query "
+            f"{str(query)!r}, but the corpus has no such document "
+            f"({int((~known).sum())} unknown ids in all); return ids from the corpus"
+        )
+
+
+def _short_rankings(queries: Queries, depth: IntArray, expected: int) -> str:
+    """What the queries returned short of ``expected`` documents got ("" when none)."""
+    empty = queries.query_ids[depth == 0]
+    short = queries.query_ids[(depth > 0) & (depth < expected)]
+    parts = []
+    if len(empty):
+        parts.append(
+            f"nothing for {len(empty)} of {len(queries)} queries "
+            f"(e.g. {', '.join(map(repr, empty[:3].tolist()))})"
+        )
+    if len(short):
+        parts.append(
+            f"fewer than {expected} documents for {len(short)} queries "
+            f"(e.g. {', '.join(map(repr, short[:3].tolist()))}; "
+            f"shortest {int(depth[depth > 0].min())})"
+        )
+    return " and ".join(parts)
 
 
 def _ranking_entries(

@@ -8,11 +8,10 @@ torch, sentence_transformers and faiss are imported only when a model or index i
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -20,6 +19,7 @@ import numpy.typing as npt
 
 from pytest_ragmetrics.cache import canonical_json
 from pytest_ragmetrics.data.model import Corpus, Queries, Run
+from pytest_ragmetrics.encoders import ModelSource, load_sentence_transformer, resolve_model
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.executors.base import Executor, resolve_executor
 from pytest_ragmetrics.executors.ray_cluster import RayExecutor
@@ -31,7 +31,6 @@ from pytest_ragmetrics.retrievers.base import (
     check_k,
     check_run,
 )
-from pytest_ragmetrics.retrievers.models import ModelSource, resolve_model
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -62,6 +61,7 @@ class DenseRetriever:
     the embeddings and runs are the same and land in the same cache entries as the local ones.
     """
 
+    # Over 60 lines only because it checks and keeps its twenty-odd options, one line each.
     def __init__(
         self,
         corpus: Corpus,
@@ -389,62 +389,6 @@ def exact_top_k(index: Any, vectors: FloatMatrix, depth: int) -> tuple[FloatMatr
 def _positive(option: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"DenseRetriever: {option} must be a positive integer, got {value!r}")
-
-
-@contextlib.contextmanager
-def quiet_transformers() -> Iterator[None]:
-    """Hide transformers' "Loading weights" bar on stderr: library code must not print."""
-    try:
-        from transformers.utils import logging as transformers_logging
-    except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
-        yield
-        return
-    hf_logging: Any = transformers_logging
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()
-
-
-def load_sentence_transformer(
-    source: ModelSource,
-    *,
-    device: str | None = None,
-    max_seq_length: int | None = None,
-    allow_download: bool = False,
-) -> SentenceTransformer:
-    """Load a SentenceTransformer offline (unless allowed), with our errors on failure."""
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError:
-        raise RetrieverError(
-            "DenseRetriever needs sentence-transformers and faiss; install them with "
-            "pip install 'pytest-ragmetrics[dense]'"
-        ) from None
-    try:
-        with quiet_transformers():
-            model = SentenceTransformer(
-                source.load_from,
-                device=device,
-                revision=source.revision if source.path is None else None,
-                local_files_only=not allow_download,
-            )
-    except Exception as exc:
-        hint = (
-            "check the folder holds a saved sentence-transformers model"
-            if source.path is not None
-            else "it is not in the local Hugging Face cache; pass a model folder, or "
-            "allow_download=True to fetch it"
-        )
-        raise RetrieverError(
-            f"cannot load model {source.load_from!r} ({type(exc).__name__}: {exc}); {hint}"
-        ) from exc
-    if max_seq_length is not None:
-        model.max_seq_length = max_seq_length
-    return model
 
 
 def build_faiss_index(

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import numpy as np
 import numpy.typing as npt
 
-from pytest_ragmetrics.errors import RagMetricsError, RetrieverError
-from pytest_ragmetrics.retrievers.models import (
+from pytest_ragmetrics.encoders import (
     DEFAULT_MODEL_LABEL,
     ModelSource,
     default_model_path,
     folder_digest,
     resolve_model,
 )
+from pytest_ragmetrics.errors import RagMetricsError, RetrieverError
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.executors.ray_cluster import RayExecutor
@@ -81,7 +81,7 @@ class ChunkEncoder:
     def __init__(self, spec: EncoderSpec) -> None:
         import torch
 
-        from pytest_ragmetrics.retrievers.dense import load_sentence_transformer
+        from pytest_ragmetrics.encoders import load_sentence_transformer
 
         # The local path's thread count gives the local path's numbers (see RayExecutor).
         torch.set_num_threads(spec.threads)

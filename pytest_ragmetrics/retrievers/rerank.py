@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_ragmetrics.data.model import Corpus, Queries, Run
+from pytest_ragmetrics.encoders import ModelSource, load_cross_encoder, resolve_model
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.progress import progress
 from pytest_ragmetrics.retrievers.base import (
@@ -23,8 +24,6 @@ from pytest_ragmetrics.retrievers.base import (
     check_k,
     check_run,
 )
-from pytest_ragmetrics.retrievers.dense import quiet_transformers
-from pytest_ragmetrics.retrievers.models import ModelSource, resolve_model
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -191,7 +190,8 @@ class RerankRetriever:
             return np.asarray(found, dtype=np.float64)
         return compute()["scores"]
 
-    def _score(self, queries: Queries, candidates: Run) -> npt.NDArray[np.float64]:
+    def _pairs(self, queries: Queries, candidates: Run) -> list[tuple[str, str]]:
+        """(query text, passage) for every candidate entry, in entry order."""
         seg = np.repeat(np.arange(len(candidates)), np.diff(candidates.offsets))
         query_rows = [queries.position[q] for q in candidates.query_ids.tolist()]
         query_texts = [queries.texts[query_rows[i]] for i in seg.tolist()]
@@ -204,9 +204,12 @@ class RerankRetriever:
                 "is not in the reranker's corpus; pass the corpus the first stage searches"
             )
         passages = self.corpus.passages(PASSAGE_SEPARATOR)
-        pairs = [
+        return [
             (query, passages[position[doc]]) for query, doc in zip(query_texts, names, strict=True)
         ]
+
+    def _score(self, queries: Queries, candidates: Run) -> npt.NDArray[np.float64]:
+        pairs = self._pairs(queries, candidates)
         # Longest first over all pairs, chunked only to move the progress bar.
         order = np.argsort([-(len(q) + len(p)) for q, p in pairs], kind="stable")
         model = self.model
@@ -287,40 +290,3 @@ def _identity_activation() -> Any:
     import torch
 
     return torch.nn.Identity()
-
-
-def load_cross_encoder(
-    source: ModelSource,
-    *,
-    device: str | None = None,
-    max_length: int | None = None,
-    allow_download: bool = False,
-) -> CrossEncoder:
-    """Load a CrossEncoder offline (unless allowed), with our errors on failure."""
-    try:
-        from sentence_transformers import CrossEncoder
-    except ImportError:
-        raise RetrieverError(
-            "RerankRetriever needs sentence-transformers; install it with "
-            "pip install 'pytest-ragmetrics[dense]'"
-        ) from None
-    try:
-        with quiet_transformers():
-            model: CrossEncoder = CrossEncoder(
-                source.load_from,
-                device=device,
-                max_length=max_length,
-                revision=source.revision if source.path is None else None,
-                local_files_only=not allow_download,
-            )
-    except Exception as exc:
-        hint = (
-            "check the folder holds a saved cross-encoder (sequence-classification) model"
-            if source.path is not None
-            else "it is not in the local Hugging Face cache; pass a model folder, or "
-            "allow_download=True to fetch it"
-        )
-        raise RetrieverError(
-            f"cannot load cross-encoder {source.load_from!r} ({type(exc).__name__}: {exc}); {hint}"
-        ) from exc
-    return model

@@ -1,4 +1,9 @@
-"""Answer-layer records: a judged claim and the assessment of one answer, JSON round-trippable."""
+"""What a judge says about an answer: a judged Claim and the AnswerAssessment of one answer,
+JSON round-trippable, and the recorded-verdicts files that hold them (one per line).
+
+Judges write them and answer metrics read them, as retrievers write runs and retrieval metrics
+read them; so they live with the data, below both.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_ragmetrics.errors import JudgeError
+from pytest_ragmetrics.data.textfile import PathLike, read_jsonl, resolve
+from pytest_ragmetrics.errors import DataFormatError, JudgeError
 
 SCHEMA = 1
 
@@ -255,3 +261,24 @@ class AnswerAssessment:
             self.raw,
             self.query,
         )
+
+
+def read_assessments(path: PathLike) -> dict[str, tuple[int, AnswerAssessment]]:
+    """query id -> (line, assessment) from a JSONL file, one :meth:`AnswerAssessment.to_dict`
+    object per line; every error names the file and line."""
+    found: dict[str, tuple[int, AnswerAssessment]] = {}
+    for line, record in read_jsonl(path):
+        try:
+            assessment = AnswerAssessment.from_dict(record)
+        except JudgeError as exc:
+            raise DataFormatError(str(exc), resolve(path), line) from None
+        if assessment.query_id in found:
+            first = found[assessment.query_id][0]
+            raise DataFormatError(
+                f"query id {assessment.query_id!r} was already assessed on line {first}; keep "
+                "one assessment per answer",
+                resolve(path),
+                line,
+            )
+        found[assessment.query_id] = (line, assessment)
+    return found

@@ -1,4 +1,5 @@
-"""Recorded verdicts: assessments made earlier (by people or another judge), read from JSONL."""
+"""Replaying recorded verdicts: assessments made earlier (by people or another judge), read from
+JSONL and looked up by query id (the ``recorded`` judge)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pytest_ragmetrics.data.textfile import read_jsonl, resolve
+from pytest_ragmetrics.data.assessments import AnswerAssessment, read_assessments
+from pytest_ragmetrics.data.textfile import resolve
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
-from pytest_ragmetrics.judges.base import (
-    Contexts,
-    check_text,
-    default_query_id,
-    make_identity,
-    normalise_contexts,
-)
-from pytest_ragmetrics.judges.records import AnswerAssessment
+from pytest_ragmetrics.judges.base import Contexts, JudgeBase, make_identity, normalise_contexts
 
 PathLike = str | os.PathLike[str]
 RUBRIC = (
@@ -27,28 +22,7 @@ RUBRIC = (
 )
 
 
-def read_assessments(path: PathLike) -> dict[str, tuple[int, AnswerAssessment]]:
-    """query id -> (line, assessment) from a JSONL file, one :meth:`AnswerAssessment.to_dict`
-    object per line; every error names the file and line."""
-    found: dict[str, tuple[int, AnswerAssessment]] = {}
-    for line, record in read_jsonl(path):
-        try:
-            assessment = AnswerAssessment.from_dict(record)
-        except JudgeError as exc:
-            raise DataFormatError(str(exc), resolve(path), line) from None
-        if assessment.query_id in found:
-            first = found[assessment.query_id][0]
-            raise DataFormatError(
-                f"query id {assessment.query_id!r} was already assessed on line {first}; keep "
-                "one assessment per answer",
-                resolve(path),
-                line,
-            )
-        found[assessment.query_id] = (line, assessment)
-    return found
-
-
-class RecordedJudge:
+class RecordedJudge(JudgeBase):
     """Replays recorded assessments, looked up by query id.
 
     The recorded answer must be the answer being assessed (else the verdicts are about
@@ -86,19 +60,9 @@ class RecordedJudge:
         """Every recorded assessment, in file order (what ``evaluate_answers`` takes)."""
         return list(self)
 
-    def assess(
-        self,
-        query: str,
-        answer: str,
-        contexts: Contexts,
-        *,
-        query_id: str | None = None,
-    ) -> AnswerAssessment:
+    def _assess(self, qid: str, query: str, answer: str, contexts: Contexts) -> AnswerAssessment:
         """The recorded assessment of ``query_id`` (or of the query's default id)."""
-        check_text(query, "query")
-        check_text(answer, "answer")
         normalise_contexts(contexts)
-        qid = query_id if query_id is not None else default_query_id(query)
         if qid not in self._records:
             raise JudgeError(
                 f"{os.fspath(self.path)}: no recorded verdicts for query {qid!r}; record them "

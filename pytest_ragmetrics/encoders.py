@@ -1,14 +1,24 @@
-"""Where a model comes from and what identifies its weights, without loading it."""
+"""sentence-transformers models (bi-encoders and cross-encoders), for retrievers and judges alike:
+where a model's files are and what identifies its weights (without loading it), and loading it
+offline with our errors. torch and sentence_transformers are imported only to load a model.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_ragmetrics.errors import RetrieverError
+
+if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder, SentenceTransformer
+
+M = TypeVar("M")
 
 DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2"
 
@@ -139,3 +149,110 @@ def folder_digest(folder: Path) -> str:
     value = digest.hexdigest()
     _digests[memo_key] = value
     return value
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Hide transformers' "Loading weights" bar on stderr: library code must not print."""
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:  # pragma: no cover - sentence-transformers always brings transformers
+        yield
+        return
+    hf_logging: Any = transformers_logging
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+_NOT_CACHED_HINT = (
+    "it is not in the local Hugging Face cache; pass a model folder, or allow_download=True to "
+    "fetch it"
+)
+
+
+def _load(
+    make: Callable[..., M],
+    source: ModelSource,
+    what: str,
+    folder_hint: str,
+    *,
+    allow_download: bool,
+    **options: Any,
+) -> M:
+    """``make(source, ...)`` offline (unless allowed) and quietly; failures name the model."""
+    try:
+        with quiet_transformers():
+            return make(
+                source.load_from,
+                revision=source.revision if source.path is None else None,
+                local_files_only=not allow_download,
+                **options,
+            )
+    except Exception as exc:
+        hint = folder_hint if source.path is not None else _NOT_CACHED_HINT
+        raise RetrieverError(
+            f"cannot load {what} {source.load_from!r} ({type(exc).__name__}: {exc}); {hint}"
+        ) from exc
+
+
+def load_sentence_transformer(
+    source: ModelSource,
+    *,
+    device: str | None = None,
+    max_seq_length: int | None = None,
+    allow_download: bool = False,
+) -> SentenceTransformer:
+    """Load a SentenceTransformer offline (unless allowed), with our errors on failure."""
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise RetrieverError(
+            "DenseRetriever needs sentence-transformers and faiss; install them with "
+            "pip install 'pytest-ragmetrics[dense]'"
+        ) from None
+    model = _load(
+        SentenceTransformer,
+        source,
+        "model",
+        "check the folder holds a saved sentence-transformers model",
+        allow_download=allow_download,
+        device=device,
+    )
+    if max_seq_length is not None:
+        model.max_seq_length = max_seq_length
+    return model
+
+
+def load_cross_encoder(
+    source: ModelSource,
+    *,
+    device: str | None = None,
+    max_length: int | None = None,
+    allow_download: bool = False,
+) -> CrossEncoder:
+    """Load a CrossEncoder offline (unless allowed), with our errors on failure."""
+    try:
+        from sentence_transformers import CrossEncoder
+    except ImportError:
+        raise RetrieverError(
+            "RerankRetriever needs sentence-transformers; install it with "
+            "pip install 'pytest-ragmetrics[dense]'"
+        ) from None
+    model: CrossEncoder = _load(
+        CrossEncoder,
+        source,
+        "cross-encoder",
+        "check the folder holds a saved cross-encoder (sequence-classification) model",
+        allow_download=allow_download,
+        device=device,
+        max_length=max_length,
+    )
+    return model
