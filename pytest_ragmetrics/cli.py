@@ -8,6 +8,7 @@ import math
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError, RagMetricsWarning
@@ -53,8 +54,6 @@ def _refuse_overwriting(
 ) -> None:
     """A ConfigError when ``output`` would overwrite an input file, a file in an input folder
     or a cache entry."""
-    from pathlib import Path
-
     from pytest_ragmetrics.cache import inside_cache_entries
     from pytest_ragmetrics.fileio import is_within, same_file
 
@@ -81,12 +80,24 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     judgments.add_argument("--qrels", help="TREC qrels or BEIR qrels TSV (.gz ok)")
     judgments.add_argument(
         "--dataset",
-        metavar="DIR",
+        action="append",
+        metavar="[NAME=]DIR",
         help="take the qrels of a dataset folder instead (BEIR, FlagEmbedding, or a folder "
-        "with dataset.json such as TREC or SMART collections, grade mapping applied)",
+        "with dataset.json such as TREC or SMART collections, grade mapping applied); "
+        "repeat it (NAME=DIR) to evaluate several datasets and print a summary per metric",
     )
-    p.add_argument("--split", help="with --dataset: the qrels split (default test)")
-    p.add_argument("--run", required=True, help="TREC run file (.gz ok)")
+    p.add_argument(
+        "--split",
+        help="with --dataset: the split(s), test (default), test,dev or NAME=test,dev per dataset",
+    )
+    p.add_argument(
+        "--run",
+        required=True,
+        action="append",
+        metavar="[PAIR=]RUN",
+        help="TREC run file (.gz ok); with several datasets or runs, PAIR=RUN says which "
+        "(dataset, split) pair it is for (NAME or NAME-SPLIT); rows are named by the runs' tags",
+    )
     p.add_argument(
         "-m",
         "--metric",
@@ -125,17 +136,21 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     metrics = args.metrics or list(DEFAULT_METRICS)
     if args.judged_docs_only:
         metrics = _judged_forms(metrics)
+    if args.dataset is None and args.split is not None:
+        raise ConfigError("--split: only with --dataset")
+    pairs = _dataset_pairs(args) if args.dataset else []
+    if len(pairs) > 1 or len(args.run) > 1:
+        return _evaluate_several(args, pairs, metrics, out)
     if args.dataset is None:
-        if args.split is not None:
-            raise ConfigError("--split: only with --dataset")
         qrels = read_qrels(args.qrels)
     else:
         from pytest_ragmetrics.data.layouts import load_dataset
 
-        qrels = load_dataset(args.dataset, args.split or "test").qrels
+        qrels = load_dataset(pairs[0].path, pairs[0].split).qrels
+    [run_file] = args.run
     evaluation = evaluate(
         qrels,
-        read_run(args.run),
+        read_run(_run_file(run_file)),
         metrics,
         relevance_level=args.relevance_level,
         gain=args.gain,
@@ -163,6 +178,100 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     )
     out.write(f"\n{len(evaluation)} queries\n")
     for note in evaluation.notes:
+        out.write(f"note: {note}\n")
+    return 0
+
+
+def _dataset_pairs(args: argparse.Namespace) -> list[Any]:
+    """The (dataset, split) pairs of repeated --dataset [NAME=]DIR and --split."""
+    from pytest_ragmetrics.data.selection import parse_named_paths, parse_splits, select_datasets
+
+    named = parse_named_paths(" ".join(args.dataset), "--dataset")
+    splits = parse_splits(args.split or "test", [name for name, _ in named], "--split")
+    ignore = bool(getattr(args, "ignore_identical_ids", False))
+    return list(select_datasets([(n, Path(p)) for n, p in named], splits, lambda name: ignore))
+
+
+def _run_file(text: str) -> str:
+    """The file of a --run [PAIR=]RUN value (a path that holds '=' is taken whole)."""
+    key, sep, path = text.partition("=")
+    return path if sep and key and not Path(text).exists() else text
+
+
+def _evaluate_several(
+    args: argparse.Namespace, pairs: list[Any], metrics: list[str], out: TextIO
+) -> int:
+    """Several runs and/or datasets: a summary per metric, pairs as columns (and their mean),
+    runs (by tag) as rows."""
+    from pytest_ragmetrics.data.layouts import load_dataset
+    from pytest_ragmetrics.data.trec import read_qrels, read_run, run_tag
+    from pytest_ragmetrics.metrics.retrieval import evaluate
+    from pytest_ragmetrics.report.datasets import Cell
+
+    qrels_of: dict[str, Any] = {}
+    if pairs:
+        for pair in pairs:
+            qrels_of[pair.key] = load_dataset(pair.path, pair.split).qrels
+    else:
+        qrels_of["qrels"] = read_qrels(args.qrels)
+    cells, notes = [], []
+    for text in args.run:
+        key = _run_pair(text, pairs, qrels_of)
+        path = _run_file(text)
+        evaluation = evaluate(
+            qrels_of[key],
+            read_run(path),
+            metrics,
+            relevance_level=args.relevance_level,
+            gain=args.gain,
+            query_set=args.query_set,
+            ignore_identical_ids=args.ignore_identical_ids,
+        )
+        label = run_tag(path) or Path(path).name
+        cells.append(Cell(label, key, evaluation.mean))
+        notes += [f"{label} on {key}: {note}" for note in evaluation.notes]
+    return _write_summary(cells, metrics, [p.key for p in pairs], args.format, out, notes)
+
+
+def _run_pair(text: str, pairs: list[Any], qrels_of: dict[str, Any]) -> str:
+    """Which pair a --run value is for: its PAIR= prefix, or the only pair."""
+    key, sep, _ = text.partition("=")
+    if sep and key and not Path(text).exists():
+        matches: list[str] = [p.key for p in pairs if key in (p.name, p.key)]
+        if len(matches) == 1:
+            return matches[0]
+        raise ConfigError(
+            f"--run {text}: {key!r} "
+            + ("names several pairs; write NAME-SPLIT" if matches else "is no --dataset pair")
+            + f" (the pairs are {', '.join(qrels_of)})"
+        )
+    if len(qrels_of) == 1:
+        return str(next(iter(qrels_of)))
+    raise ConfigError(
+        f"--run {text}: with several datasets say which pair it is for: "
+        f"PAIR={text} with PAIR one of {', '.join(qrels_of)}"
+    )
+
+
+def _write_summary(
+    cells: list[Any],
+    metrics: list[str],
+    order: list[str],
+    form: str,
+    out: TextIO,
+    notes: list[str],
+) -> int:
+    """The per-dataset summary of ``cells`` in table, markdown or JSON form."""
+    from pytest_ragmetrics.report.datasets import summarize, summary_table
+
+    tables = summarize(cells, metrics, order, minimum_pairs=1)
+    if form == "json":
+        payload = {"by_dataset": {t.metric: t.to_dict() for t in tables}, "notes": notes}
+        out.write(json.dumps(payload, indent=2) + "\n")
+        return 0
+    tablefmt = "github" if form == "markdown" else "simple"
+    out.write("\n\n".join(summary_table(t, tablefmt) for t in tables) + "\n")
+    for note in notes:
         out.write(f"note: {note}\n")
     return 0
 
@@ -198,10 +307,17 @@ def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument(
         "--dataset",
         required=True,
-        metavar="DIR",
-        help="BEIR or FlagEmbedding folder, or a folder with dataset.json (TREC, SMART)",
+        action="append",
+        metavar="[NAME=]DIR",
+        help="BEIR or FlagEmbedding folder, or a folder with dataset.json (TREC, SMART); repeat "
+        "it (NAME=DIR) for several: each gets its own run in --out, a folder, and a summary is "
+        "printed",
     )
-    p.add_argument("--split", default="test", help="qrels split whose queries to search")
+    p.add_argument(
+        "--split",
+        default="test",
+        help="split(s) whose queries to search: test (default), test,dev, or NAME=test,dev",
+    )
     p.add_argument("--retriever", required=True, choices=RETRIEVER_KINDS)
     p.add_argument(
         "--model",
@@ -210,7 +326,30 @@ def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument("--k", type=int, default=100, help="documents per query (default 100)")
     _add_cache_options(p, "cache folder for embeddings and runs")
-    p.add_argument("--out", required=True, metavar="RUN", help="TREC run file to write")
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="RUN",
+        help="TREC run file to write; with several (dataset, split) pairs a folder, which gets "
+        "NAME-SPLIT.trec per pair",
+    )
+    p.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        dest="metrics",
+        metavar="NAME",
+        help="with several pairs: metrics of the summary (default: "
+        + " ".join(DEFAULT_METRICS)
+        + ")",
+    )
+    p.add_argument(
+        "--ignore-identical-ids",
+        action="store_true",
+        help="with several pairs: score the summary with BEIR's identical-ids rule (the runs "
+        "written are not filtered)",
+    )
+    p.add_argument("--format", choices=FORMATS, default="table", help="of the summary")
     p.add_argument("--tag", help="run tag (last column; default: the retriever's name)")
     dense = p.add_argument_group("dense options")
     dense.add_argument("--batch-size", type=int, help="encoding batch size (default 32)")
@@ -247,13 +386,18 @@ def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.retrievers import build_retriever
 
     _require_positive(args, "k")
-    _refuse_overwriting(
-        args.out,
-        "--out",
-        folders={"--dataset": args.dataset},
-        cache=None if args.no_cache else args.cache_dir,
-    )
-    dataset = load_dataset(args.dataset, args.split)
+    pairs = _dataset_pairs(args)
+    targets = _run_targets(args.out, pairs)
+    for target in targets.values():
+        _refuse_overwriting(
+            str(target),
+            "--out",
+            folders={f"--dataset {p.name}": str(p.path) for p in pairs},
+            cache=None if args.no_cache else args.cache_dir,
+        )
+    if len(pairs) > 1:
+        return _retrieve_several(args, pairs, targets, out)
+    dataset = load_dataset(pairs[0].path, pairs[0].split)
     options = _retriever_options(args)
     started = time.perf_counter()
     executor = options.get("executor")
@@ -274,6 +418,58 @@ def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
         if executor is not None:
             executor.close()
     return 0
+
+
+def _run_targets(out: str, pairs: list[Any]) -> dict[str, Path]:
+    """Where each pair's run goes: --out itself for one pair, NAME-SPLIT.trec in it for more."""
+    if len(pairs) == 1:
+        return {pairs[0].key: Path(out)}
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"--out {out}: with several datasets --out is a folder; this is a file")
+    return {p.key: folder / f"{p.key}.trec" for p in pairs}
+
+
+def _retrieve_several(
+    args: argparse.Namespace, pairs: list[Any], targets: dict[str, Path], out: TextIO
+) -> int:
+    """Each pair searched with its own retriever (over its corpus), its run written, and the
+    summary of the runs printed."""
+    import time
+
+    from pytest_ragmetrics.data.layouts import load_dataset
+    from pytest_ragmetrics.data.trec import write_run
+    from pytest_ragmetrics.metrics.retrieval import evaluate
+    from pytest_ragmetrics.progress import stream_reporter, use_reporter
+    from pytest_ragmetrics.report.datasets import Cell
+    from pytest_ragmetrics.retrievers import build_retriever
+
+    metrics = args.metrics or list(DEFAULT_METRICS)
+    cells, notes = [], []
+    options = _retriever_options(args)
+    executor = options.get("executor")
+    try:
+        for pair in pairs:
+            dataset = load_dataset(pair.path, pair.split, name=pair.name)
+            started = time.perf_counter()
+            with use_reporter(stream_reporter()):
+                retriever = build_retriever(args.retriever, dataset.corpus, **options)
+                run = retriever.search(dataset.queries, args.k)
+            target = targets[pair.key]
+            write_run(run, target, tag=args.tag or retriever.name)
+            sys.stderr.write(
+                f"{pair.key}: {len(run)} queries x top {args.k} of {len(dataset.corpus)} "
+                f"documents -> {target} ({time.perf_counter() - started:.1f} s)\n"
+            )
+            evaluation = evaluate(
+                dataset.qrels, run, metrics, ignore_identical_ids=args.ignore_identical_ids
+            )
+            cells.append(Cell(args.tag or retriever.name, pair.key, evaluation.mean))
+            notes += [f"{pair.key}: {note}" for note in evaluation.notes]
+    finally:
+        if executor is not None:
+            executor.close()
+    return _write_summary(cells, metrics, [p.key for p in pairs], args.format, out, notes)
 
 
 def _retriever_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -359,8 +555,6 @@ def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
-    from pathlib import Path
-
     from tabulate import tabulate
 
     from pytest_ragmetrics.baseline import compare_files, failure_message
@@ -419,8 +613,6 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
 
 def _compare_html(args: argparse.Namespace, out: TextIO, tolerances: Any) -> int:
     """``compare --format html``: the verdicts of the table, drawn as the HTML page."""
-    from pathlib import Path
-
     from pytest_ragmetrics.baseline.compare import compare_evaluations, load_evaluations
     from pytest_ragmetrics.report.html import comparison_document
 
@@ -498,8 +690,6 @@ def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _cmd_report(args: argparse.Namespace, out: TextIO) -> int:
-    from pathlib import Path
-
     from pytest_ragmetrics.baseline.compare import load_evaluations
     from pytest_ragmetrics.fileio import atomic_write_text
 

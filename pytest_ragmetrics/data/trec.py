@@ -198,6 +198,14 @@ def read_run(path: PathLike) -> Run:
     return Run.from_dict(by_query)
 
 
+def run_tag(path: PathLike) -> str | None:
+    """The tag (sixth column) of a TREC run's first line: the system's name; None if none."""
+    for _, text in read_lines(resolve(path)):
+        fields = split_fields(text)
+        return fields[5] if len(fields) > 5 else None
+    return None
+
+
 def format_run(run: Run, tag: str = "ragmetrics") -> Iterable[str]:
     """Lines of a TREC run, ranks 1.. in canonical order."""
     tag = tag.replace(" ", "_") or "ragmetrics"

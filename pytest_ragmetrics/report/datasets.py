@@ -5,7 +5,7 @@ MTEB's layout), with the Δ against the baseline in each cell."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -72,36 +72,65 @@ def without_pair(test: str, key: str) -> str:
     return f"{head}[{'-'.join(parts)}]" if parts else head
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One evaluation's means on one pair: a row label, the pair, the means and the Δs."""
+
+    label: str
+    key: str
+    means: Mapping[str, float]
+    deltas: Mapping[str, float] = field(default_factory=dict)
+
+
 def dataset_summaries(
     evaluations: Sequence[Checked], metrics: Sequence[str], order: Sequence[str] = ()
 ) -> list[DatasetSummary]:
     """A table per metric, when retrieval evaluations ran on at least two pairs (else []);
     the columns in ``order`` (the configured pairs) first."""
-    from pytest_ragmetrics.report.terminal import columns as metric_columns
+    cells = []
+    for checked in evaluations:
+        key = pair_key(checked.record.dataset)
+        if checked.layer != "retrieval" or key is None:
+            continue
+        verdict = checked.outcome.baseline
+        cells.append(
+            Cell(
+                f"{without_pair(checked.record.test, key)} [{checked.record.name}]",
+                key,
+                checked.record.evaluation.mean,
+                {m.metric: m.delta for m in verdict.metrics} if verdict is not None else {},
+            )
+        )
+    return summarize(cells, metrics, order)
 
-    chosen = [(c, pair_key(c.record.dataset)) for c in evaluations if c.layer == "retrieval"]
-    keyed = [(c, key) for c, key in chosen if key is not None]
-    seen = {key for _, key in keyed}
+
+def summarize(
+    cells: Sequence[Cell],
+    metrics: Sequence[str],
+    order: Sequence[str] = (),
+    *,
+    minimum_pairs: int = 2,
+) -> list[DatasetSummary]:
+    """A table per metric (``metrics`` first, then any other the cells have) when the cells
+    cover at least ``minimum_pairs`` pairs; else []."""
+    seen = {cell.key for cell in cells}
     pairs = [key for key in order if key in seen]
-    pairs += [key for key in dict.fromkeys(key for _, key in keyed) if key not in pairs]
-    if len(pairs) < 2:
+    pairs += [key for key in dict.fromkeys(cell.key for cell in cells) if key not in pairs]
+    if len(pairs) < minimum_pairs:
         return []
+    present = dict.fromkeys(m for cell in cells for m in cell.means)
+    names = [m for m in metrics if m in present] + [m for m in present if m not in metrics]
     tables = []
-    for metric in metric_columns([c for c, _ in keyed], metrics):
+    for metric in names:
         rows: dict[str, SummaryRow] = {}
-        for checked, key in keyed:
-            value = checked.record.evaluation.mean.get(metric)
-            if value is None:
+        for cell in cells:
+            if metric not in cell.means:
                 continue
-            label = f"{without_pair(checked.record.test, key)} [{checked.record.name}]"
-            row = rows.setdefault(label, SummaryRow(label))
-            row.values[key] = value
-            verdict = checked.outcome.baseline
-            for m in verdict.metrics if verdict is not None else []:
-                if m.metric == metric:
-                    row.deltas[key] = m.delta
-        if rows:
-            tables.append(DatasetSummary(metric, pairs, list(rows.values())))
+            row = rows.setdefault(cell.label, SummaryRow(cell.label))
+            row.values[cell.key] = cell.means[metric]
+            if metric in cell.deltas:
+                row.deltas[cell.key] = cell.deltas[metric]
+        tables.append(DatasetSummary(metric, pairs, list(rows.values())))
     return tables
 
 
