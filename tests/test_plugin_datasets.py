@@ -265,3 +265,57 @@ def test_a_marker_naming_an_unknown_dataset_is_a_collection_error(
         ]
     )
     assert result.ret == pytest.ExitCode.INTERRUPTED
+
+
+PER_DATASET_THRESHOLDS = """
+import pytest
+
+
+@pytest.mark.rag_threshold(ndcg_at_10=0.5, dataset="animals")
+@pytest.mark.rag_threshold(recall_at_1=0.9, dataset="planets-test")
+def test_retrieval(rag_eval, rag_run, rag_dataset):
+    rag_eval.retrieval(rag_run, name="overlap")
+
+
+@pytest.mark.rag_threshold(recall_at_1=0.9)
+def test_everywhere(rag_eval, rag_run, rag_dataset):
+    rag_eval.retrieval(rag_run, name="overlap")
+"""
+
+
+def test_thresholds_can_be_given_per_dataset(pytester: pytest.Pytester) -> None:
+    """A rag_threshold marker with dataset= binds only the instances on that dataset (by name
+    or name-split); one without binds all. The overlap retriever has recall@1 1.0 on planets
+    and 0.0 on animals (nDCG@10 0.5655), so recall_at_1=0.9 fails exactly where it applies."""
+    project(pytester, TWO, tests=PER_DATASET_THRESHOLDS)
+    result = pytester.runpytest("-rA", "-p", "no:randomly")
+    outcomes = {
+        line.split()[1]: line.split()[0]
+        for line in result.stdout.lines
+        if line.startswith(("PASSED ", "FAILED "))
+    }
+    assert outcomes == {
+        "test_rag.py::test_retrieval[animals-test]": "PASSED",
+        "test_rag.py::test_retrieval[planets-test]": "PASSED",
+        "test_rag.py::test_everywhere[animals-test]": "FAILED",
+        "test_rag.py::test_everywhere[planets-test]": "PASSED",
+    }
+
+
+def test_a_threshold_for_an_unknown_dataset_is_a_collection_error(
+    pytester: pytest.Pytester,
+) -> None:
+    project(
+        pytester,
+        TWO,
+        tests="import pytest\n\n@pytest.mark.rag_threshold(recall_at_1=0.5, dataset='moons')\n"
+        "def test_x(rag_eval, rag_run, rag_dataset):\n    rag_eval.retrieval(rag_run)\n",
+    )
+    result = pytester.runpytest()
+    result.stdout.fnmatch_lines(
+        [
+            "*rag_threshold(dataset='moons'): no such dataset is configured "
+            "(configured: animals, planets)*"
+        ]
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED

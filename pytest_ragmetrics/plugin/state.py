@@ -22,11 +22,31 @@ def rag_session(config: pytest.Config) -> RagSession:
 
 
 def thresholds_of(item: pytest.Item) -> dict[str, float]:
-    """Merged rag_threshold bounds, the closest marker winning (validated at collection)."""
+    """Merged rag_threshold bounds, the closest marker winning (validated at collection).
+
+    A marker with ``dataset="name"`` (or ``"name-split"``) applies only to the instances of
+    the test that run on that dataset; a name no configured dataset has is an error.
+    """
+    from pytest_ragmetrics.errors import ConfigError
     from pytest_ragmetrics.plugin.recording import parse_thresholds
 
+    callspec = getattr(item, "callspec", None)
+    key = callspec.params.get("rag_dataset") if callspec is not None else None
+    pairs = rag_session(item.config).settings.datasets
     merged: dict[str, float] = {}
     for marker in item.iter_markers("rag_threshold"):
-        for metric, bound in parse_thresholds(marker.kwargs, marker.args).items():
+        bounds = dict(marker.kwargs)
+        dataset = bounds.pop("dataset", None)
+        if dataset is not None:
+            if not isinstance(dataset, str) or not any(dataset in (p.name, p.key) for p in pairs):
+                known = ", ".join(dict.fromkeys(p.name for p in pairs)) or "none"
+                raise ConfigError(
+                    f"rag_threshold(dataset={dataset!r}): no such dataset is configured "
+                    f"(configured: {known})"
+                )
+            pair = next((p for p in pairs if p.key == key), None)
+            if pair is not None and dataset not in (pair.name, pair.key):
+                continue
+        for metric, bound in parse_thresholds(bounds, marker.args).items():
             merged.setdefault(metric, bound)
     return merged
