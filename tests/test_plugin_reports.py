@@ -288,3 +288,17 @@ def test_html_report_is_written_by_the_controller_with_query_details(
         for named in entries.values()
         for entry in named.values()
     )
+
+
+def test_markdown_report_shows_markup_in_names_as_text() -> None:
+    from pytest_ragmetrics.report.markdown import inline, markdown_report
+    from pytest_ragmetrics.report.outcome import SessionOutcome
+
+    test = "t.py::test_x[a|b] <script>*bold*</script> _em_ [link](http://x) `code`"
+    text = markdown_report(SessionOutcome([_checked(test, "d", {"mrr": 0.5})], ["mrr"]))
+    row = next(line for line in text.splitlines() if line.startswith("| t.py"))
+    assert row == (
+        "| t.py::test_x[a\\|b] \\<script\\>\\*bold\\*\\</script\\> \\_em\\_ [link\\](http://x) "
+        "\\`code\\` [n] | 0.5000 | - |"
+    )
+    assert inline("ndcg_at_10\nline two") == "ndcg_at_10 line two"  # inner underscores stay
