@@ -18,6 +18,11 @@ from pytest_ragmetrics.vocabulary import DEFAULT_METRICS, JUDGE_KINDS, RETRIEVER
 if TYPE_CHECKING:
     from pytest_ragmetrics.judges.calibration import CalibrationResult
 
+if TYPE_CHECKING:
+    from pytest_ragmetrics.baseline.tolerances import Tolerances
+    from pytest_ragmetrics.baseline.verdicts import Against
+    from pytest_ragmetrics.comparison import Input, SystemsComparison, Versus
+
 FORMATS = ("table", "json", "markdown")
 # Exit codes, the same for every command (README, "Exit codes").
 EXIT_OK = 0
@@ -39,8 +44,9 @@ def _require_positive(args: argparse.Namespace, *names: str) -> None:
     for name in names:
         value = getattr(args, name)
         if value is not None and not 0 < value <= MAX_CUTOFF:
+            flag = "--" + name.replace("_", "-")
             raise ConfigError(
-                f"--{name} must be a positive integer, got {value} (at most {MAX_CUTOFF})"
+                f"{flag} must be a positive integer, got {value} (at most {MAX_CUTOFF})"
             )
 
 
@@ -122,15 +128,27 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="evaluate every metric judged-only, with unjudged documents (and grade -1) "
         "removed from the rankings (trec_eval -J; the metrics are named <metric>_judged)",
     )
-    p.add_argument("--per-query", action="store_true", help="also print per-query values")
-    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument(
+        "--per-query",
+        action="store_true",
+        help="also print per-query values (--format json always has them, for "
+        "'ragmetrics compare')",
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="json: a document 'ragmetrics compare' reads (schema pytest-ragmetrics/evaluation: "
+        "means, per-query values, the qrels fingerprint, the scoring rules)",
+    )
     p.set_defaults(handler=_cmd_evaluate)
 
 
 def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     from tabulate import tabulate
 
-    from pytest_ragmetrics.data.trec import read_qrels, read_run
+    from pytest_ragmetrics.comparison import evaluation_document, load_judgments
+    from pytest_ragmetrics.data.trec import read_run
     from pytest_ragmetrics.metrics.retrieval import evaluate
 
     metrics = args.metrics or list(DEFAULT_METRICS)
@@ -141,16 +159,15 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     pairs = _dataset_pairs(args) if args.dataset else []
     if len(pairs) > 1 or len(args.run) > 1:
         return _evaluate_several(args, pairs, metrics, out)
-    if args.dataset is None:
-        qrels = read_qrels(args.qrels)
+    if pairs:
+        judgments = load_judgments(None, str(pairs[0].path), pairs[0].split)
     else:
-        from pytest_ragmetrics.data.layouts import load_dataset
-
-        qrels = load_dataset(pairs[0].path, pairs[0].split).qrels
-    [run_file] = args.run
+        judgments = load_judgments(args.qrels, None, None)
+    [run_text] = args.run
+    run_file = _run_file(run_text)
     evaluation = evaluate(
-        qrels,
-        read_run(_run_file(run_file)),
+        judgments.qrels,
+        read_run(run_file),
         metrics,
         relevance_level=args.relevance_level,
         gain=args.gain,
@@ -158,12 +175,10 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
         ignore_identical_ids=args.ignore_identical_ids,
     )
     if args.format == "json":
-        payload: dict[str, Any] = {"metrics": evaluation.mean, "num_queries": len(evaluation)}
-        if args.per_query:
-            payload["per_query"] = evaluation.per_query
-        if evaluation.notes:
-            payload["notes"] = evaluation.notes
-        out.write(json.dumps(payload, indent=2) + "\n")
+        # Always with per-query values: 'ragmetrics compare' pairs them (--per-query is for
+        # the table).
+        document = evaluation_document(evaluation, run=run_file, dataset=judgments.identity)
+        out.write(json.dumps(document, indent=2) + "\n")
         return 0
     tablefmt = "github" if args.format == "markdown" else "simple"
     names = list(evaluation.metrics)
@@ -518,17 +533,106 @@ def _ray_executor(args: argparse.Namespace) -> Any:
     )
 
 
+COMPARE_DESCRIPTION = """\
+Two forms.
+
+  ragmetrics compare [--qrels QRELS | --dataset DIR] RUN_A RUN_B [RUN_C ...]
+    Systems on the same judgments, each against the first (the reference). An input is a
+    TREC run (evaluated here against --qrels or --dataset), a 'ragmetrics evaluate --format
+    json' output, or a JSON report or baseline file (its retrieval evaluations, or those
+    named with --evaluation). Prints every run's metrics and, per run against the reference:
+    Δ, its 95% bootstrap CI, the paired randomization-test p, wins/ties/losses over the
+    queries, and the queries that changed most. A TREC run does not record its k: "k unknown".
+
+  ragmetrics compare BASELINE_OR_REPORT REPORT
+    The plugin's verdicts outside pytest: each evaluation of a JSON report (--ragmetrics-json)
+    against the same evaluation in a baseline file or an earlier report.
+
+The first form is used when --qrels, --dataset or --evaluation is given, when there are not
+exactly two inputs, or when an input is a TREC run or an evaluate output; else the second.
+
+Exit code 0 when nothing regressed; 1 when an evaluation (or a run, against the reference)
+dropped by more than --tolerance (and significantly, with --alpha) or is not comparable; 2
+when a file or option cannot be used (one line naming it; a newer schema version included);
+3 on an internal error.
+"""
+# The scoring rules: (attribute, flag). They apply to the TREC runs, which are scored here.
+_SCORING_OPTIONS = (
+    ("relevance_level", "--relevance-level"),
+    ("gain", "--gain"),
+    ("query_set", "--query-set"),
+    ("ignore_identical_ids", "--ignore-identical-ids"),
+)
+# The options of the runs form only.
+_RUNS_OPTIONS = (
+    ("split", "--split"),
+    ("metrics", "-m"),
+    ("judged_docs_only", "-J"),
+    ("most_changed", "--most-changed"),
+    *_SCORING_OPTIONS,
+)
+
+
 def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "compare",
-        help="compare a report with a baseline (or another report)",
-        description="Compare the evaluations of a JSON report (--ragmetrics-json) with a "
-        "baseline file or an earlier report: the same verdicts as the plugin. Exit code 0 when "
-        "nothing regressed, 1 when an evaluation regressed or is not comparable, 2 when a file "
-        "or option cannot be used (a newer schema version included), 3 on an internal error.",
+        help="compare runs on the same judgments (with significance), or a report with a baseline",
+        description=COMPARE_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("before", help="baseline file (.ragmetrics/baseline.json) or JSON report")
-    p.add_argument("after", help="JSON report of the run to check")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="runs: TREC run files, evaluate outputs, JSON reports or baselines (the first is "
+        "the reference); or BASELINE_OR_REPORT REPORT",
+    )
+    runs = p.add_argument_group("runs (the first form)")
+    judgments = runs.add_mutually_exclusive_group()
+    judgments.add_argument("--qrels", help="TREC qrels or BEIR qrels TSV (.gz ok)")
+    judgments.add_argument(
+        "--dataset",
+        metavar="DIR",
+        help="take the qrels of a dataset folder instead (as for 'ragmetrics evaluate')",
+    )
+    runs.add_argument("--split", help="with --dataset: the qrels split (default test)")
+    runs.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        dest="metrics",
+        metavar="NAME",
+        help="metric (repeatable); default: " + " ".join(DEFAULT_METRICS) + " for runs alone, "
+        "else the metrics every evaluation given has",
+    )
+    for name in ("ragmetrics_relevance_level", "ragmetrics_gain", "ragmetrics_query_set"):
+        add_cli_argument(runs, name, help=OPTION[name].help + "; for TREC runs")
+    runs.add_argument(
+        "--ignore-identical-ids",
+        action="store_true",
+        default=None,
+        help="drop retrieved documents whose id is the query's id (as 'ragmetrics evaluate')",
+    )
+    runs.add_argument(
+        "-J",
+        "--judged-docs-only",
+        action="store_true",
+        default=None,
+        help="judged-only forms of the metrics (trec_eval -J), as 'ragmetrics evaluate'",
+    )
+    runs.add_argument(
+        "--evaluation",
+        action="append",
+        metavar="NAME",
+        help="from JSON reports and baselines, only the evaluations with this name, test id or "
+        "'test [name]' label (repeatable; default: every retrieval evaluation)",
+    )
+    runs.add_argument(
+        "--most-changed",
+        type=int,
+        metavar="N",
+        help="queries listed per run, by the first metric (default 5; JSON: every metric)",
+    )
     add_cli_argument(
         p,
         "ragmetrics_tolerance",
@@ -555,19 +659,79 @@ def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
+    from pytest_ragmetrics.comparison import read_input
+
+    tolerance = list(args.tolerance or ["0.01"])
+    option = OPTION["ragmetrics_tolerance"]
+    tolerances = option.value(" ".join(tolerance), option.cli)
+    if args.format != "html":
+        for flag, value in (("--out", args.out), ("--worst", args.worst)):
+            if value is not None:
+                raise ConfigError(f"{flag}: only with --format html")
+    inputs = [read_input(path) for path in args.inputs]
+    if (
+        args.qrels is not None
+        or args.dataset is not None
+        or args.evaluation
+        or len(inputs) != 2
+        or any(item.kind in ("run", "evaluation") for item in inputs)
+    ):
+        return _compare_runs(args, out, inputs, tolerances, tolerance)
+    given = [flag for name, flag in _RUNS_OPTIONS if getattr(args, name) is not None]
+    if given:
+        raise ConfigError(
+            f"{', '.join(given)}: only when comparing runs (give --qrels or --dataset); "
+            f"{args.inputs[0]} and {args.inputs[1]} are compared evaluation by evaluation"
+        )
+    return _compare_pair(args, out, inputs, tolerances, tolerance)
+
+
+def _compare_pair(
+    args: argparse.Namespace,
+    out: TextIO,
+    inputs: Sequence[Input],
+    tolerances: Tolerances,
+    tolerance: list[str],
+) -> int:
+    """``compare BASELINE_OR_REPORT REPORT``: the plugin's verdicts, evaluation by evaluation."""
+    from pathlib import Path
+
     from tabulate import tabulate
 
-    from pytest_ragmetrics.baseline import compare_files, failure_message
+    from pytest_ragmetrics.baseline.compare import compare_evaluations
+    from pytest_ragmetrics.baseline.verdicts import failure_message
 
-    option = OPTION["ragmetrics_tolerance"]
-    tolerances = option.value(" ".join(args.tolerance or ["0.01"]), option.cli)
     if args.format == "html":
-        return _compare_html(args, out, tolerances)
-    for flag, value in (("--out", args.out), ("--worst", args.worst)):
-        if value is not None:
-            raise ConfigError(f"{flag}: only with --format html")
-    results = compare_files(Path(args.before), Path(args.after), tolerances, alpha=args.alpha)
+        _require_positive(args, "worst")
+        if args.out is not None:
+            _refuse_overwriting(
+                args.out, "--out", files={"before": args.inputs[0], "after": args.inputs[1]}
+            )
+    before, after = (_evaluations_of(item) for item in inputs)
+    # Only a baseline can be blessed: the advice after a failure says what fits.
+    against: Against = "baseline" if inputs[0].kind == "baseline" else "report"
+    results = compare_evaluations(before, after, tolerances, alpha=args.alpha)
     failed = [(r, v) for r, v in results if v.status in ("regressed", "not comparable")]
+    code = 1 if failed else 0
+    if args.format == "html":
+        from pytest_ragmetrics.report.html import comparison_document
+
+        document = comparison_document(
+            before,
+            after,
+            {r.key: v.to_dict() for r, v in results},
+            header=_report_header(Path(args.inputs[1])),
+            comparison={
+                "before": args.inputs[0],
+                "after": args.inputs[1],
+                "tolerance": tolerance,
+                "alpha": args.alpha,
+            },
+        )
+        _write_page(
+            args, out, document, args.inputs[1], f"{len(results)} evaluations, {len(failed)} failed"
+        )
+        return code
     if args.format == "json":
         payload = {
             "evaluations": [
@@ -577,7 +741,7 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
             "failed": len(failed),
         }
         out.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-        return 1 if failed else 0
+        return code
     rows = []
     for recorded, verdict in results:
         label = f"{recorded.test} [{recorded.name}]"
@@ -605,45 +769,272 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
         )
         + "\n"
     )
-    for recorded, verdict in failed:
-        out.write("\n" + failure_message(recorded, verdict, args.before) + "\n")
+    if args.format == "markdown":
+        from pytest_ragmetrics.report.markdown import failures_markdown
+
+        out.write(failures_markdown(failed, args.inputs[0], against=against))
+    else:
+        for recorded, verdict in failed:
+            out.write(
+                "\n" + failure_message(recorded, verdict, args.inputs[0], against=against) + "\n"
+            )
     out.write(f"\n{len(results)} evaluations, {len(failed)} failed\n")
+    return code
+
+
+def _evaluations_of(item: Input) -> dict[tuple[str, str], dict[str, Any]]:
+    """The evaluations of a baseline or report given to the two-argument form."""
+    from pathlib import Path
+
+    from pytest_ragmetrics.baseline.compare import evaluations_in, load_evaluations
+
+    if item.kind == "text":  # not JSON: its reader names the problem
+        return load_evaluations(Path(item.path))
+    return evaluations_in(item.data, Path(item.path))
+
+
+def _compare_runs(
+    args: argparse.Namespace,
+    out: TextIO,
+    inputs: Sequence[Input],
+    tolerances: Tolerances,
+    tolerance: list[str],
+) -> int:
+    """``compare --qrels Q RUN_A RUN_B ...``: every run against the first."""
+    from pytest_ragmetrics.comparison import (
+        MOST_CHANGED,
+        compare_systems,
+        load_judgments,
+        load_systems,
+    )
+    from pytest_ragmetrics.metrics.semantics import MetricSemantics
+
+    _require_positive(args, "most_changed", "worst")
+    if len(inputs) < 2:
+        raise ConfigError(
+            f"{args.inputs[0]}: compare needs at least two inputs (runs: the reference first)"
+        )
+    if args.format == "html" and args.out is not None:
+        _refuse_overwriting(
+            args.out, "--out", files={f"input {item.path}": item.path for item in inputs}
+        )
+    judgments = None
+    if args.qrels is not None or args.dataset is not None:
+        judgments = load_judgments(args.qrels, args.dataset, args.split)
+    elif args.split is not None:
+        raise ConfigError("--split: only with --dataset")
+    if args.evaluation and not any(item.kind in ("report", "baseline") for item in inputs):
+        raise ConfigError("--evaluation: only picks evaluations of JSON reports and baselines")
+    if not any(item.kind in ("run", "text") for item in inputs):
+        given = [flag for name, flag in _SCORING_OPTIONS if getattr(args, name) is not None]
+        if given:
+            raise ConfigError(
+                f"{', '.join(given)}: only for TREC runs, which are evaluated here; the "
+                "evaluations given were scored when they were written"
+            )
+    semantics = MetricSemantics(
+        args.relevance_level if args.relevance_level is not None else 1,
+        args.gain or "linear",
+        args.query_set or "qrels",
+        bool(args.ignore_identical_ids),
+    )
+    systems = load_systems(
+        inputs,
+        judgments=judgments,
+        metrics=args.metrics,
+        judged_only=bool(args.judged_docs_only),
+        semantics=semantics,
+        select=args.evaluation or (),
+    )
+    comparison = compare_systems(
+        systems,
+        tolerances,
+        tolerance=tolerance,
+        alpha=args.alpha,
+        judgments=judgments,
+        most_changed=args.most_changed or MOST_CHANGED,
+    )
+    failed = len(comparison.failed)
+    if args.format == "json":
+        out.write(json.dumps(comparison.to_dict(), indent=2) + "\n")
+    elif args.format == "markdown":
+        from pytest_ragmetrics.report.markdown import comparison_markdown
+
+        out.write(comparison_markdown(comparison))
+    elif args.format == "html":
+        from pytest_ragmetrics.report.html import systems_document
+
+        _write_page(
+            args,
+            out,
+            systems_document(comparison),
+            args.inputs[0],
+            f"{len(systems)} runs, {failed} failed",
+        )
+    else:
+        _runs_table(comparison, out)
     return 1 if failed else 0
 
 
-def _compare_html(args: argparse.Namespace, out: TextIO, tolerances: Any) -> int:
-    """``compare --format html``: the verdicts of the table, drawn as the HTML page."""
-    from pytest_ragmetrics.baseline.compare import compare_evaluations, load_evaluations
-    from pytest_ragmetrics.report.html import comparison_document
+def _runs_table(comparison: SystemsComparison, out: TextIO) -> None:
+    """The table form of a comparison of runs: every run's means, then each against the
+    reference, then what failed and why."""
+    from tabulate import tabulate
 
-    _require_positive(args, "worst")
-    if args.out is not None:
-        _refuse_overwriting(args.out, "--out", files={"before": args.before, "after": args.after})
-    before = load_evaluations(Path(args.before))
-    after = load_evaluations(Path(args.after))
-    results = compare_evaluations(before, after, tolerances, alpha=args.alpha)
-    failed = sum(v.status in ("regressed", "not comparable") for _, v in results)
-    document = comparison_document(
-        before,
-        after,
-        {r.key: v.to_dict() for r, v in results},
-        header=_report_header(Path(args.after)),
-        comparison={
-            "before": args.before,
-            "after": args.after,
-            "tolerance": list(args.tolerance or ["0.01"]),
-            "alpha": args.alpha,
-        },
+    from pytest_ragmetrics.comparison import KIND_WORDS, k_text, semantics_text
+
+    reference = comparison.reference
+    metrics = list(comparison.metrics)
+    out.write(f"reference: {reference.label} ({KIND_WORDS[reference.kind]})\n")
+    if comparison.judgments is not None:
+        out.write(f"judgments: {comparison.judgments.description}\n")
+    semantics = reference.record.evaluation.semantics
+    if semantics is not None:
+        out.write(f"semantics: {semantics_text(semantics.as_dict())}\n")
+    rows = []
+    for system in comparison.systems:
+        mean = system.record.evaluation.mean
+        versus = next((v for v in comparison.versus if v.system is system), None)
+        verdicts = {m.metric: m for m in versus.verdict.metrics} if versus else {}
+        cells = []
+        for metric in metrics:
+            cell = _number(mean.get(metric))
+            m = verdicts.get(metric)
+            if m is not None:
+                cell += {"regressed": " ▼", "improved": " ▲"}.get(m.status, "  ")
+                c = m.comparison
+                significant = c is not None and c.n and c.p_value < comparison.significance
+                cell += "*" if significant else " "
+            cells.append(cell)
+        rows.append(
+            [
+                system.label,
+                KIND_WORDS[system.kind],
+                k_text(system.record.k),
+                *cells,
+                versus.verdict.status if versus else "reference",
+            ]
+        )
+    out.write(
+        "\n"
+        + tabulate(
+            rows,
+            headers=["run", "input", "k", *metrics, "status"],
+            tablefmt="simple",
+            disable_numparse=True,
+            colalign=("left", "left", "left", *("right",) * len(metrics), "left"),
+        )
+        + "\n"
     )
-    page = _html_of(document, args.after, worst=args.worst or 10)
+    out.write(
+        f"\n▲ ▼ beyond the tolerance ({' '.join(comparison.tolerance)}); * p < "
+        f"{comparison.significance:g} against the reference (paired randomization test)\n"
+    )
+    for versus in comparison.versus:
+        out.write("\n" + _versus_text(comparison, versus))
+    notes = [f"{s.label}: {n}" for s in comparison.systems for n in s.record.evaluation.notes]
+    notes += [n for v in comparison.versus for n in v.notes]
+    if notes:
+        out.write("\n" + "".join(f"note: {n}\n" for n in notes))
+    for versus in comparison.failed:
+        out.write("\n" + comparison.explanation(versus) + "\n")
+    counts: dict[str, int] = {}
+    for versus in comparison.versus:
+        counts[versus.verdict.status] = counts.get(versus.verdict.status, 0) + 1
+    tally = ", ".join(f"{n} {status}" for status, n in counts.items())
+    out.write(
+        f"\n{len(comparison.systems)} runs, each against {reference.label}: {tally}; "
+        f"{len(comparison.failed)} failed\n"
+    )
+
+
+def _versus_text(comparison: SystemsComparison, versus: Versus) -> str:
+    """One run against the reference: per metric Δ, CI, p and wins/ties/losses; the queries
+    that changed most by the first metric."""
+    from tabulate import tabulate
+
+    from pytest_ragmetrics.comparison import rank_move
+
+    verdict = versus.verdict
+    head = f"{versus.system.label} against {comparison.reference.label}: {verdict.status}"
+    if not verdict.metrics:
+        return head + "\n"
+    paired = max((m.comparison.n for m in verdict.metrics if m.comparison), default=0)
+    rows = []
+    for m in verdict.metrics:
+        c = m.comparison
+        stats = ["", "", "", "", ""]
+        if c is not None and c.n:
+            stats = [
+                f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]",
+                f"{c.p_value:.4f}",
+                str(c.better),
+                str(c.same),
+                str(c.worse),
+            ]
+        rows.append(
+            [m.metric, f"{m.baseline:.4f}", f"{m.current:.4f}", f"{m.delta:+.4f}", *stats, m.status]
+        )
+    text = (
+        f"{head} ({paired} queries paired)\n"
+        + tabulate(
+            rows,
+            headers=[
+                "metric",
+                "reference",
+                "run",
+                "Δ",
+                "95% CI of Δ",
+                "p",
+                "wins",
+                "ties",
+                "losses",
+                "status",
+            ],
+            tablefmt="simple",
+            disable_numparse=True,
+            colalign=("left", *("right",) * 8, "left"),
+        )
+        + "\n"
+    )
+    first = comparison.metrics[0]
+    changes = versus.most_changed.get(first, ())
+    if changes:
+        text += (
+            f"most changed by {first}:\n"
+            + tabulate(
+                [
+                    [
+                        c.query,
+                        f"{c.reference:.4f}",
+                        f"{c.value:.4f}",
+                        f"{c.delta:+.4f}",
+                        rank_move(c.rank_reference, c.rank_value),
+                    ]
+                    for c in changes
+                ],
+                headers=["query", "reference", "run", "Δ", "first relevant rank"],
+                tablefmt="simple",
+                disable_numparse=True,
+                colalign=("left", "right", "right", "right", "left"),
+            )
+            + "\n"
+        )
+    return text
+
+
+def _write_page(
+    args: argparse.Namespace, out: TextIO, document: dict[str, Any], path: str, summary: str
+) -> None:
+    """``--format html``: the page on stdout, or in --out with a one-line summary."""
+    page = _html_of(document, path, worst=args.worst or 10)
     if args.out is None:
         out.write(page)
     else:
         from pytest_ragmetrics.fileio import atomic_write_text
 
         atomic_write_text(args.out, page)
-        out.write(f"{len(results)} evaluations, {failed} failed; wrote {args.out}\n")
-    return 1 if failed else 0
+        out.write(f"{summary}; wrote {args.out}\n")
 
 
 def _html_of(document: dict[str, Any], path: str, *, worst: int) -> str:

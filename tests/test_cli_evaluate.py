@@ -31,7 +31,14 @@ def test_json_has_means_and_query_count() -> None:
     )
     assert code == 0
     payload = json.loads(text)
-    assert set(payload) == {"metrics", "num_queries"}
+    # The document names itself and carries what 'ragmetrics compare' pairs and checks.
+    assert set(payload) == {
+        "schema", "version", "plugin_version", "metrics", "num_queries", "run", "dataset", "k",
+        "layer", "semantics", "per_query", "details",
+    }  # fmt: skip
+    assert payload["schema"] == "pytest-ragmetrics/evaluation"
+    assert payload["k"] is None  # a run file does not say what k it was made with
+    assert payload["dataset"]["fingerprints"] == {"qrels": read_qrels(QRELS).fingerprint}
     assert payload["num_queries"] == 3
     # Same numbers as the library, under our names (P_5 is accepted as precision_at_5).
     expected = evaluate(read_qrels(QRELS), read_run(RUN), ["map", "precision_at_5"]).mean

@@ -303,6 +303,7 @@ CLI_COMMANDS = [
     (["evaluate", "--dataset", "data", "--run", "run.txt"], {0}),
     (["compare", ".ragmetrics/baseline.json", "report.json"], {0, 1}),
     (["compare", "report.json", "report.json"], {0}),
+    (["compare", "--qrels", "qrels.txt", "run.txt", "run.txt"], {0}),
     (["compare", ".ragmetrics/baseline.json", "report.json", "--format", "html"], {0, 1}),
     (["report", "report.json", "--html", "/dev/null"], {0}),
 ]

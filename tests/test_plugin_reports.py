@@ -106,10 +106,19 @@ def test_markdown_report_appends_and_bolds_the_best(pytester: pytest.Pytester) -
     pytester.runpytest("--ragmetrics-markdown=summary.md").assert_outcomes(passed=4)
     text = summary.read_text()
     assert text.startswith("# Earlier step\n")
-    assert "### Retrieval layer" in text
-    assert "#### recall_at_1" in text
-    assert "| test_rag.py::test_dense [dense] | **1.0000** | - | - | new |" in text
-    assert "| test_rag.py::test_partial [partial] | 0.2500 | - | - | new |" in text
+    # One table for the layer: a row per evaluation, a column per metric, best in bold.
+    assert (
+        "### Retrieval layer\n\n"
+        "| evaluation | ndcg_at_10 | recall_at_1 | mrr | status |\n"
+        "|---|---:|---:|---:|---|\n"
+        "| test_rag.py::test_cut[1] [top1] | **1.0000** | **1.0000** | **1.0000** | new |\n"
+        "| test_rag.py::test_cut[2] [top2] | **1.0000** | **1.0000** | **1.0000** | new |\n"
+        "| test_rag.py::test_dense [dense] | **1.0000** | **1.0000** | **1.0000** | new |\n"
+        "| test_rag.py::test_partial [partial] | 0.2500 | 0.2500 | 0.2500 | new |\n"
+        "\nBest value per metric in bold.\n"
+    ) in text
+    assert text.count("| evaluation |") == 1
+    assert "- test_rag.py::test_partial [partial]: 3 of 4 judged queries are missing" in text
     pytester.runpytest("--ragmetrics-markdown=summary.md").assert_outcomes(passed=4)
     assert summary.read_text().count("## pytest-ragmetrics") == 2
 
@@ -129,11 +138,72 @@ def test_markdown_report_stays_under_one_mebibyte() -> None:
                 "outcome": {},
             }
         )
-        for i in range(400)
+        for i in range(2000)  # about 1.5 MB of table rows
     ]
     text = markdown_report(SessionOutcome(entries, []))
     assert len(text.encode()) < 1024 * 1024
     assert text.rstrip().endswith("for everything._")
+    assert text.split("\n\n_Report truncated")[0].endswith(" |")  # cut after a whole row
+
+
+def _checked(test: str, dataset: str, values: dict, verdict=None, thresholds=()):
+    from pytest_ragmetrics.report.outcome import Checked, EvaluationOutcome
+
+    record = Checked.from_dict(
+        {
+            "test": test,
+            "name": "n",
+            "layer": "retrieval",
+            "dataset": {"name": dataset, "split": "test"},
+            "metrics": values,
+            "per_query": {"q1": values},
+        }
+    ).record
+    return Checked(record, EvaluationOutcome(tuple(thresholds), verdict))
+
+
+def test_markdown_report_cells_have_delta_marks_and_one_table_per_dataset() -> None:
+    from pytest_ragmetrics.baseline.verdicts import MetricVerdict, Verdict
+    from pytest_ragmetrics.report.markdown import markdown_report
+    from pytest_ragmetrics.report.outcome import SessionOutcome, ThresholdResult
+
+    regressed = Verdict(
+        "regressed",
+        [
+            MetricVerdict("ndcg_at_10", 0.8, 0.6, -0.2, "0.01", 0.01, "regressed"),
+            MetricVerdict("mrr", 0.45, 0.5, 0.05, "0.01", 0.01, "improved"),
+        ],
+    )
+    outcome = SessionOutcome(
+        [
+            _checked(
+                "t.py::a",
+                "scifact",
+                {"ndcg_at_10": 0.6, "mrr": 0.5},
+                regressed,
+                [ThresholdResult.check("ndcg_at_10", 0.6, 0.7)],
+            ),
+            _checked("t.py::b", "scifact", {"ndcg_at_10": 0.7, "mrr": 0.4}),
+            _checked("t.py::c", "cranfield", {"ndcg_at_10": 0.3, "mrr": 0.2}),
+        ],
+        ["ndcg_at_10", "mrr"],
+    )
+    text = markdown_report(outcome)
+    assert (
+        "#### scifact (test)\n\n"
+        "| evaluation | ndcg_at_10 | mrr | status |\n"
+        "|---|---:|---:|---|\n"
+        "| t.py::a [n] | 0.6000 (-0.2000 ▼) ✗ | **0.5000** (+0.0500 ▲) | below threshold, "
+        "regressed |\n"
+        "| t.py::b [n] | **0.7000** | 0.4000 | - |\n"
+        "\nBest value per metric in bold; in brackets Δ against the baseline, ▼ regressed / ▲ "
+        "improved beyond the tolerance; ✗ below the threshold.\n"
+    ) in text
+    # Alone on its dataset: nothing to be best against.
+    assert (
+        "#### cranfield (test)\n\n| evaluation | ndcg_at_10 | mrr | status |\n"
+        "|---|---:|---:|---|\n| t.py::c [n] | 0.3000 | 0.2000 | - |\n"
+    ) in text
 
 
 def test_junit_properties_are_opt_in(pytester: pytest.Pytester) -> None:
@@ -218,3 +288,17 @@ def test_html_report_is_written_by_the_controller_with_query_details(
         for named in entries.values()
         for entry in named.values()
     )
+
+
+def test_markdown_report_shows_markup_in_names_as_text() -> None:
+    from pytest_ragmetrics.report.markdown import inline, markdown_report
+    from pytest_ragmetrics.report.outcome import SessionOutcome
+
+    test = "t.py::test_x[a|b] <script>*bold*</script> _em_ [link](http://x) `code`"
+    text = markdown_report(SessionOutcome([_checked(test, "d", {"mrr": 0.5})], ["mrr"]))
+    row = next(line for line in text.splitlines() if line.startswith("| t.py"))
+    assert row == (
+        "| t.py::test_x[a\\|b] \\<script\\>\\*bold\\*\\</script\\> \\_em\\_ [link\\](http://x) "
+        "\\`code\\` [n] | 0.5000 | - |"
+    )
+    assert inline("ndcg_at_10\nline two") == "ndcg_at_10 line two"  # inner underscores stay

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         compare_evaluations,
         compare_files,
         compare_to_baseline,
+        evaluations_in,
         load_evaluations,
     )
     from pytest_ragmetrics.baseline.store import (
@@ -27,7 +28,13 @@ if TYPE_CHECKING:
         stale_entries,
     )
     from pytest_ragmetrics.baseline.tolerances import Tolerance, Tolerances, parse_tolerances
-    from pytest_ragmetrics.baseline.verdicts import MetricVerdict, Status, Verdict, failure_message
+    from pytest_ragmetrics.baseline.verdicts import (
+        Against,
+        MetricVerdict,
+        Status,
+        Verdict,
+        failure_message,
+    )
 
 _EXPORTS = {
     "describe_change": "pytest_ragmetrics.baseline.changes",
@@ -36,6 +43,7 @@ _EXPORTS = {
     "compare_evaluations": "pytest_ragmetrics.baseline.compare",
     "compare_files": "pytest_ragmetrics.baseline.compare",
     "compare_to_baseline": "pytest_ragmetrics.baseline.compare",
+    "evaluations_in": "pytest_ragmetrics.baseline.compare",
     "load_evaluations": "pytest_ragmetrics.baseline.compare",
     "SCHEMA_VERSION": "pytest_ragmetrics.baseline.store",
     "UPDATE_HINT": "pytest_ragmetrics.baseline.store",
@@ -44,6 +52,7 @@ _EXPORTS = {
     "Tolerance": "pytest_ragmetrics.baseline.tolerances",
     "Tolerances": "pytest_ragmetrics.baseline.tolerances",
     "parse_tolerances": "pytest_ragmetrics.baseline.tolerances",
+    "Against": "pytest_ragmetrics.baseline.verdicts",
     "MetricVerdict": "pytest_ragmetrics.baseline.verdicts",
     "Status": "pytest_ragmetrics.baseline.verdicts",
     "Verdict": "pytest_ragmetrics.baseline.verdicts",
@@ -52,6 +61,7 @@ _EXPORTS = {
 __all__ = [
     "SCHEMA_VERSION",
     "UPDATE_HINT",
+    "Against",
     "BaselineStore",
     "MetricVerdict",
     "Status",
@@ -62,6 +72,7 @@ __all__ = [
     "compare_files",
     "compare_to_baseline",
     "describe_change",
+    "evaluations_in",
     "explain_dataset_change",
     "failure_message",
     "load_evaluations",

@@ -144,6 +144,8 @@ def _identity_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str
     keys = sorted(set(before) | set(after))
     changed = []
     for key in keys:
+        if key == "k" and (before.get(key) is None or after.get(key) is None):
+            continue  # an unknown k (a run read from a file records none) is not a change
         if before.get(key) != after.get(key):
             changed.append(f"{key}: {_short(before.get(key))} → {_short(after.get(key))}")
     return "; ".join(changed)
@@ -186,13 +188,19 @@ def load_evaluations(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
     newer schema version is refused.
     """
     from pytest_ragmetrics.fileio import read_json_file
-    from pytest_ragmetrics.report.json_report import REPORT_SCHEMA, REPORT_VERSION
-    from pytest_ragmetrics.schema import evaluation_problem, is_int
 
     try:
         data = read_json_file(path, error=BaselineError)
     except FileNotFoundError:
         raise BaselineError(f"{path}: file not found") from None
+    return evaluations_in(data, path)
+
+
+def evaluations_in(data: Any, path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """:func:`load_evaluations` of a file already read: ``data`` is its JSON value."""
+    from pytest_ragmetrics.report.json_report import REPORT_SCHEMA, REPORT_VERSION
+    from pytest_ragmetrics.schema import evaluation_problem, is_int
+
     if isinstance(data, dict) and "schema_version" in data:
         store = BaselineStore.load(path)
         return {

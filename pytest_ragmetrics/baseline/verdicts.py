@@ -143,25 +143,106 @@ def _rank_text(rank: int) -> str:
     return str(rank) if rank > 0 else "not retrieved"
 
 
-def failure_message(recorded: EvaluationRecord, verdict: Verdict, baseline_path: str) -> str:
-    """The failure text of a regressed or not comparable evaluation, ending with what to do."""
-    lines: list[str] = []
-    where = f"'{recorded.name}' ({recorded.test})"
-    if verdict.status == "not comparable":
-        lines.append(f"ragmetrics: {where} is not comparable with its baseline in {baseline_path}:")
-        lines += [f"  {reason}" for reason in verdict.reasons]
-        lines += _query_set_lines(verdict)
-        lines.append(
+# What an evaluation was compared with: a baseline file (the plugin's, or ``ragmetrics compare
+# BASELINE REPORT``), an earlier JSON report, or the reference run of ``ragmetrics compare
+# --qrels``. It decides the words of the failure message and its advice: only a baseline can be
+# blessed with --ragmetrics-update-baseline.
+Against = Literal["baseline", "report", "run"]
+
+_WORDS: dict[str, dict[str, str]] = {
+    "baseline": {
+        "regressed": "regressed against the baseline in {path}",
+        "incomparable": "is not comparable with its baseline in {path}",
+        "before": "baseline",
+        "after": "current",
+        "only_before": "the baseline",
+        "only_after": "this run",
+    },
+    "report": {
+        "regressed": "regressed against the baseline in {path}, a JSON report",
+        "incomparable": "is not comparable with its baseline in {path}, a JSON report",
+        "before": "baseline",
+        "after": "current",
+        "only_before": "the baseline report",
+        "only_after": "this report",
+    },
+    "run": {
+        "regressed": "is worse than the reference {path}",
+        "incomparable": "is not comparable with the reference {path}",
+        "before": "reference",
+        "after": "this run",
+        "only_before": "the reference",
+        "only_after": "this run",
+    },
+}
+
+
+def advice(against: Against, status: str, path: str) -> str:
+    """What to do about a regressed or not comparable evaluation compared with ``path``."""
+    if against == "report":
+        if status == "not comparable":
+            return (
+                "What to do: compare reports made on the same dataset with the same metric "
+                "settings. A report records one run; it is not a baseline, so there is nothing "
+                "to update."
+            )
+        return (
+            "What to do: fix the regression; if the new numbers are intended, nothing needs "
+            "updating (a report records one run, it is not a baseline): compare later reports "
+            "with this one."
+        )
+    if against == "run":
+        if status == "not comparable":
+            return (
+                "What to do: evaluate every input against the same judgments with the same "
+                "metric settings (--qrels or --dataset, --relevance-level, --gain, --query-set, "
+                "-J as they were recorded)."
+            )
+        return (
+            "What to do: nothing, if a worse run is what you expected; otherwise fix it. To "
+            "let drops like this pass, raise --tolerance, or give --alpha to fail only on "
+            "significant drops."
+        )
+    if status == "not comparable":
+        return (
             "What to do: if the change is intended, record new numbers with "
             f"{UPDATE_HINT}; otherwise restore the dataset and settings the baseline was made "
             "with."
         )
+    return (
+        "What to do: fix the regression, or if the new numbers are intended, bless them with "
+        f"{UPDATE_HINT} and commit {path}."
+    )
+
+
+def failure_message(
+    recorded: EvaluationRecord,
+    verdict: Verdict,
+    baseline_path: str,
+    *,
+    against: Against = "baseline",
+    subject: str | None = None,
+) -> str:
+    """The failure text of a regressed or not comparable evaluation, ending with what to do.
+
+    ``against`` says what ``baseline_path`` is (its words and the advice follow: only a
+    baseline is blessed with --ragmetrics-update-baseline); ``subject`` names the evaluation
+    (default: its name and test).
+    """
+    words = _WORDS[against]
+    lines: list[str] = []
+    where = subject if subject is not None else f"'{recorded.name}' ({recorded.test})"
+    if verdict.status == "not comparable":
+        lines.append(f"ragmetrics: {where} {words['incomparable'].format(path=baseline_path)}:")
+        lines += [f"  {reason}" for reason in verdict.reasons]
+        lines += _query_set_lines(verdict, words)
+        lines.append(advice(against, verdict.status, baseline_path))
         return "\n".join(lines)
-    lines.append(f"ragmetrics: {where} regressed against the baseline in {baseline_path}:")
+    lines.append(f"ragmetrics: {where} {words['regressed'].format(path=baseline_path)}:")
     for m in verdict.failed_metrics:
         lines.append(
-            f"  {m.metric}: baseline {m.baseline:.4f} → current {m.current:.4f}, "
-            f"Δ {m.delta:+.4f} (allowed drop {m.allowed_drop:.4f}, tolerance "
+            f"  {m.metric}: {words['before']} {m.baseline:.4f} → {words['after']} "
+            f"{m.current:.4f}, Δ {m.delta:+.4f} (allowed drop {m.allowed_drop:.4f}, tolerance "
             f"{m.tolerance})"
         )
         c = m.comparison
@@ -176,25 +257,22 @@ def failure_message(recorded: EvaluationRecord, verdict: Verdict, baseline_path:
             lines.append(f"    most regressed: {moved}")
     if verdict.identity_change:
         lines.append(f"  configuration changed: {verdict.identity_change}")
-    lines += _query_set_lines(verdict)
-    lines.append(
-        "What to do: fix the regression, or if the new numbers are intended, bless them with "
-        f"{UPDATE_HINT} and commit {baseline_path}."
-    )
+    lines += _query_set_lines(verdict, words)
+    lines.append(advice(against, verdict.status, baseline_path))
     return "\n".join(lines)
 
 
-def _query_set_lines(verdict: Verdict) -> list[str]:
+def _query_set_lines(verdict: Verdict, words: Mapping[str, str]) -> list[str]:
     lines = []
     if verdict.only_baseline:
         lines.append(
-            f"  queries only in the baseline ({len(verdict.only_baseline)}): "
+            f"  queries only in {words['only_before']} ({len(verdict.only_baseline)}): "
             f"{', '.join(verdict.only_baseline[:10])}"
             f"{' ...' if len(verdict.only_baseline) > 10 else ''}"
         )
     if verdict.only_current:
         lines.append(
-            f"  queries only in this run ({len(verdict.only_current)}): "
+            f"  queries only in {words['only_after']} ({len(verdict.only_current)}): "
             f"{', '.join(verdict.only_current[:10])}"
             f"{' ...' if len(verdict.only_current) > 10 else ''}"
         )

@@ -42,6 +42,10 @@ and one optional top-level field, written by ``ragmetrics compare --format html`
 
     "comparison": {"before": str, "after": str, "tolerance": [str], "alpha": number | null}
 
+or, comparing runs (:func:`systems_document`), ``{"reference": label, "runs": [label],
+"judgments": str | null, "tolerance": [str], "alpha": number | null}``, with the reference's
+evaluation marked ``"outcome": {"reference": true}``.
+
 Values that do not have the expected type are shown as missing, never trusted: the page is
 built from files people edit and hooks that modify reports.
 """
@@ -56,7 +60,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -72,6 +76,9 @@ from pytest_ragmetrics.report.query_records import (
 )
 from pytest_ragmetrics.report.terminal import LAYER_TITLES
 from pytest_ragmetrics.vocabulary import LAYERS
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.comparison import SystemsComparison
 
 DEFAULT_WORST = 10
 DEFAULT_MAX_BARS = 100
@@ -155,6 +162,7 @@ _CATEGORIES = {
     "improved": ("improved", "▲"),
     "ok": ("within tolerance", "●"),
     "new": ("new", "+"),
+    "reference": ("reference", "◆"),
     "none": ("no baseline verdict", "-"),
 }
 _PROBLEMS = ("regressed", "below", "nc")
@@ -191,6 +199,8 @@ def _categories(entry: Mapping[str, Any]) -> list[str]:
         found.append("ok")
     if status == "new":
         found.append("new")
+    if outcome.get("reference") is True:
+        found.append("reference")
     return found or ["none"]
 
 
@@ -542,6 +552,9 @@ class _Renderer:
 
     def title(self) -> str:
         comparison = _map(self.doc.get("comparison"))
+        if "reference" in comparison:
+            runs = len(_list(comparison.get("runs")))
+            return f"ragmetrics: {runs} runs compared with {_str(comparison.get('reference'))}"
         if comparison:
             return (
                 f"ragmetrics: {_str(comparison.get('after'))} compared with "
@@ -564,7 +577,11 @@ class _Renderer:
         if _str(doc.get("plugin_version")):
             facts.append(f"pytest-ragmetrics {esc(doc['plugin_version'])}")
         comparison = _map(doc.get("comparison"))
-        if comparison:
+        if "reference" in comparison:
+            facts.append(
+                f"verdicts of every run against {_user(_str(comparison.get('reference')))}"
+            )
+        elif comparison:
             facts.append(
                 f"verdicts of {_user(_str(comparison.get('after')))} against "
                 f"{_user(_str(comparison.get('before')))}"
@@ -848,6 +865,8 @@ class _Renderer:
                 )
         if _int(entry.get("k")) is not None:
             rows.append(("k", str(entry["k"])))
+        elif "k" in entry and entry.get("layer") == "retrieval":
+            rows.append(("k", "unknown (not recorded; a TREC run file has none)"))
         semantics = _map(entry.get("semantics"))
         if semantics:
             rows.append(("semantics", _flat(semantics)))
@@ -1635,3 +1654,64 @@ def comparison_document(
         }
     )
     return document
+
+
+def systems_document(comparison: SystemsComparison) -> dict[str, Any]:
+    """The report document of ``ragmetrics compare --qrels Q RUN_A RUN_B ... --format html``:
+    the reference first (marked as such), then every run with its verdict against the
+    reference as its baseline outcome and the reference's per-query values as its baseline's.
+    TREC runs bring their rankings (with the query texts and titles of --dataset) for the
+    drill-down."""
+    from pytest_ragmetrics.comparison import KIND_WORDS
+    from pytest_ragmetrics.report.query_records import add_query_details
+
+    reference = comparison.reference
+    judgments = comparison.judgments
+    qrels = None if judgments is None else judgments.qrels
+    dataset = None if judgments is None else judgments.dataset
+    verdicts = {id(v.system): v.verdict for v in comparison.versus}
+    evaluations = []
+    reference_entry: dict[str, Any] = {}
+    for system in comparison.systems:
+        entry = system.record.to_dict()
+        if system.kind in ("report", "baseline"):
+            entry.update(test=f"{system.path}: {system.record.test}")
+        else:
+            entry.update(test=system.label, name=KIND_WORDS[system.kind])
+        verdict = verdicts.get(id(system))
+        if verdict is None:
+            entry["outcome"] = {"reference": True}
+            reference_entry = entry
+        else:
+            entry["outcome"] = {"baseline": verdict.to_dict()}
+        if system.run is not None and qrels is not None:
+            add_query_details(
+                entry,
+                baseline_entry=reference_entry if verdict is not None else None,
+                run=system.run,
+                baseline_run=reference.run if verdict is not None else None,
+                dataset=dataset,
+                qrels=qrels,
+            )
+        elif verdict is not None:
+            values = baseline_per_query(reference_entry)
+            if values:
+                entry["baseline_per_query"] = values
+        evaluations.append(entry)
+    semantics = reference.record.evaluation.semantics
+    return {
+        "schema": REPORT_SCHEMA,
+        "version": REPORT_VERSION,
+        "settings": {
+            "metrics": list(comparison.metrics),
+            "semantics": None if semantics is None else semantics.as_dict(),
+        },
+        "comparison": {
+            "reference": reference.label,
+            "runs": [system.label for system in comparison.systems],
+            "judgments": None if judgments is None else judgments.description,
+            "tolerance": list(comparison.tolerance),
+            "alpha": comparison.alpha,
+        },
+        "evaluations": evaluations,
+    }

@@ -1,21 +1,37 @@
-"""The Markdown report (for $GITHUB_STEP_SUMMARY): per layer, per metric a table, best in bold."""
+"""Markdown (for $GITHUB_STEP_SUMMARY and pull-request comments): the session report, and the
+two forms of ``ragmetrics compare --format markdown``.
+
+The session report has, per layer, one table with a row per evaluation and a column per metric,
+like the terminal table: the value, Δ against the baseline in brackets, the best value of each
+metric in bold, and the status. Evaluations of several datasets get one table per dataset (a
+best value across datasets would mean nothing). Failure explanations are lists, not text.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pytest_ragmetrics.report.terminal import LAYER_TITLES, columns
 from pytest_ragmetrics.vocabulary import LAYERS
 
 if TYPE_CHECKING:
+    from pytest_ragmetrics.baseline.verdicts import Against, MetricVerdict, Verdict
+    from pytest_ragmetrics.comparison import SystemsComparison, Versus
+    from pytest_ragmetrics.records import EvaluationRecord
     from pytest_ragmetrics.report.outcome import Checked, SessionOutcome
 
 MAX_BYTES = 1024 * 1024 - 4096  # GitHub rejects step summaries over 1 MiB
+_MARKS = {"regressed": "▼", "improved": "▲"}
+# Characters that would turn text into markup; an underscore only at a word's edge (GitHub
+# never reads one inside a word as emphasis, so ndcg_at_10 stays readable).
+_MARKUP = re.compile(r"[\\`*<>|]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|\](?=\()")
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def inline(text: str) -> str:
+    """``text`` as literal Markdown on one line (table cells, list items)."""
+    return _MARKUP.sub(lambda m: "\\" + m.group(0), " ".join(str(text).splitlines()))
 
 
 def markdown_report(outcome: SessionOutcome, *, title: str = "pytest-ragmetrics") -> str:
@@ -28,18 +44,14 @@ def markdown_report(outcome: SessionOutcome, *, title: str = "pytest-ragmetrics"
         if not chosen:
             continue
         parts.append(f"### {LAYER_TITLES[layer].capitalize()}\n")
-        for metric in columns(chosen, outcome.metrics):
-            table = _metric_table(chosen, metric)
-            if table:
-                parts.append(table)
-        notes = []
-        for checked in chosen:
-            for note in checked.record.evaluation.notes:
-                notes.append(f"- {_cell(checked.label)}: {_cell(note)}")
-            if checked.outcome.gate:
-                notes.append(f"- {_cell(checked.label)}: {_cell(checked.outcome.gate)}")
+        groups = _by_dataset(chosen)
+        for name, group in groups.items():
+            if len(groups) > 1:
+                parts.append(f"#### {inline(name)}\n")
+            parts.append(_layer_table(group, outcome.metrics))
+        notes = outcome.notes(layer)
         if notes:
-            parts.append("Notes:\n\n" + "\n".join(notes) + "\n")
+            parts.append("Notes:\n\n" + "".join(f"- {inline(n)}\n" for n in notes))
     from pytest_ragmetrics.report.datasets import dataset_summaries, summary_table
 
     summaries = dataset_summaries(outcome.evaluations, outcome.metrics, outcome.dataset_order)
@@ -49,30 +61,78 @@ def markdown_report(outcome: SessionOutcome, *, title: str = "pytest-ragmetrics"
     return _within_limit("\n".join(parts))
 
 
-def _metric_table(chosen: Sequence[Checked], metric: str) -> str:
-    rows = [c for c in chosen if _value(c, metric) is not None]
-    if not rows:
-        return ""
-    best = max(float(_value(c, metric) or 0.0) for c in rows)
+def _by_dataset(chosen: Sequence[Checked]) -> dict[str, list[Checked]]:
+    groups: dict[str, list[Checked]] = {}
+    for checked in chosen:
+        groups.setdefault(_dataset_name(checked.record.dataset), []).append(checked)
+    return groups
+
+
+def _dataset_name(dataset: Mapping[str, Any] | None) -> str:
+    if not dataset:
+        return "no dataset recorded"
+    name = str(dataset.get("name") or "dataset")
+    extra = [str(dataset[k]) for k in ("split", "source") if dataset.get(k)]
+    return f"{name} ({', '.join(extra)})" if extra else name
+
+
+def _layer_table(chosen: Sequence[Checked], preferred: Sequence[str]) -> str:
+    """Evaluations as rows, metrics as columns: value (Δ against the baseline), best in bold."""
+    names = columns(chosen, preferred)
+    best = {m: _best(_value(c, m) for c in chosen) for m in names}
+    several = len(chosen) > 1
+    shown = {"bold": False, "delta": False, "missed": False}
     lines = [
-        f"#### {metric}\n",
-        "| evaluation | value | baseline | Δ | status |",
-        "|---|---:|---:|---:|---|",
+        "| evaluation | " + " | ".join(inline(m) for m in names) + " | status |",
+        "|---|" + "---:|" * len(names) + "---|",
     ]
-    for checked in rows:
-        value = float(_value(checked, metric) or 0.0)
-        shown = f"{value:.4f}"
-        if len(rows) > 1 and value == best:
-            shown = f"**{shown}**"
+    for checked in chosen:
         verdict = checked.outcome.baseline
-        m = next((x for x in verdict.metrics if x.metric == metric), None) if verdict else None
-        base = f"{m.baseline:.4f}" if m else "-"
-        delta = f"{m.delta:+.4f}" if m else "-"
+        deltas = {m.metric: m for m in verdict.metrics} if verdict is not None else {}
+        missed = {t.metric for t in checked.outcome.thresholds if not t.passed}
+        cells = []
+        for metric in names:
+            if metric not in checked.record.evaluation.metrics:
+                cells.append("")
+                continue
+            value = _value(checked, metric)
+            cell = "n/a" if value is None else f"{value:.4f}"
+            if several and value is not None and value == best[metric]:
+                cell, shown["bold"] = f"**{cell}**", True
+            if metric in deltas:
+                cell, shown["delta"] = cell + _delta(deltas[metric]), True
+            if metric in missed:
+                cell, shown["missed"] = cell + " ✗", True
+            cells.append(cell)
         lines.append(
-            f"| {_cell(checked.label)} | {shown} | {base} | {delta} | "
-            f"{_cell(checked.outcome.status)} |"
+            f"| {inline(checked.label)} | "
+            + " | ".join(cells)
+            + f" | {inline(checked.outcome.status)} |"
         )
-    return "\n".join(lines) + "\n"
+    legend = []
+    if shown["bold"]:
+        legend.append("best value per metric in bold")
+    if shown["delta"]:
+        legend.append(
+            "in brackets Δ against the baseline, ▼ regressed / ▲ improved beyond the tolerance"
+        )
+    if shown["missed"]:
+        legend.append("✗ below the threshold")
+    text = "\n".join(lines) + "\n"
+    if legend:
+        sentence = "; ".join(legend)
+        text += f"\n{sentence[0].upper()}{sentence[1:]}.\n"
+    return text
+
+
+def _delta(metric: MetricVerdict) -> str:
+    mark = _MARKS.get(metric.status, "")
+    return f" ({metric.delta:+.4f}{' ' + mark if mark else ''})"
+
+
+def _best(values: Any) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
 
 
 def _value(checked: Checked, metric: str) -> float | None:
@@ -89,3 +149,159 @@ def _within_limit(text: str) -> str:
             "report (--ragmetrics-json) for everything._\n"
         )
     return text
+
+
+# -- failure explanations ----------------------------------------------------------------------
+
+
+def message_markdown(message: str) -> str:
+    """A failure message (``baseline.verdicts.failure_message``) as Markdown: its first line
+    in bold, its indented lines as a nested list, "What to do" as a paragraph."""
+    first, *rest = message.splitlines()
+    out = [f"**{inline(first)}**", ""]
+    listing = False
+    for line in rest:
+        depth = len(line) - len(line.lstrip(" "))
+        if depth:
+            out.append("  " * (depth // 2 - 1) + f"- {inline(line.strip())}")
+            listing = True
+            continue
+        if listing:
+            out.append("")
+            listing = False
+        out.append(inline(line))
+    return "\n".join(out) + "\n"
+
+
+def failures_markdown(
+    failed: Sequence[tuple[EvaluationRecord, Verdict]], before: str, *, against: Against
+) -> str:
+    """The details under ``compare BASELINE_OR_REPORT REPORT --format markdown``'s table."""
+    from pytest_ragmetrics.baseline.verdicts import failure_message
+
+    if not failed:
+        return ""
+    parts = ["", "### What failed", ""]
+    for recorded, verdict in failed:
+        parts.append(message_markdown(failure_message(recorded, verdict, before, against=against)))
+    return "\n".join(parts)
+
+
+# -- ragmetrics compare with runs ---------------------------------------------------------------
+
+
+def comparison_markdown(comparison: SystemsComparison) -> str:
+    """``compare --qrels Q RUN_A RUN_B ... --format markdown``: the runs' means (best in bold,
+    Δ against the reference), each run against the reference, then what failed and why."""
+    from pytest_ragmetrics.comparison import KIND_WORDS, k_text, semantics_text
+
+    reference = comparison.reference
+    metrics = list(comparison.metrics)
+    facts = [f"Reference: **{inline(reference.label)}** ({KIND_WORDS[reference.kind]})."]
+    if comparison.judgments is not None:
+        facts.append(f"Judgments: {inline(comparison.judgments.description)}.")
+    semantics = reference.record.evaluation.semantics
+    if semantics is not None:
+        facts.append(f"Semantics: {semantics_text(semantics.as_dict())}.")
+    parts = ["## ragmetrics compare", "", " ".join(facts), ""]
+    best = {
+        m: _best(_finite(s.record.evaluation.mean.get(m)) for s in comparison.systems)
+        for m in metrics
+    }
+    by_system = {id(v.system): v for v in comparison.versus}
+    lines = [
+        "| run | input | k | " + " | ".join(inline(m) for m in metrics) + " | status |",
+        "|---|---|---|" + "---:|" * len(metrics) + "---|",
+    ]
+    for system in comparison.systems:
+        versus = by_system.get(id(system))
+        verdicts = {m.metric: m for m in versus.verdict.metrics} if versus else {}
+        cells = []
+        for metric in metrics:
+            value = _finite(system.record.evaluation.mean.get(metric))
+            cell = "n/a" if value is None else f"{value:.4f}"
+            if value is not None and value == best[metric]:
+                cell = f"**{cell}**"
+            m = verdicts.get(metric)
+            if m is not None:
+                marks = _MARKS.get(m.status, "") + ("\\*" if _significant(comparison, m) else "")
+                cell += f" ({m.delta:+.4f}{' ' + marks if marks else ''})"
+            cells.append(cell)
+        status = versus.verdict.status if versus else "reference"
+        lines.append(
+            f"| {inline(system.label)} | {KIND_WORDS[system.kind]} | {k_text(system.record.k)} | "
+            + " | ".join(cells)
+            + f" | {status} |"
+        )
+    parts.append("\n".join(lines))
+    parts.append(
+        f"\nBest value per metric in bold; in brackets Δ against the reference: ▲ ▼ beyond the "
+        f"tolerance ({inline(' '.join(comparison.tolerance))}), \\* p < "
+        f"{comparison.significance:g} (paired randomization test).\n"
+    )
+    for versus in comparison.versus:
+        parts.append(_versus_markdown(comparison, versus))
+    notes = [f"{s.label}: {n}" for s in comparison.systems for n in s.record.evaluation.notes]
+    notes += [n for v in comparison.versus for n in v.notes]
+    if notes:
+        parts.append("Notes:\n\n" + "".join(f"- {inline(n)}\n" for n in notes))
+    if comparison.failed:
+        parts.append("### What failed\n")
+        for versus in comparison.failed:
+            parts.append(message_markdown(comparison.explanation(versus)))
+    parts.append(
+        f"{len(comparison.systems)} runs, {len(comparison.failed)} failed against the reference.\n"
+    )
+    return _within_limit("\n".join(parts))
+
+
+def _versus_markdown(comparison: SystemsComparison, versus: Versus) -> str:
+    from pytest_ragmetrics.comparison import rank_move
+
+    verdict = versus.verdict
+    parts = [
+        f"### {inline(versus.system.label)} against {inline(comparison.reference.label)}: "
+        f"{verdict.status}\n"
+    ]
+    if not verdict.metrics:
+        return parts[0]
+    rows = [
+        "| metric | reference | run | Δ | 95% CI of Δ | p | wins | ties | losses | status |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for m in verdict.metrics:
+        c = m.comparison
+        stats = "| | | | |"
+        if c is not None and c.n:
+            stats = (
+                f"| [{c.ci_low:+.4f}, {c.ci_high:+.4f}] | {c.p_value:.4f} | {c.better} | "
+                f"{c.same} | {c.worse} |"
+            )
+        rows.append(
+            f"| {inline(m.metric)} | {m.baseline:.4f} | {m.current:.4f} | {m.delta:+.4f} "
+            f"{stats} {m.status} |"
+        )
+    parts.append("\n".join(rows) + "\n")
+    first = comparison.metrics[0]
+    changes = versus.most_changed.get(first, ())
+    if changes:
+        parts.append(
+            f"Most changed by {inline(first)}:\n\n"
+            "| query | reference | run | Δ | first relevant rank |\n"
+            "|---|---:|---:|---:|---|\n"
+            + "".join(
+                f"| {inline(c.query)} | {c.reference:.4f} | {c.value:.4f} | {c.delta:+.4f} | "
+                f"{rank_move(c.rank_reference, c.rank_value)} |\n"
+                for c in changes
+            )
+        )
+    return "\n".join(parts)
+
+
+def _significant(comparison: SystemsComparison, metric: MetricVerdict) -> bool:
+    c = metric.comparison
+    return c is not None and c.n > 0 and c.p_value < comparison.significance
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or value != value else value
