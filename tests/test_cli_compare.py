@@ -450,7 +450,10 @@ def test_a_baseline_and_a_report_are_advised_to_bless(
     code, text = run("compare", str(baseline), str(files[1]))
     assert code == 1
     assert f"regressed against the baseline in {baseline}:" in text
-    assert f"bless them with --ragmetrics-update-baseline and commit {baseline}." in text
+    assert (
+        f"bless them with --ragmetrics-update-baseline and commit what it lists ({baseline} "
+        "and the dataset digests beside it)." in text
+    )
 
 
 def test_two_not_comparable_reports_are_not_advised_to_bless(

@@ -41,8 +41,13 @@ def test_update_writes_sorted_versioned_entries(project: pytest.Pytester) -> Non
     result = project.runpytest("--ragmetrics-update-baseline")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["*baseline .ragmetrics/baseline.json: 0 updated, 1 added, 0 removed*"]
+        [
+            "*test_rag.py::test_retrieval [[]toy[]]*added*",
+            "*baseline .ragmetrics/baseline.json: 0 updated, 1 added, 0 removed, 0 unchanged*",
+            "commit: .ragmetrics/baseline.json .ragmetrics/datasets/",
+        ]
     )
+    assert "new" not in result.stdout.str().split("status")[1].split("\n")[2]
     text = (project.path / ".ragmetrics" / "baseline.json").read_text()
     data = json.loads(text)
     assert data["schema_version"] == 1
@@ -56,8 +61,14 @@ def test_update_writes_sorted_versioned_entries(project: pytest.Pytester) -> Non
     assert entry["plugin_version"]
     assert text == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     # A second blessing of the same numbers changes nothing.
-    again = project.runpytest("--ragmetrics-update-baseline")
-    again.stdout.fnmatch_lines(["*0 updated, 0 added, 0 removed*"])
+    again = project.runpytest("--ragmetrics-update-baseline", "--ragmetrics-json=r.json")
+    again.stdout.fnmatch_lines(["*0 updated, 0 added, 0 removed, 1 unchanged*"])
+    report = json.loads((project.path / "r.json").read_text())
+    assert report["evaluations"][0]["outcome"]["update"] == "unchanged"
+    assert report["summary"]["baseline_update"]["commit"] == [
+        ".ragmetrics/baseline.json",
+        ".ragmetrics/datasets/",
+    ]
     assert (project.path / ".ragmetrics" / "baseline.json").read_text() == text
 
 
@@ -78,7 +89,8 @@ def test_worse_retriever_fails_with_statistics_and_advice(
             "*most regressed: q1: rank 1 → 3 (Δ -1.000); q2: rank 1 → 3*",
             "*configuration changed: retriever: *worse*false* → *worse*true*",
             "What to do: fix the regression, or if the new numbers are intended, bless them with "
-            "--ragmetrics-update-baseline and commit .ragmetrics/baseline.json.",
+            "--ragmetrics-update-baseline and commit what it lists (.ragmetrics/baseline.json "
+            "and the dataset digests beside it).",
         ]
     )
     result.stdout.fnmatch_lines(["*test_retrieval [[]toy[]]*regressed*", "*· Δ*-1.0000 !*"])

@@ -82,25 +82,30 @@ class BaselineStore:
         ran_tests: Iterable[str],
         stale: Iterable[tuple[str, str]],
         plugin_version: str,
-    ) -> tuple[BaselineStore, dict[str, int]]:
-        """A new store with the recorded evaluations written in.
+    ) -> tuple[BaselineStore, dict[str, int], dict[tuple[str, str], str]]:
+        """A new store with the recorded evaluations written in, the counts of what changed,
+        and per recorded evaluation (test, name) whether it was ``added``, ``updated`` or
+        ``unchanged``.
 
         Entries of tests that ran but no longer record that evaluation, and stale entries, are
         removed; everything else is untouched.
         """
         entries = {t: dict(named) for t, named in self.entries.items()}
         counts = {"updated": 0, "added": 0, "removed": 0, "unchanged": 0}
+        changes: dict[tuple[str, str], str] = {}
         seen: set[tuple[str, str]] = set()
         for item in recorded:
             entry = item.baseline_entry(plugin_version)
             seen.add(item.key)
             old = entries.get(item.test, {}).get(item.name)
             if old is None:
-                counts["added"] += 1
+                change = "added"
             elif _strip_version(old) == _strip_version(entry):
-                counts["unchanged"] += 1
+                change = "unchanged"
             else:
-                counts["updated"] += 1
+                change = "updated"
+            counts[change] += 1
+            changes[item.key] = change
             entries.setdefault(item.test, {})[item.name] = entry
         to_remove = set(stale)
         for test in set(ran_tests):
@@ -113,7 +118,7 @@ class BaselineStore:
                 counts["removed"] += 1
                 if not entries[test]:
                     del entries[test]
-        return BaselineStore(self.path, entries, exists=True), counts
+        return BaselineStore(self.path, entries, exists=True), counts, changes
 
     def dumps(self) -> str:
         """The file content: sorted keys, two-space indent, trailing newline."""

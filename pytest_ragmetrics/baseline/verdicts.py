@@ -211,7 +211,7 @@ def advice(against: Against, status: str, path: str) -> str:
         )
     return (
         "What to do: fix the regression, or if the new numbers are intended, bless them with "
-        f"{UPDATE_HINT} and commit {path}."
+        f"{UPDATE_HINT} and commit what it lists ({path} and the dataset digests beside it)."
     )
 
 

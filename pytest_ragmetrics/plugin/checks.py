@@ -69,7 +69,8 @@ def check_evaluation(
         failures.append(
             f"ragmetrics: '{record.name}' ({record.test}) has no baseline entry in "
             f"{baseline_path} and --ragmetrics-strict is on. What to "
-            f"do: record one with {UPDATE_HINT} and commit the baseline file."
+            f"do: record one with {UPDATE_HINT} and commit what it lists (the baseline file and "
+            "the dataset digests beside it)."
         )
     return outcome, failures
 

@@ -5,6 +5,7 @@ xdist the single pytest process is the controller."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -28,6 +29,7 @@ class ControllerPlugin:
         self.ran_tests: set[str] = set()
         self.errored_tests: set[str] = set()
         self.update_counts: dict[str, int] | None = None
+        self.commit_paths: list[str] = []
         self.stale: list[tuple[str, str]] = []
         self.cleared: ClearReport | None = None
         self.error: str = ""
@@ -97,14 +99,24 @@ class ControllerPlugin:
         # Tests that crashed keep their entries untouched: their numbers may be incomplete.
         usable = [c.record for c in self.evaluations if c.record.test not in self.errored_tests]
         ran = self.ran_tests - self.errored_tests
-        new_store, counts = store.updated(usable, ran, self.stale, _version())
+        new_store, counts, changes = store.updated(usable, ran, self.stale, _version())
         if usable or counts["removed"]:
             used = {(r.dataset.get("name"), r.dataset.get("split")) for r in usable if r.dataset}
+            commit = [settings.display(settings.baseline)]
             for pair in settings.datasets:  # the datasets the blessed evaluations ran on
                 if (pair.name, pair.split) in used:
                     save_dataset_digests(settings.baseline, self.session.dataset(pair.key))
+                    digests = settings.display(settings.baseline.parent / "datasets") + "/"
+                    commit += [digests] if digests not in commit else []
             new_store.save()
+            self.commit_paths = commit
         self.update_counts = counts
+        self.evaluations = [
+            replace(c, outcome=replace(c.outcome, update=changes[c.record.key]))
+            if c.record.key in changes
+            else c
+            for c in self.evaluations
+        ]
 
     def session_outcome(self) -> SessionOutcome:
         from pytest_ragmetrics.report.outcome import SessionOutcome
@@ -117,6 +129,7 @@ class ControllerPlugin:
             plugin_version=_version(),
             baseline_path=settings.display(settings.baseline),
             update_counts=self.update_counts,
+            commit_paths=self.commit_paths,
             stale=self.stale,
             cleared=self.cleared,
             cache_path=settings.display(settings.cache_dir),

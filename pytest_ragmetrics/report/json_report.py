@@ -21,7 +21,7 @@ Schema (version 1)::
           "outcome": {"thresholds": [{"metric", "value", "threshold", "passed"}],
                       "baseline": {"status", "metrics": [{"metric", "baseline", "current",
                                    "delta", "tolerance", "status", "ci95", "p_value", ...}]},
-                      "gate": str},
+                      "gate": str, "update": "added" | "updated" | "unchanged"},
           # Optional, for the HTML report (pytest_ragmetrics.report.html; filled by
           # pytest_ragmetrics.report.query_records.add_query_details); readers ignore them:
           "baseline_per_query": {query_id: {metric: value | null}},
@@ -76,7 +76,9 @@ def build_report(outcome: SessionOutcome) -> dict[str, Any]:
             "evaluations": len(outcome.evaluations),
             "by_layer": by_layer,
             "by_status": by_status,
-            "baseline_update": dict(counts) if counts is not None else None,
+            "baseline_update": (
+                {**counts, "commit": list(outcome.commit_paths)} if counts is not None else None
+            ),
             "stale_baseline_entries": [list(s) for s in outcome.stale],
             **summary,
         },

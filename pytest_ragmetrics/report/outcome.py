@@ -50,26 +50,38 @@ class EvaluationOutcome:
     """What the end-of-test checks found for one evaluation.
 
     ``gate`` says why an answer evaluation may not fail its test (its judge's calibrated κ is
-    unknown or below ``ragmetrics_min_judge_kappa``); empty when it may.
+    unknown or below ``ragmetrics_min_judge_kappa``); empty when it may. ``update`` says what
+    ``--ragmetrics-update-baseline`` did to its entry (``added``, ``updated``, ``unchanged``);
+    empty without an update.
     """
 
     thresholds: tuple[ThresholdResult, ...] = ()
     baseline: Verdict | None = None
     gate: str = ""
+    update: str = ""
 
     @property
     def status(self) -> str:
-        """One word for the tables: threshold failures first, then the baseline verdict."""
+        """One word for the tables: threshold failures first, then the baseline verdict, then
+        what an update did to the baseline entry."""
         baseline = self.baseline.status if self.baseline is not None else "-"
         if self.gate:
-            return f"{baseline} (not enforced)"
-        if any(not t.passed for t in self.thresholds):
-            return (
+            text = f"{baseline} (not enforced)"
+        elif any(not t.passed for t in self.thresholds):
+            text = (
                 "below threshold"
                 if baseline in ("-", "ok", "new")
                 else f"below threshold, {baseline}"
             )
-        return baseline
+        else:
+            text = baseline
+        if not self.update or self.update == "unchanged":
+            return text
+        if text in ("-", "new"):
+            return self.update
+        if text.startswith("new "):  # "new (not enforced)"
+            return self.update + text[3:]
+        return f"{text}, {self.update}"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -79,6 +91,8 @@ class EvaluationOutcome:
             out["baseline"] = self.baseline.to_dict()
         if self.gate:
             out["gate"] = self.gate
+        if self.update:
+            out["update"] = self.update
         return out
 
     @classmethod
@@ -90,6 +104,7 @@ class EvaluationOutcome:
             tuple(ThresholdResult.from_dict(t) for t in data.get("thresholds", [])),
             None if baseline is None else Verdict.from_dict(baseline),
             data.get("gate", ""),
+            data.get("update", ""),
         )
 
 
@@ -132,6 +147,8 @@ class SessionOutcome:
     plugin_version: str = ""
     baseline_path: str = ""
     update_counts: Mapping[str, int] | None = None
+    # After an update: the files to commit (the baseline and the dataset digests beside it).
+    commit_paths: Sequence[str] = ()
     stale: Sequence[tuple[str, str]] = ()
     cleared: ClearReport | None = None
     cache_path: str = ""

@@ -102,9 +102,12 @@ def summary_lines(outcome: SessionOutcome) -> list[tuple[str, str]]:
             (
                 "line",
                 f"ragmetrics baseline {outcome.baseline_path}: {counts['updated']} updated, "
-                f"{counts['added']} added, {counts['removed']} removed",
+                f"{counts['added']} added, {counts['removed']} removed, "
+                f"{counts['unchanged']} unchanged",
             )
         )
+        if outcome.commit_paths:
+            out.append(("line", "commit: " + " ".join(outcome.commit_paths)))
     if outcome.stale:
         out.append(("line", ""))
         out.append(
