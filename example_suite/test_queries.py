@@ -1,4 +1,5 @@
-"""Per-query checks: each test below runs once per listed query id (use -k 1049 to pick one).
+"""Per-query checks on SciFact: each test below runs once per listed query id (use -k 1049 to
+pick one); @pytest.mark.rag_dataset keeps them to SciFact, whose ids they are.
 
 A mean can hide a query that got much worse; these pin down queries the team cares about.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.rag_dataset("scifact")
 # Claims whose abstract all-MiniLM-L6-v2 ranks first today: keep them in the top 3.
 EASY = ["1012", "1014", "113"]
 # Hard claims whose abstract sits between ranks 20 and 80: keep it inside the top 100.

@@ -1,4 +1,5 @@
-"""The main job: the example suite on SciFact reproduces MTEB, offline, under xdist, and warm.
+"""The main job: the example suite on SciFact and Cranfield in one session reproduces MTEB on
+SciFact, offline, under xdist, and warm.
 
 Slow: a cold run encodes 5,183 abstracts (minutes). The cache folder is shared with the other
 slow SciFact tests of the session, so the corpus is encoded once per test session.
@@ -62,9 +63,10 @@ def run_suite(
     )
 
 
-def evaluations(report: Path) -> dict[str, dict]:
+def evaluations(report: Path) -> dict[tuple[str, str], dict]:
+    """(evaluation name, dataset name) -> the report's evaluation."""
     data = json.loads(report.read_text())
-    return {e["name"]: e for e in data["evaluations"]}
+    return {(e["name"], (e.get("dataset") or {}).get("name", "")): e for e in data["evaluations"]}
 
 
 def test_example_suite_cold_xdist_then_warm(scifact_cache: Path, tmp_path: Path) -> None:
@@ -72,13 +74,19 @@ def test_example_suite_cold_xdist_then_warm(scifact_cache: Path, tmp_path: Path)
     assert cold.returncode == 0, cold.stdout[-4000:] + cold.stderr[-2000:]
     assert "ragmetrics: retrieval layer" in cold.stdout
     assert "ragmetrics: answer layer" in cold.stdout
-    dense = evaluations(tmp_path / "cold.json")["all-MiniLM-L6-v2"]
+    found = evaluations(tmp_path / "cold.json")
+    dense = found["all-MiniLM-L6-v2", "scifact"]
     for metric, published in MTEB_MINILM.items():
         assert dense["metrics"][metric] == pytest.approx(published, abs=1e-4), metric
-    assert dense["outcome"]["baseline"]["status"] == "ok"
-    assert evaluations(tmp_path / "cold.json")["bm25"]["metrics"]["ndcg_at_10"] == pytest.approx(
-        0.68736, abs=0.01
+    assert all(e["outcome"]["baseline"]["status"] == "ok" for e in found.values())
+    assert found["bm25", "scifact"]["metrics"]["ndcg_at_10"] == pytest.approx(0.68736, abs=0.01)
+    # Cranfield (SMART files, graded qrels mapped by its dataset.json), in the same session.
+    assert found["all-MiniLM-L6-v2", "cranfield"]["metrics"]["ndcg_at_10"] == pytest.approx(
+        0.38167, abs=1e-4
     )
+    assert found["bm25", "cranfield"]["metrics"]["ndcg_at_10"] == pytest.approx(0.37299, abs=1e-4)
+    summary = json.loads((tmp_path / "cold.json").read_text())["summary"]["by_dataset"]
+    assert list(summary["ndcg_at_10"]["columns"]) == ["scifact-test", "cranfield-test"]
 
     from pytest_ragmetrics import load_dataset
     from pytest_ragmetrics.cache import Cache
@@ -106,8 +114,8 @@ def test_example_suite_cold_xdist_then_warm(scifact_cache: Path, tmp_path: Path)
     )
     assert worse.returncode == 1
     assert (
-        "'all-MiniLM-L6-v2' (test_retrieval.py::test_dense_minilm) regressed against the "
-        "baseline" in worse.stdout
+        "'all-MiniLM-L6-v2' (test_retrieval.py::test_dense_minilm[scifact-test]) regressed "
+        "against the baseline" in worse.stdout
     )
     assert "configuration changed: k: 100 → 5" in worse.stdout
     assert "--ragmetrics-update-baseline" in worse.stdout

@@ -114,7 +114,11 @@ def summary_lines(outcome: SessionOutcome) -> list[tuple[str, str]]:
             (
                 "line",
                 f"ragmetrics: {len(outcome.stale)} baseline entries belong to tests that no "
-                "longer exist (stale; --ragmetrics-update-baseline removes them):",
+                + (
+                    "longer exist (stale): removed by this update:"
+                    if counts is not None
+                    else "longer exist (stale; --ragmetrics-update-baseline removes them):"
+                ),
             )
         )
         out += [("line", f"  {test} [{name}]") for test, name in outcome.stale]
