@@ -545,3 +545,20 @@ def test_the_identity_of_each_evaluation_and_of_the_run(document: dict[str, Any]
     assert "relevance_level: 1, gain: linear, query_set: qrels" in shown
     assert "name: toy-judge, model: m, rubric: r, rubric_sha256: x, parameters: {}" in shown
     assert {"3", "0.1.0"} <= shown  # k, plugin version
+
+
+def test_a_value_that_only_lost_its_rounding_digits_is_unchanged() -> None:
+    """The baseline keeps 6 digits; the run's unrounded value of the same ranking must count as
+    unchanged in the page's per-query Δ, as the baseline verdict counts it, not as 'better'."""
+    from pytest_ragmetrics.report.query_records import PerQueryValues
+
+    values = PerQueryValues(
+        {
+            "per_query": {"a": {"m": 0.45442304058}, "b": {"m": 0.5}, "c": {"m": 0.2}},
+            "baseline_per_query": {"a": {"m": 0.454423}, "b": {"m": 0.6}, "c": {"m": 0.1}},
+        }
+    )
+    positions, delta = values.deltas("m")
+    assert [values.ids[p] for p in positions] == ["b", "a", "c"]
+    assert delta.tolist() == pytest.approx([-0.1, 0.0, 0.1])
+    assert delta[1] == 0.0
