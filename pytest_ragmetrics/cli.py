@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from pytest_ragmetrics.baseline.tolerances import Tolerances
     from pytest_ragmetrics.baseline.verdicts import Against
-    from pytest_ragmetrics.comparison import Input, SystemsComparison, Versus
+    from pytest_ragmetrics.comparison import Input, Judgments, SystemsComparison, Versus
 
 FORMATS = ("table", "json", "markdown")
 # Exit codes, the same for every command (README, "Exit codes").
@@ -77,6 +77,7 @@ def _refuse_overwriting(
 
 
 def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # Long by nature: one add_argument per flag; the command's whole interface in one place.
     p = sub.add_parser(
         "evaluate",
         help="evaluate a TREC run against qrels",
@@ -313,6 +314,7 @@ def _add_cache_options(p: argparse.ArgumentParser, folder: str) -> None:
 
 
 def _add_retrieve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # Long by nature: one add_argument per flag; the command's whole interface in one place.
     p = sub.add_parser(
         "retrieve",
         help="run a built-in retriever over a dataset and write a TREC run",
@@ -574,6 +576,7 @@ _RUNS_OPTIONS = (
 
 
 def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # Long by nature: one add_argument per flag; the command's whole interface in one place.
     p = sub.add_parser(
         "compare",
         help="compare runs on the same judgments (with significance), or a report with a baseline",
@@ -694,12 +697,7 @@ def _compare_pair(
     tolerance: list[str],
 ) -> int:
     """``compare BASELINE_OR_REPORT REPORT``: the plugin's verdicts, evaluation by evaluation."""
-    from pathlib import Path
-
-    from tabulate import tabulate
-
     from pytest_ragmetrics.baseline.compare import compare_evaluations
-    from pytest_ragmetrics.baseline.verdicts import failure_message
 
     if args.format == "html":
         _require_positive(args, "worst")
@@ -712,7 +710,6 @@ def _compare_pair(
     against: Against = "baseline" if inputs[0].kind == "baseline" else "report"
     results = compare_evaluations(before, after, tolerances, alpha=args.alpha)
     failed = [(r, v) for r, v in results if v.status in ("regressed", "not comparable")]
-    code = 1 if failed else 0
     if args.format == "html":
         from pytest_ragmetrics.report.html import comparison_document
 
@@ -731,8 +728,7 @@ def _compare_pair(
         _write_page(
             args, out, document, args.inputs[1], f"{len(results)} evaluations, {len(failed)} failed"
         )
-        return code
-    if args.format == "json":
+    elif args.format == "json":
         payload = {
             "evaluations": [
                 {"test": r.test, "name": r.name, "layer": r.layer, **v.to_dict()}
@@ -741,23 +737,32 @@ def _compare_pair(
             "failed": len(failed),
         }
         out.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-        return code
+    else:
+        _pair_table(args, out, results, failed, against)
+    return 1 if failed else 0
+
+
+def _pair_table(
+    args: argparse.Namespace,
+    out: TextIO,
+    results: Sequence[tuple[Any, Any]],
+    failed: Sequence[tuple[Any, Any]],
+    against: Against,
+) -> None:
+    """The table (or Markdown) form of the two-argument compare: a row per metric, then the
+    failure messages."""
+    from tabulate import tabulate
+
+    from pytest_ragmetrics.baseline.verdicts import failure_message
+
     rows = []
     for recorded, verdict in results:
         label = f"{recorded.test} [{recorded.name}]"
         if not verdict.metrics:
             rows.append([label, "", "", "", "", verdict.status])
         for m in verdict.metrics:
-            rows.append(
-                [
-                    label,
-                    m.metric,
-                    f"{m.baseline:.4f}",
-                    f"{m.current:.4f}",
-                    f"{m.delta:+.4f}",
-                    m.status,
-                ]
-            )
+            numbers = [f"{m.baseline:.4f}", f"{m.current:.4f}", f"{m.delta:+.4f}"]
+            rows.append([label, m.metric, *numbers, m.status])
             label = ""
     tablefmt = "github" if args.format == "markdown" else "simple"
     out.write(
@@ -779,7 +784,6 @@ def _compare_pair(
                 "\n" + failure_message(recorded, verdict, args.inputs[0], against=against) + "\n"
             )
     out.write(f"\n{len(results)} evaluations, {len(failed)} failed\n")
-    return code
 
 
 def _evaluations_of(item: Input) -> dict[tuple[str, str], dict[str, Any]]:
@@ -801,37 +805,10 @@ def _compare_runs(
     tolerance: list[str],
 ) -> int:
     """``compare --qrels Q RUN_A RUN_B ...``: every run against the first."""
-    from pytest_ragmetrics.comparison import (
-        MOST_CHANGED,
-        compare_systems,
-        load_judgments,
-        load_systems,
-    )
+    from pytest_ragmetrics.comparison import MOST_CHANGED, compare_systems, load_systems
     from pytest_ragmetrics.metrics.semantics import MetricSemantics
 
-    _require_positive(args, "most_changed", "worst")
-    if len(inputs) < 2:
-        raise ConfigError(
-            f"{args.inputs[0]}: compare needs at least two inputs (runs: the reference first)"
-        )
-    if args.format == "html" and args.out is not None:
-        _refuse_overwriting(
-            args.out, "--out", files={f"input {item.path}": item.path for item in inputs}
-        )
-    judgments = None
-    if args.qrels is not None or args.dataset is not None:
-        judgments = load_judgments(args.qrels, args.dataset, args.split)
-    elif args.split is not None:
-        raise ConfigError("--split: only with --dataset")
-    if args.evaluation and not any(item.kind in ("report", "baseline") for item in inputs):
-        raise ConfigError("--evaluation: only picks evaluations of JSON reports and baselines")
-    if not any(item.kind in ("run", "text") for item in inputs):
-        given = [flag for name, flag in _SCORING_OPTIONS if getattr(args, name) is not None]
-        if given:
-            raise ConfigError(
-                f"{', '.join(given)}: only for TREC runs, which are evaluated here; the "
-                "evaluations given were scored when they were written"
-            )
+    judgments = _runs_judgments(args, inputs)
     semantics = MetricSemantics(
         args.relevance_level if args.relevance_level is not None else 1,
         args.gain or "linear",
@@ -876,9 +853,41 @@ def _compare_runs(
     return 1 if failed else 0
 
 
+def _runs_judgments(args: argparse.Namespace, inputs: Sequence[Input]) -> Judgments | None:
+    """Check the options of a comparison of runs against its inputs; the judgments of
+    ``--qrels`` or ``--dataset``, if given."""
+    from pytest_ragmetrics.comparison import load_judgments
+
+    _require_positive(args, "most_changed", "worst")
+    if len(inputs) < 2:
+        raise ConfigError(
+            f"{args.inputs[0]}: compare needs at least two inputs (runs: the reference first)"
+        )
+    if args.format == "html" and args.out is not None:
+        _refuse_overwriting(
+            args.out, "--out", files={f"input {item.path}": item.path for item in inputs}
+        )
+    judgments = None
+    if args.qrels is not None or args.dataset is not None:
+        judgments = load_judgments(args.qrels, args.dataset, args.split)
+    elif args.split is not None:
+        raise ConfigError("--split: only with --dataset")
+    if args.evaluation and not any(item.kind in ("report", "baseline") for item in inputs):
+        raise ConfigError("--evaluation: only picks evaluations of JSON reports and baselines")
+    if not any(item.kind in ("run", "text") for item in inputs):
+        given = [flag for name, flag in _SCORING_OPTIONS if getattr(args, name) is not None]
+        if given:
+            raise ConfigError(
+                f"{', '.join(given)}: only for TREC runs, which are evaluated here; the "
+                "evaluations given were scored when they were written"
+            )
+    return judgments
+
+
 def _runs_table(comparison: SystemsComparison, out: TextIO) -> None:
     """The table form of a comparison of runs: every run's means, then each against the
     reference, then what failed and why."""
+    # Long: one table's header, rows and legend; split, its columns would be spread apart.
     from tabulate import tabulate
 
     from pytest_ragmetrics.comparison import KIND_WORDS, k_text, semantics_text
@@ -951,6 +960,7 @@ def _runs_table(comparison: SystemsComparison, out: TextIO) -> None:
 def _versus_text(comparison: SystemsComparison, versus: Versus) -> str:
     """One run against the reference: per metric Δ, CI, p and wins/ties/losses; the queries
     that changed most by the first metric."""
+    # Long: one table's header, rows and legend; split, its columns would be spread apart.
     from tabulate import tabulate
 
     from pytest_ragmetrics.comparison import rank_move

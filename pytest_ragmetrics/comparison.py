@@ -254,6 +254,8 @@ def load_systems(
     evaluations read from files must hold them. ``select`` keeps, from reports and baselines,
     the evaluations whose name, test id or label is one of its items.
     """
+    # Long: one dispatch over the input kinds, each branch a few lines; kept together so the kinds
+    # read side by side.
     from pytest_ragmetrics.data.trec import read_run
     from pytest_ragmetrics.metrics.semantics import MetricSemantics
 

@@ -269,6 +269,8 @@ class RayExecutor:
         else one per actor); beyond one per actor, an actor runs calls on threads. Results come
         in the order of ``items``; the first failing item's error is raised as it was raised.
         """
+        # Long: submission, back-pressure, ordering and error mapping of one loop over Ray futures;
+        # they share its state.
         items = list(items)
         if not items:
             return []

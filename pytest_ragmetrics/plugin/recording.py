@@ -128,6 +128,8 @@ class RagEval:
         ``retriever`` (or, without it, the retriever the run records, as ``rag_run``'s does)
         gives the identity stored in reports and baselines.
         """
+        # Long: the documented entry point checks each argument in turn with its own message before
+        # recording.
         dataset_info: dict[str, Any] | None = None
         sources: dict[str, Any] = {}
         if isinstance(run, JudgedRankings):

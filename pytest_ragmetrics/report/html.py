@@ -279,6 +279,8 @@ def _groups(start: int, length: int, count: int) -> list[tuple[int, int]]:
 
 def _delta_chart(d: _Deltas, metric: str, max_bars: int, uid: str) -> str:
     """Per-query Δ, queries sorted by Δ: worse below zero, better above, unchanged as a band."""
+    # Long: one SVG drawn element by element (axes, bars, band, labels); split, the shared geometry
+    # would travel as a dozen arguments.
     delta = d.delta
     n = len(delta)
     width, height = 600, 190
@@ -1282,6 +1284,8 @@ def _rows(ranking: Any) -> list[tuple[str, float | None, int | None]]:
 
 def _ranking_detail(record: Mapping[str, Any], level: int) -> str:
     """The baseline's and this run's rankings side by side, rank by rank."""
+    # Long: one table of a ranking before and after, column by column; split, its columns would be
+    # spread apart.
     now = _rows(record.get("ranking"))
     before = _rows(record.get("baseline_ranking")) if "baseline_ranking" in record else None
     titles = {k: v for k, v in _map(record.get("titles")).items() if isinstance(v, str)}

@@ -193,6 +193,7 @@ def failures_markdown(
 def comparison_markdown(comparison: SystemsComparison) -> str:
     """``compare --qrels Q RUN_A RUN_B ... --format markdown``: the runs' means (best in bold,
     Δ against the reference), each run against the reference, then what failed and why."""
+    # Long: one document's sections in order; each is a few lines of table text.
     from pytest_ragmetrics.comparison import KIND_WORDS, k_text, semantics_text
 
     reference = comparison.reference

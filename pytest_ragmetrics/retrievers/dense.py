@@ -87,6 +87,7 @@ class DenseRetriever:
         allow_download: bool = False,
         executor: str | Executor | None = None,
     ) -> None:
+        # Long: every parameter checked with its own message, then the identity that keys the cache.
         if len(corpus) == 0:
             raise RetrieverError("DenseRetriever: the corpus is empty; there is nothing to search")
         _positive("batch_size", batch_size)
