@@ -290,6 +290,9 @@ def test_verdicts_are_cached_so_a_rerun_asks_nothing(tmp_path: Path) -> None:
     assert second.to_dict() == first.to_dict()
     scores = [evaluate_answers([a]).to_dict() for a in (first, second)]
     assert scores[0] == scores[1]
+    # Three verdicts cached, and no lock file left beside any of them.
+    assert len([p for p in cache.rglob("*") if p.is_file() and p.suffix == ".json"]) >= 3
+    assert not [p.name for p in cache.rglob("*.lock")]
 
 
 def test_cache_key_follows_model_rubric_and_inputs(tmp_path: Path) -> None:
