@@ -89,7 +89,8 @@ class RagSession:
 
             name = pair.name if self.settings.several_datasets else None
             try:
-                found = load_dataset(pair.path, pair.split, name=name)
+                # Stale labels are a note on each evaluation of the dataset, not a warning.
+                found = load_dataset(pair.path, pair.split, name=name, warn=False)
             except Exception as exc:
                 self._dataset_errors[pair.key] = exc
                 raise

@@ -148,7 +148,7 @@ class RerankRetriever:
         k = check_k(k, self._name)
         depth = max(k, self.rerank_k)
         with warnings.catch_warnings():
-            # A first stage shorter than rerank_k is fine; only short of k is worth a warning.
+            # Checked (and warned about) once, at k, below.
             warnings.simplefilter("ignore", ShortRankingWarning)
             first = self.first_stage.search(queries, depth)
         first_k = first.truncate(k) if depth > k else first
