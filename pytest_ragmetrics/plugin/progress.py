@@ -56,6 +56,9 @@ class _TerminalFileProgress:
         self._write("\n")
         self._bar.start(description, total)
 
+    def explain(self, note: str) -> None:
+        self._bar.explain(note)
+
     def advance(self, done: int) -> None:
         self._bar.advance(done)
 
