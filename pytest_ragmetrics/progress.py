@@ -68,7 +68,8 @@ class LineProgress:
     :data:`REDRAW_EVERY` seconds (callers advance per batch, every few seconds at most). A note
     given with :meth:`explain` is written on its own line once the first advance shows the step
     will take at least :data:`NOTE_AFTER` seconds, with the estimate: a warm cache says nothing.
-    ``clock`` is for tests.
+    With ``bar=False`` (output that is not a terminal: a CI log) only the notes are written,
+    one line each. ``clock`` is for tests.
     """
 
     def __init__(
@@ -77,8 +78,10 @@ class LineProgress:
         *,
         width: int = 30,
         clock: Callable[[], float] = time.monotonic,
+        bar: bool = True,
     ) -> None:
         self._write = write
+        self._draws = bar
         self._width = width
         self._clock = clock
         self._lock = threading.Lock()  # advance may be called from worker threads
@@ -114,6 +117,8 @@ class LineProgress:
         with self._lock:
             now = self._clock()
             self._note = None
+            if not self._draws:
+                return
             self._line(
                 f"{self._description} [{self._bar()}] {self._done}/{self._total}, done in "
                 f"{format_duration(now - self._started)}"
@@ -135,7 +140,8 @@ class LineProgress:
         self._line(f"{note}; about {format_duration((now - self._started) + left)} in all")
         self._write("\n")
         self._shown = 0
-        self._render(now)
+        if self._draws:
+            self._render(now)
 
     def _bar(self) -> str:
         total = max(self._total, 1)
@@ -143,6 +149,8 @@ class LineProgress:
         return "#" * filled + "-" * (self._width - filled)
 
     def _render(self, now: float) -> None:
+        if not self._draws:
+            return
         left = self._left(now)
         estimate = "estimating time left" if left is None else f"{format_duration(left)} left"
         self._line(
@@ -152,6 +160,9 @@ class LineProgress:
 
     def _line(self, text: str) -> None:
         """``text`` over the line on screen (blanking what a shorter text leaves)."""
+        if not self._draws:
+            self._write(text)
+            return
         self._write("\r" + text + " " * max(self._shown - len(text), 0))
         self._shown = len(text)
 

@@ -169,3 +169,17 @@ def test_judging_many_answers_moves_the_bar_per_answer(concurrency: int) -> None
     assert reporter.events[1] == ("start", ("judging 5 answers (counting judge (toy))", 5))
     assert list(reporter.events[2:-1]) == [("advance", 1)] * 5
     assert reporter.events[-1] == ("finish", None)
+
+
+def test_without_a_terminal_only_the_note_is_written() -> None:
+    clock = Clock()
+    written: list[str] = []
+    reporter = LineProgress(written.append, clock=clock, bar=False)
+    reporter.explain("judging 400 answers: not cached")
+    reporter.start("judging 400 answers", 400)
+    clock.now += 3.0
+    reporter.advance(1)
+    clock.now += 3.0
+    reporter.advance(399)
+    reporter.finish()
+    assert written == ["judging 400 answers: not cached; about 20 min 00 s in all", "\n"]
