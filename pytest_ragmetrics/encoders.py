@@ -263,7 +263,8 @@ def load_cross_encoder(
 def batch_progress(model: Any, advance: Callable[[int], None]) -> Iterator[Callable[[], int]]:
     """Call ``advance(rows)`` after each forward pass (batch) of ``model`` in this thread.
 
-    sentence-transformers' ``encode`` runs its batches inside one call; a forward hook moves the
+    sentence-transformers' ``encode`` (and a cross-encoder's ``predict``) runs its batches
+    inside one call; a forward hook moves the
     progress bar per batch without changing what is computed. Yields a function that says how
     many rows were reported, so that the caller can advance the rest itself (a multi-process
     pool runs the batches elsewhere, and no hook fires).
@@ -275,8 +276,7 @@ def batch_progress(model: Any, advance: Callable[[int], None]) -> Iterator[Calla
         nonlocal counted
         if threading.get_ident() != thread:  # another thread's encode on the shared model
             return
-        embeddings: Any = output.get("sentence_embedding") if isinstance(output, Mapping) else None
-        rows = int(embeddings.shape[0]) if getattr(embeddings, "ndim", 0) >= 1 else 0
+        rows = _batch_rows(output)
         if rows:
             counted += rows
             advance(rows)
@@ -288,3 +288,14 @@ def batch_progress(model: Any, advance: Callable[[int], None]) -> Iterator[Calla
     finally:
         if handle is not None:
             handle.remove()
+
+
+def _batch_rows(output: Any) -> int:
+    """How many texts (or pairs) a sentence-transformers forward pass handled (0 if unknown)."""
+    if not isinstance(output, Mapping):
+        return 0
+    for key in ("sentence_embedding", "scores", "input_ids"):
+        value: Any = output.get(key)
+        if getattr(value, "ndim", 0) >= 1:
+            return int(value.shape[0])
+    return 0
