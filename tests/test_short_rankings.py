@@ -93,4 +93,7 @@ def test_nothing_for_most_queries_is_a_warning_saying_how_to_silence_it(
     )
     silenced = pytester.runpytest_subprocess()
     silenced.assert_outcomes(passed=1)
-    assert "(shortest 1) and nothing for 3 of 4 queries; normal" in silenced.stdout.str()
+    assert (
+        "(shortest 1) and nothing for 3 of 4 queries; most got nothing: check that it searches"
+        in silenced.stdout.str()
+    )

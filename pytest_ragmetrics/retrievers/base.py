@@ -130,10 +130,13 @@ class ShortRankings:
             )
         if self.empty:
             parts.append(f"nothing for {self.empty} of {self.queries} queries")
+        if self.mostly_empty:
+            why = "most got nothing: check that it searches this corpus"
+        else:
+            why = "normal for a retriever that returns only the documents that match"
         return (
-            f"retriever {self.retriever!r} returned {' and '.join(parts)}; normal for a "
-            "retriever that returns only the documents that match, and the missing documents "
-            "count as not retrieved"
+            f"retriever {self.retriever!r} returned {' and '.join(parts)}; {why}, and the "
+            "missing documents count as not retrieved"
         )
 
     def anomaly(self) -> str:
