@@ -5,6 +5,7 @@ tests exist. Both roles (controller and xdist worker) have one."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,6 +95,9 @@ class RagSession:
             except Exception as exc:
                 self._dataset_errors[pair.key] = exc
                 raise
+            # The notes name files under the rootdir: relative, like the rest of the report.
+            root = f"{Path(self.settings.rootdir).resolve()}{os.sep}"
+            found.notes[:] = [note.replace(root, "") for note in found.notes]
             self._datasets[pair.key] = found
         return found
 
