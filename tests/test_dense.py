@@ -267,7 +267,11 @@ def test_encoding_moves_the_bar_per_batch_and_explains_a_cold_corpus(
     reporter.events.clear()
     with use_reporter(reporter):
         DenseRetriever(corpus, batch_size=2, cache=tmp_path).encode_queries(queries.texts)
-    assert [e for e, _ in reporter.events].count("explain") == 0  # queries: quick, no note
+    assert reporter.events[0] == (
+        "explain",
+        "encoding 3 queries with all-MiniLM-L6-v2: their run is not in the cache yet (or "
+        "caching is off)",
+    )
     assert [v for e, v in reporter.events if e == "advance"] == [2] * (len(queries) // 2) + [1] * (
         len(queries) % 2
     )

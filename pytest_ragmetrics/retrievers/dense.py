@@ -319,7 +319,11 @@ class DenseRetriever:
     def encode_queries(self, texts: Sequence[str]) -> FloatMatrix:
         """Query embeddings (with ``query_prefix``), normalised like the passages."""
         self.query_encodings += 1
-        return self._encode(list(texts), self.query_prefix, None)
+        note = (
+            f"encoding {len(texts):,} queries with {self.source.label}: their run is not in the "
+            "cache yet (or caching is off)"
+        )
+        return self._encode(list(texts), self.query_prefix, None, note)
 
     # -- the index -------------------------------------------------------------------------
 
