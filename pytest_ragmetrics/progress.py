@@ -107,9 +107,9 @@ class LineProgress:
         with self._lock:
             self._done += done
             now = self._clock()
-            if self._note is not None and self._done > 0:
-                self._maybe_note(now)
-            if now - self._last >= REDRAW_EVERY or self._done >= self._total:
+            if self._note is not None and self._done > 0 and self._maybe_note(now):
+                self._last = now  # the note redrew the bar under it
+            elif now - self._last >= REDRAW_EVERY or self._done >= self._total:
                 self._last = now
                 self._render(now)
 
@@ -132,16 +132,18 @@ class LineProgress:
             return None
         return max(self._total - self._done, 0) * (now - self._started) / self._done
 
-    def _maybe_note(self, now: float) -> None:
+    def _maybe_note(self, now: float) -> bool:
+        """Write the note if the step will be long (and the bar under it); whether it did."""
         note, self._note = self._note, None
         left = self._left(now)
         if note is None or left is None or (now - self._started) + left < NOTE_AFTER:
-            return
+            return False
         self._line(f"{note}; about {format_duration((now - self._started) + left)} in all")
         self._write("\n")
         self._shown = 0
         if self._draws:
             self._render(now)
+        return True
 
     def _bar(self) -> str:
         total = max(self._total, 1)

@@ -74,6 +74,7 @@ def test_a_note_appears_once_with_the_estimate_when_the_step_is_long() -> None:
         "about 4 min 03 s in all"
     ]
     assert lines(written)[-1].endswith("32/5183 2 s elapsed, 4 min 01 s left")
+    assert sum("32/5183" in text for text in written) == 1  # drawn once, under the note
     clock.now += 1.5
     reporter.advance(32)
     assert len([text for text in lines(written) if "not cached" in text]) == 1
