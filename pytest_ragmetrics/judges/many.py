@@ -67,7 +67,7 @@ def assess_many(
         f"judging {len(items)} answers ({described})",
         len(items),
         note=f"judging {len(items):,} answers with the {described}: claims not in its cache are "
-        "judged now, one answer at a time; reruns read the cache",
+        "judged now; reruns read the cache",
     ) as advance:
         if resolved.kind != "local":  # Ray actors run the calls: the bar moves at the end
             results = resolved.map(AssessCall(judge), items, concurrency=concurrency)
