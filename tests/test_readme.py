@@ -279,6 +279,9 @@ def test_the_readme_project_runs_as_written(
     assert "ragmetrics: retrieval layer" in first and "ragmetrics: answer layer" in first
     assert re.search(r"\d+ passed", first) and "failed" not in first
     assert (root / ".ragmetrics" / "baseline.json").is_file()
-    assert "retriever 'my_search' returned fewer than 5 documents for 4 of 4 queries" in first
+    # The note the README quotes is the one printed.
+    quoted = re.search(r"`(retriever\s+'my_search' returned[^`]+)`", README.read_text("utf-8"))
+    assert quoted, "README.md no longer quotes the short-rankings note of its quick start"
+    assert " ".join(quoted.group(1).split()) in first
     assert "### Retrieval layer" in summary.read_text()
     assert (root / "ragmetrics.html").is_file()
