@@ -427,6 +427,9 @@ def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
             f"{retriever.name}: {len(run)} queries x top {args.k} of {len(dataset.corpus)} "
             f"documents -> {args.out} ({time.perf_counter() - started:.1f} s)\n"
         )
+        short = _short_rankings_note(run, dataset, args.k, retriever.name)
+        if short:
+            out.write(f"note: {short}\n")
         if executor is not None:
             # Nothing runs on Ray when the cache has the embeddings and the run.
             where = executor.describe() if executor.used else "nothing to do: cache hit"
@@ -435,6 +438,16 @@ def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
         if executor is not None:
             executor.close()
     return 0
+
+
+def _short_rankings_note(run: Any, dataset: Any, k: int, name: str) -> str:
+    """The note on rankings shorter than k (normal for some retrievers), or ""."""
+    from pytest_ragmetrics.retrievers.base import short_rankings
+
+    found = short_rankings(
+        run, dataset.queries.query_ids, k, retriever=name, corpus_size=len(dataset.corpus)
+    )
+    return "" if found is None else found.note()
 
 
 def _run_targets(out: str, pairs: list[Any]) -> dict[str, Path]:
@@ -483,6 +496,9 @@ def _retrieve_several(
             )
             cells.append(Cell(args.tag or retriever.name, pair.key, evaluation.mean))
             notes += [f"{pair.key}: {note}" for note in evaluation.notes]
+            short = _short_rankings_note(run, dataset, args.k, retriever.name)
+            if short:
+                notes.append(f"{pair.key}: {short}")
     finally:
         if executor is not None:
             executor.close()

@@ -349,7 +349,12 @@ def _tuning_size(n: int, tune_fraction: float) -> int:
 def _judge_items(judge: Judge, items: list[LabelledClaim], path: PathLike | None) -> list[Claim]:
     """One verdict per item, in order, with progress; batched for a batch judge."""
     verdicts: list[Claim] = []
-    with progress(f"calibrating {judge.identity().get('name', 'judge')}", len(items)) as advance:
+    name = judge.identity().get("name", "judge")
+    note = (
+        f"calibrating the {name} judge on {len(items):,} labelled claims: those not in its "
+        "cache are judged now; a rerun reads the cache"
+    )
+    with progress(f"calibrating {name}", len(items), note=note) as advance:
         if not isinstance(judge, BatchClaimJudge):
             for item in items:
                 verdicts.append(_named_verdict(judge, item, path))

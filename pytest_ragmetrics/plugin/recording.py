@@ -170,6 +170,7 @@ class RagEval:
             ignore_identical_ids=self._semantics.ignore_identical_ids,
         )
         identity, k = _source_of(run_obj, retriever)
+        evaluation.notes.extend(_run_notes(run_obj, evaluation, identity, sources.get("dataset")))
         recorded = EvaluationRecord(
             test=self.test,
             name=self._name(name, "retrieval"),
@@ -219,6 +220,30 @@ class RagEval:
         )
         self._record(recorded, assessments=items)
         return evaluation
+
+
+def _run_notes(
+    run: Any, evaluation: Evaluation, identity: Mapping[str, Any], dataset: Dataset | None
+) -> list[str]:
+    """The dataset's notes (stale labels), and how the run's rankings fell short of the k it
+    was asked for (known for ``rag_run``'s), over the evaluated queries it holds."""
+    from pytest_ragmetrics.retrievers.base import short_rankings
+
+    notes = list(dataset.notes) if dataset is not None else []
+    if isinstance(run, Run) and isinstance(run.k, int):
+        described = identity.get("retriever") or {}
+        name = described.get("name") or described.get("kind") or "the retriever"
+        held = set(run.query_ids.tolist())
+        found = short_rankings(
+            run,
+            [q for q in evaluation.query_ids.tolist() if q in held],
+            run.k,
+            retriever=str(name),
+            corpus_size=None if dataset is None else len(dataset.corpus),
+        )
+        if found is not None:
+            notes.append(found.note())
+    return notes
 
 
 def _source_of(run: Any, retriever: Any) -> tuple[dict[str, Any], int | None]:

@@ -5,6 +5,7 @@ tests exist. Both roles (controller and xdist worker) have one."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -89,10 +90,14 @@ class RagSession:
 
             name = pair.name if self.settings.several_datasets else None
             try:
-                found = load_dataset(pair.path, pair.split, name=name)
+                # Stale labels are a note on each evaluation of the dataset, not a warning.
+                found = load_dataset(pair.path, pair.split, name=name, warn=False)
             except Exception as exc:
                 self._dataset_errors[pair.key] = exc
                 raise
+            # The notes name files under the rootdir: relative, like the rest of the report.
+            root = f"{Path(self.settings.rootdir).resolve()}{os.sep}"
+            found.notes[:] = [note.replace(root, "") for note in found.notes]
             self._datasets[pair.key] = found
         return found
 
