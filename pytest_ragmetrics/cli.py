@@ -642,6 +642,7 @@ def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "ndcg_at_10=0.005 (repeatable)",
     )
     add_cli_argument(p, "ragmetrics_alpha")
+    add_cli_argument(p, "ragmetrics_unjudged_drops", default="fail")
     p.add_argument(
         "--format",
         choices=(*FORMATS, "html"),
@@ -710,7 +711,9 @@ def _compare_pair(
     before, after = (_evaluations_of(item) for item in inputs)
     # Only a baseline can be blessed: the advice after a failure says what fits.
     against: Against = "baseline" if inputs[0].kind == "baseline" else "report"
-    results = compare_evaluations(before, after, tolerances, alpha=args.alpha)
+    results = compare_evaluations(
+        before, after, tolerances, alpha=args.alpha, unjudged_drops=args.unjudged_drops
+    )
     failed = [(r, v) for r, v in results if v.status in ("regressed", "not comparable")]
     code = 1 if failed else 0
     if args.format == "html":
@@ -853,6 +856,7 @@ def _compare_runs(
         alpha=args.alpha,
         judgments=judgments,
         most_changed=args.most_changed or MOST_CHANGED,
+        unjudged_drops=args.unjudged_drops,
     )
     failed = len(comparison.failed)
     if args.format == "json":

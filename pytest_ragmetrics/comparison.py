@@ -603,6 +603,7 @@ def compare_systems(
     judgments: Judgments | None = None,
     most_changed: int = MOST_CHANGED,
     seed: int = DEFAULT_SEED,
+    unjudged_drops: str = "fail",
 ) -> SystemsComparison:
     """Every system after the first against the first (``tolerance`` is how
     ``tolerances`` was written, for the reports)."""
@@ -617,7 +618,9 @@ def compare_systems(
     versus = []
     for system in systems[1:]:
         before, after, notes = _paired_forms(reference, system)
-        verdict = compare_to_baseline(after, before, tolerances, alpha=alpha, seed=seed)
+        verdict = compare_to_baseline(
+            after, before, tolerances, alpha=alpha, seed=seed, unjudged_drops=unjudged_drops
+        )
         versus.append(
             Versus(system, verdict, _most_changed(before, after, most_changed), tuple(notes))
         )

@@ -76,6 +76,19 @@ def evaluation_problem(entry: Any) -> str | None:
             for qid, value in values.items():
                 if not is_int(value):
                     return f"details value {name!r} for query {qid!r} is not an integer"
+    if "judged_only" in entry:
+        problem = _number_map(entry["judged_only"], "judged_only", nullable=True)
+        if problem:
+            return problem
+    supplemented = entry.get("supplemented")
+    if supplemented is not None:
+        if not isinstance(supplemented, Mapping):
+            return "'supplemented' must be an object"
+        problem = _number_map(
+            supplemented.get("metrics", {}), "supplemented.metrics", nullable=True
+        )
+        if problem:
+            return problem
     if "num_queries" in entry and not is_int(entry["num_queries"], low=0):
         return "'num_queries' must be a non-negative integer"
     k = entry.get("k")

@@ -21,6 +21,13 @@ class Evaluation:
 
     ``values[i, j]`` is metric ``metrics[j]`` for query ``query_ids[i]``. NaN means "not
     applicable" (an answer with no claims) and is left out of the mean.
+
+    ``judged_only`` holds, for a retrieval evaluation, the mean of each metric's judged-only
+    form (``<metric>_judged``, unjudged documents removed) beside its plain value, and
+    ``details`` the unjudged documents in each metric's top k per query (``unjudged_at_<k>``,
+    ``unjudged`` for all retrieved): what tells a drop caused by documents nobody judged from a
+    real one. ``supplemented`` holds the means on the human qrels plus supplementary judge
+    labels (human judgments win), when such labels were given.
     """
 
     query_ids: StrArray
@@ -30,6 +37,8 @@ class Evaluation:
     semantics: MetricSemantics | None = None
     details: dict[str, IntArray] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    judged_only: dict[str, float] = field(default_factory=dict)
+    supplemented: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.values.shape != (len(self.query_ids), len(self.metrics)):
@@ -86,6 +95,8 @@ class Evaluation:
             self.semantics,
             self.details,
             list(self.notes),
+            {m: v for m, v in self.judged_only.items() if m in metrics},
+            self.supplemented,
         )
 
     def to_dict(self, *, per_query: bool = True, digits: int | None = None) -> dict[str, Any]:
@@ -104,6 +115,10 @@ class Evaluation:
         }
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.judged_only:
+            out["judged_only"] = {k: num(v) for k, v in self.judged_only.items()}
+        if self.supplemented:
+            out["supplemented"] = dict(self.supplemented)
         if per_query:
             out["per_query"] = {
                 qid: {m: num(v) for m, v in row.items()} for qid, row in self.per_query.items()
@@ -123,6 +138,8 @@ class Evaluation:
         layer: Literal["retrieval", "answer"] = "retrieval",
         semantics: MetricSemantics | None = None,
         details: Mapping[str, Mapping[str, int]] | None = None,
+        judged_only: Mapping[str, float | None] | None = None,
+        supplemented: Mapping[str, Any] | None = None,
     ) -> Evaluation:
         """Rebuild from ``{query_id: {metric: value}}`` (None for not applicable)."""
         query_ids = list(per_query)
@@ -140,4 +157,15 @@ class Evaluation:
             name: np.asarray([int(d.get(q, 0)) for q in query_ids], dtype=np.int64)
             for name, d in (details or {}).items()
         }
-        return cls(as_str_array(query_ids), tuple(metrics), values, layer, semantics, detail_arrays)
+        return cls(
+            as_str_array(query_ids),
+            tuple(metrics),
+            values,
+            layer,
+            semantics,
+            detail_arrays,
+            judged_only={
+                m: math.nan if v is None else float(v) for m, v in (judged_only or {}).items()
+            },
+            supplemented=dict(supplemented or {}),
+        )

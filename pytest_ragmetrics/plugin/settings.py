@@ -49,6 +49,7 @@ class Settings:
     baseline: Path = Path(".ragmetrics/baseline.json")
     tolerances: Tolerances = field(default_factory=Tolerances)
     alpha: float | None = None
+    unjudged_drops: str = "fail"
     strict: bool = False
     update_baseline: bool = False
     cache_dir: Path = Path(".ragmetrics/cache")
