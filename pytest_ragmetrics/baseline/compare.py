@@ -104,6 +104,8 @@ class _Pairs:
         self.current_rank = self.current_details.get("first_relevant_rank", {})
         self.base_judged_only: Mapping[str, Any] = entry.get("judged_only") or {}
         self.current_judged_only: Mapping[str, Any] = current.get("judged_only") or {}
+        self.base_labelled: Mapping[str, Any] = entry.get("supplemented") or {}
+        self.current_labelled: Mapping[str, Any] = current.get("supplemented") or {}
 
     def values(self, metric: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         b = np.asarray([_num(self.base[q].get(metric)) for q in self.shared])
@@ -159,6 +161,15 @@ def _holes(pairs: _Pairs, metric: str, allowed: float) -> Holes | None:
     dropped = None
     if jo_before is not None and jo_now is not None:
         dropped = float(jo_now) - float(jo_before) < -allowed - 1e-12
+    lab_before = (pairs.base_labelled.get("metrics") or {}).get(metric)
+    lab_now = (pairs.current_labelled.get("metrics") or {}).get(metric)
+    lab_dropped = None
+    if lab_before is not None and lab_now is not None:
+        lab_dropped = float(lab_now) - float(lab_before) < -allowed - 1e-12
+    used = bool(pairs.current_labelled.get("used"))
+    note = "" if used else str(pairs.current_labelled.get("reason") or "")
+    if note:
+        note = f"shown only, not used for pass/fail: {note}"
     return Holes(
         spec.k,
         now[0],
@@ -168,6 +179,11 @@ def _holes(pairs: _Pairs, metric: str, allowed: float) -> Holes | None:
         None if jo_before is None else float(jo_before),
         None if jo_now is None else float(jo_now),
         dropped,
+        None if lab_before is None else float(lab_before),
+        None if lab_now is None else float(lab_now),
+        lab_dropped,
+        used and lab_now is not None,
+        note,
     )
 
 
@@ -198,7 +214,14 @@ def _metric_verdict(
     elif delta > allowed + 1e-12:
         status = "improved"
     holes = _holes(pairs, metric, allowed) if status == "regressed" else None
-    if holes is not None and holes.explained and unjudged_drops == "pass":
+    if holes is not None and holes.labels_clear:
+        status = "ok"
+        note = (
+            f"dropped {delta:+.4f} on the human qrels, but not with the supplementary judge "
+            f"labels for the unjudged documents ({holes.labelled_before:.4f} → "
+            f"{holes.labelled_now:.4f})"
+        )
+    elif holes is not None and holes.explained and unjudged_drops == "pass":
         status = "ok"
         note = (
             f"dropped {delta:+.4f}, but only through newly retrieved unjudged documents (its "

@@ -36,6 +36,17 @@ class Holes:
     judged_only_before: float | None = None
     judged_only_now: float | None = None
     judged_only_dropped: bool | None = None
+    # The metric on human + supplementary qrels (judge labels for pooled unjudged documents).
+    labelled_before: float | None = None
+    labelled_now: float | None = None
+    labelled_dropped: bool | None = None
+    labels_used: bool = False
+    labels_note: str = ""
+
+    @property
+    def labels_clear(self) -> bool:
+        """Judge labels that count for pass/fail say the metric did not drop."""
+        return self.labels_used and self.labelled_dropped is False
 
     @property
     def explained(self) -> bool:
@@ -55,6 +66,11 @@ class Holes:
                 "judged_only_now": self.judged_only_now,
                 "judged_only_dropped": self.judged_only_dropped,
                 "explained": self.explained,
+                "labelled_before": self.labelled_before,
+                "labelled_now": self.labelled_now,
+                "labelled_dropped": self.labelled_dropped,
+                "labels_used": self.labels_used,
+                "labels_note": self.labels_note,
             }
         )
 
@@ -69,6 +85,11 @@ class Holes:
             data.get("judged_only_before"),
             data.get("judged_only_now"),
             data.get("judged_only_dropped"),
+            data.get("labelled_before"),
+            data.get("labelled_now"),
+            data.get("labelled_dropped"),
+            bool(data.get("labels_used", False)),
+            str(data.get("labels_note", "")),
         )
 
     def lines(self, metric: str, words: Mapping[str, str]) -> list[str]:
@@ -80,6 +101,19 @@ class Holes:
         else:
             before = f"{self.unjudged_before} of {self.shown_before} in the {words['before']}"
         out = [f"    unjudged documents in the {top}: {now} now, {before}"]
+        if self.labelled_now is not None:
+            labelled = (
+                f"    {metric} with the supplementary judge labels: "
+                + ("-" if self.labelled_before is None else f"{self.labelled_before:.4f}")
+                + f" → {self.labelled_now:.4f}"
+            )
+            if self.labelled_before is None:
+                labelled += f" (the {words['before']} has no value with labels)"
+            elif self.labelled_dropped is not None:
+                labelled += ", dropped too" if self.labelled_dropped else ", did not drop"
+            if self.labels_note:
+                labelled += f" ({self.labels_note})"
+            out.append(labelled)
         if self.judged_only_before is None or self.judged_only_now is None:
             return out
         judged = (

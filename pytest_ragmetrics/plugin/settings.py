@@ -50,6 +50,7 @@ class Settings:
     tolerances: Tolerances = field(default_factory=Tolerances)
     alpha: float | None = None
     unjudged_drops: str = "fail"
+    supplementary_qrels: Path | None = None
     strict: bool = False
     update_baseline: bool = False
     cache_dir: Path = Path(".ragmetrics/cache")
