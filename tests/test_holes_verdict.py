@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -185,3 +186,26 @@ def test_unjudged_drops_option_is_checked(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(
         ["*ragmetrics_unjudged_drops*'sometimes' must be one of fail, pass*"]
     )
+
+
+def test_compare_command_explains_and_can_pass_unjudged_drops(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_ragmetrics.cli import main
+
+    def baseline(rankings: dict[str, list[str]], name: str) -> Path:
+        path = tmp_path / name
+        entries = {"test_x.py::test": {"toy": entry(rankings)}}
+        path.write_text(json.dumps({"schema_version": 1, "entries": entries}))
+        return path
+
+    before, after = baseline(BASE, "before.json"), baseline(HOLES, "after.json")
+    assert main(["compare", str(before), str(after)]) == 1
+    out = capsys.readouterr().out
+    assert "unjudged documents in the top 10: 3 of 7 now, 0 of 4 in the baseline" in out
+    assert main(["compare", str(before), str(after), "--unjudged-drops", "pass"]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:
+        main(["compare", str(before), str(after), "--unjudged-drops", "never"])
+    assert info.value.code == 2
+    assert "must be one of fail, pass" in capsys.readouterr().err

@@ -393,3 +393,27 @@ def test_plugin_bad_supplementary_qrels_is_a_usage_error(pytester: pytest.Pytest
     result.stdout.fnmatch_lines(
         ["*ragmetrics_supplementary_qrels: *supp.qrels:1: supplementary qrels start with*"]
     )
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (b'{"query_id": "q1", "doc_id": "d1", "query": "x", "te', "not valid JSON"),
+        (b'{"query_id": "q1", "doc_id": "\xff", "query": "x"}', "not valid UTF-8"),
+        (b'{"query_id": "q1", "doc_id": "d\x00"}', "NUL"),
+    ],
+)
+def test_damaged_pool_files_are_named_with_their_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: bytes, message: str
+) -> None:
+    pool = tmp_path / "pool.jsonl"
+    good = b'{"query_id": "q0", "doc_id": "d0", "query": "x", "text": "y"}\n'
+    pool.write_bytes(good + damage + b"\n")
+    before = pool.read_bytes()
+    code, _, err = run(
+        ["judge-pool", "--pool", str(pool), "--judge", "embedding",
+         "--qrels-out", str(tmp_path / "s.qrels")],
+        capsys,
+    )  # fmt: skip
+    assert code == 2 and f"{pool}:2: " in err and message in err and "Traceback" not in err
+    assert pool.read_bytes() == before and not (tmp_path / "s.qrels").exists()
