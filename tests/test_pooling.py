@@ -384,12 +384,14 @@ def test_plugin_reports_metrics_with_labels_and_trusted_labels_decide(
     )  # fmt: skip
 
 
-def test_plugin_bad_supplementary_qrels_is_a_usage_error(pytester: pytest.Pytester) -> None:
+def test_plugin_bad_supplementary_qrels_fails_naming_file_and_line(
+    pytester: pytest.Pytester,
+) -> None:
     ini = 'ragmetrics_supplementary_qrels = "supp.qrels"\n'
     make_project(pytester, tests=TESTS, conftest=textwrap.dedent(CONFTEST), ini=ini)
     (pytester.path / "supp.qrels").write_text("q1 0 d4 1\n")
     result = pytester.runpytest()
-    assert result.ret != 0
+    result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*ragmetrics_supplementary_qrels: *supp.qrels:1: supplementary qrels start with*"]
     )
@@ -417,3 +419,24 @@ def test_damaged_pool_files_are_named_with_their_line(
     )  # fmt: skip
     assert code == 2 and f"{pool}:2: " in err and message in err and "Traceback" not in err
     assert pool.read_bytes() == before and not (tmp_path / "s.qrels").exists()
+
+
+def test_plugin_refuses_supplementary_qrels_with_several_datasets(
+    pytester: pytest.Pytester,
+) -> None:
+    from plugin_project import write_dataset
+
+    make_project(pytester, tests=TESTS, conftest=textwrap.dedent(CONFTEST))
+    write_dataset(pytester.path / "other")
+    pytester.makepyprojecttoml(
+        "[tool.pytest.ini_options]\n"
+        'ragmetrics_dataset = "a=data b=other/data"\n'
+        'ragmetrics_metrics = "ndcg_at_10"\n'
+        'ragmetrics_supplementary_qrels = "supp.qrels"\n'
+    )
+    write_labels(pytester.path, relevant=True)
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*ragmetrics_supplementary_qrels: several datasets are configured*"]
+    )

@@ -136,6 +136,11 @@ def build_settings(
     settings = Settings(**values)
     check_paths_apart(settings)
     _check_dataset_files(settings)
+    if settings.supplementary_qrels is not None and settings.several_datasets:
+        raise ConfigError(
+            "ragmetrics_supplementary_qrels: several datasets are configured and the labels "
+            "do not say which one they belong to; use them with one dataset"
+        )
     return settings
 
 
