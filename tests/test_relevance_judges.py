@@ -241,3 +241,39 @@ def test_build_relevance_judge_by_kind(tmp_path: Path) -> None:
         build_relevance_judge("recorded")
     with pytest.raises(JudgeError, match="unknown relevance judge 'psychic'"):
         build_relevance_judge("psychic")
+
+
+def test_calibrating_a_threshold_relevance_judge_and_gating_its_labels(tmp_path: Path) -> None:
+    from pytest_ragmetrics.judges.calibration import (
+        LabelledPair,
+        calibrate_relevance,
+        load_kappa,
+        save_calibration,
+    )
+    from pytest_ragmetrics.pooling import HEADER_PREFIX, load_supplement
+
+    pairs = []
+    for i in range(20):
+        question = f"topic{i} alpha beta"
+        pairs.append(LabelledPair(f"q{i}", "r", question, f"topic{i} alpha beta gamma", True, "R"))
+        pairs.append(LabelledPair(f"q{i}", "n", question, f"unrelated{i} words here", False, "N"))
+    judge = toy(0.99)
+    result = calibrate_relevance(judge, pairs, negatives="judged", seed=1)
+    assert result.kappa == 1.0 and result.threshold is not None and result.tuning is not None
+    assert result.n == 20 and result.tuning.n == 20  # half tunes, half measures
+    assert result.judge == judge.with_threshold(result.threshold).identity()
+    assert result.labels["question"] == "relevance" and result.labels["negatives"] == "judged"
+    calibration = tmp_path / "calibration.json"
+    save_calibration(calibration, result)
+    tuned = judge.with_threshold(result.threshold)
+    assert load_kappa(calibration, tuned.identity()) == 1.0
+    labels = tmp_path / "s.qrels"
+    labels.write_text(HEADER_PREFIX + json.dumps(tuned.identity()) + "\nq1 0 d1 1\n")
+    trusted = load_supplement(labels, calibration=calibration, min_kappa=0.8)
+    assert trusted.kappa == 1.0 and trusted.used and trusted.reason == ""
+    other = tmp_path / "o.qrels"
+    other.write_text(HEADER_PREFIX + json.dumps(judge.identity()) + "\nq1 0 d1 1\n")
+    untrusted = load_supplement(other, calibration=calibration, min_kappa=0.8)
+    assert untrusted.kappa is None and not untrusted.used
+    assert "has no calibration" in untrusted.reason
+    assert load_supplement(other, calibration=calibration, min_kappa=None).used  # no bound
