@@ -1165,12 +1165,19 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument("--limit", type=int, metavar="N", help="use only the first N labelled items")
     p.add_argument("--seed", type=int, default=0, help="seed of the tuning split (default 0)")
     _add_cache_options(p, "verdict cache folder")
-    emb = p.add_argument_group("embedding options")
-    emb.add_argument(
-        "--threshold",
-        type=float,
-        help="score this fixed threshold on all items instead of tuning one",
+    _add_judge_options(
+        p,
+        threshold="score this fixed threshold on all items instead of tuning one",
+        verdicts="recorded assessments, query_id = item id (relevance: query_id, doc_id, "
+        "relevant per line)",
     )
+    p.set_defaults(handler=_cmd_calibrate)
+
+
+def _add_judge_options(p: argparse.ArgumentParser, *, threshold: str, verdicts: str) -> None:
+    """The options of each judge (_JUDGE_OPTIONS), in one group per judge."""
+    emb = p.add_argument_group("embedding options")
+    emb.add_argument("--threshold", type=float, help=threshold)
     emb.add_argument("--model", help="embedding: local model folder; http: model name")
     web = p.add_argument_group("http options")
     web.add_argument(
@@ -1189,10 +1196,7 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="questions in flight at once (default 1; 4 to 16 suits hosted APIs)",
     )
     rec = p.add_argument_group("recorded options")
-    rec.add_argument(
-        "--verdicts", metavar="FILE.jsonl", help="recorded assessments, query_id = item id"
-    )
-    p.set_defaults(handler=_cmd_calibrate)
+    rec.add_argument("--verdicts", metavar="FILE.jsonl", help=verdicts)
 
 
 # The command-line options of each judge (--model names a folder for one, a model for the other).
@@ -1478,32 +1482,12 @@ def _add_judge_pool(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--format", choices=FORMATS, default="table", help="of the summary")
     _add_cache_options(p, "verdict cache folder")
-    emb = p.add_argument_group("embedding options")
-    emb.add_argument(
-        "--threshold", type=float, help="cosine at or above which a passage is relevant"
-    )
-    emb.add_argument("--model", help="embedding: local model folder; http: model name")
-    web = p.add_argument_group("http options")
-    web.add_argument(
-        "--url", help="base URL of an OpenAI-compatible server (or RAGMETRICS_JUDGE_URL)"
-    )
-    web.add_argument(
-        "--api-key-env",
-        metavar="VAR",
-        help="environment variable holding the API key (default RAGMETRICS_JUDGE_API_KEY)",
-    )
-    web.add_argument("--timeout", type=float, help="seconds per request (default 60)")
-    web.add_argument(
-        "--concurrency",
-        type=int,
-        metavar="N",
-        help="questions in flight at once (default 1; 4 to 16 suits hosted APIs)",
-    )
-    rec = p.add_argument_group("recorded options")
-    rec.add_argument(
-        "--verdicts",
-        metavar="FILE.jsonl",
-        help="recorded relevance verdicts: query_id, doc_id, relevant per line",
+    _add_judge_options(
+        p,
+        threshold="cosine at or above which a passage is relevant (default 0.5; calibrate "
+        "--question relevance tunes one)",
+        verdicts="recorded relevance verdicts: query_id, doc_id, relevant per line (a "
+        "filled-in pool file is one)",
     )
     p.set_defaults(handler=_cmd_judge_pool)
 
