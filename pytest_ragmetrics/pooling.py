@@ -460,6 +460,7 @@ class Supplement:
             "qrels": None if self.labels.path is None else Path(self.labels.path).name,
             "judge": None if self.labels.judge is None else dict(self.labels.judge),
             "labels_used": used,
+            "fingerprint": self.labels.qrels.fingerprint,
             "kappa": self.kappa,
             "min_kappa": self.min_kappa,
             "used": self.used,

@@ -209,3 +209,29 @@ def test_compare_command_explains_and_can_pass_unjudged_drops(
         main(["compare", str(before), str(after), "--unjudged-drops", "never"])
     assert info.value.code == 2
     assert "must be one of fail, pass" in capsys.readouterr().err
+
+
+def test_trusted_labels_clear_a_drop_and_say_when_they_changed() -> None:
+    def labelled(rankings: dict[str, list[str]], ndcg: float, fingerprint: str) -> Any:
+        recorded = record(rankings)
+        recorded.evaluation.supplemented = {
+            "metrics": {"ndcg_at_10": ndcg, "mrr": 1.0, "bpref": 1.0},
+            "fingerprint": fingerprint,
+            "used": True,
+            "reason": "",
+        }
+        return recorded
+
+    base = labelled(BASE, 0.9, "old").baseline_entry("0")
+    verdict = compare_to_baseline(labelled(HOLES, 0.95, "old"), base, Tolerances())
+    assert verdict.status == "ok"
+    ndcg = next(m for m in verdict.metrics if m.metric == "ndcg_at_10")
+    assert "but not with the supplementary judge labels" in ndcg.note
+    assert ndcg.holes is not None and ndcg.holes.labels_note == ""
+    changed = compare_to_baseline(labelled(HOLES, 0.95, "new"), base, Tolerances())
+    ndcg = next(m for m in changed.metrics if m.metric == "ndcg_at_10")
+    assert ndcg.holes is not None and "labels changed since the baseline" in ndcg.holes.labels_note
+    worse = compare_to_baseline(labelled(HOLES, 0.5, "old"), base, Tolerances())
+    assert worse.status == "regressed"  # the labels say it dropped too
+    message = failure_message(labelled(HOLES, 0.5, "old"), worse, "baseline.json")
+    assert "ndcg_at_10 with the supplementary judge labels: 0.9000 → 0.5000, dropped too" in message

@@ -167,9 +167,16 @@ def _holes(pairs: _Pairs, metric: str, allowed: float) -> Holes | None:
     if lab_before is not None and lab_now is not None:
         lab_dropped = float(lab_now) - float(lab_before) < -allowed - 1e-12
     used = bool(pairs.current_labelled.get("used"))
-    note = "" if used else str(pairs.current_labelled.get("reason") or "")
-    if note:
-        note = f"shown only, not used for pass/fail: {note}"
+    notes = []
+    if not used:
+        notes.append(
+            f"shown only, not used for pass/fail: {pairs.current_labelled.get('reason') or ''}"
+        )
+    before_labels = pairs.base_labelled.get("fingerprint")
+    if before_labels and before_labels != pairs.current_labelled.get("fingerprint"):
+        # The baseline's value used the labels of its day; the new ones may move it too.
+        notes.append("the labels changed since the baseline recorded its value with labels")
+    note = "; ".join(notes)
     return Holes(
         spec.k,
         now[0],
