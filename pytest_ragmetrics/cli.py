@@ -191,15 +191,15 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
         # Always with per-query values: 'ragmetrics compare' pairs them (--per-query is for
         # the table).
         document = evaluation_document(evaluation, run=run_file, dataset=judgments.identity)
-        if evaluation.supplemented:
-            document["supplemented"] = evaluation.supplemented
+        if evaluation.supplemented is not None:
+            document["supplemented"] = evaluation.supplemented.to_dict()
         out.write(json.dumps(document, indent=2) + "\n")
         return 0
     tablefmt = "github" if args.format == "markdown" else "simple"
     names = list(evaluation.metrics)
     rows = [["all", *(_number(evaluation.mean[m]) for m in names)]]
-    if evaluation.supplemented:
-        labelled = evaluation.supplemented["metrics"]
+    if evaluation.supplemented is not None:
+        labelled = evaluation.supplemented.metrics
         rows.append(["all (+ judge labels)", *(_number(labelled.get(m)) for m in names)])
     if args.per_query:
         rows += [
@@ -210,11 +210,11 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
         tabulate(rows, headers=["query", *names], tablefmt=tablefmt, disable_numparse=True) + "\n"
     )
     out.write(f"\n{len(evaluation)} queries\n")
-    if evaluation.supplemented:
+    if evaluation.supplemented is not None:
         sup = evaluation.supplemented
         out.write(
-            f"+ judge labels: {sup['labels_used']} labels of judge "
-            f"{(sup.get('judge') or {}).get('name')!r} from {args.supplementary_qrels} "
+            f"+ judge labels: {sup.labels_used} labels of judge "
+            f"{(sup.judge or {}).get('name')!r} from {args.supplementary_qrels} "
             "(human judgments win)\n"
         )
     for note in evaluation.notes:

@@ -29,6 +29,7 @@ from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.judges.relevance import RelevanceJudge, RelevanceVerdict
+    from pytest_ragmetrics.metrics.evaluation import Evaluation, Supplemented
 
 PathLike = str | os.PathLike[str]
 HEADER_PREFIX = "# ragmetrics supplementary qrels; judge: "
@@ -448,24 +449,25 @@ class Supplement:
         run: Run | Mapping[str, Mapping[str, float]],
         metrics: Sequence[str],
         **semantics: Any,
-    ) -> dict[str, Any]:
-        """The metrics on human + supplementary qrels (human judgments win), JSON-ready: what
-        an evaluation keeps in ``supplemented``."""
+    ) -> Supplemented:
+        """The metrics on human + supplementary qrels (human judgments win): what an
+        evaluation keeps in ``supplemented``."""
+        from pytest_ragmetrics.metrics.evaluation import Supplemented
         from pytest_ragmetrics.metrics.retrieval import evaluate
 
         merged, used = supplement(qrels, self.labels.qrels)
         evaluation = evaluate(merged, run, metrics, **semantics)
-        return {
-            "metrics": {m: _finite(v) for m, v in evaluation.mean.items()},
-            "qrels": None if self.labels.path is None else Path(self.labels.path).name,
-            "judge": None if self.labels.judge is None else dict(self.labels.judge),
-            "labels_used": used,
-            "fingerprint": self.labels.qrels.fingerprint,
-            "kappa": self.kappa,
-            "min_kappa": self.min_kappa,
-            "used": self.used,
-            "reason": self.reason,
-        }
+        return Supplemented(
+            {m: _finite(v) for m, v in evaluation.mean.items()},
+            None if self.labels.path is None else Path(self.labels.path).name,
+            None if self.labels.judge is None else dict(self.labels.judge),
+            used,
+            self.labels.qrels.fingerprint,
+            self.kappa,
+            self.min_kappa,
+            self.used,
+            self.reason,
+        )
 
 
 def _finite(value: float) -> float | None:
@@ -487,20 +489,21 @@ def load_supplement(
     return Supplement(labels, kappa, min_kappa)
 
 
-def supplemented_note(evaluation: Any) -> str:
+def supplemented_note(evaluation: Evaluation) -> str:
     """The note an evaluation with supplementary qrels shows: its metrics with the judge's
     labels beside the human-qrels ones, and whether the labels count for pass/fail."""
     sup = evaluation.supplemented
-    judge = (sup.get("judge") or {}).get("name", "judge")
+    if sup is None:
+        return ""
+    judge = (sup.judge or {}).get("name", "judge")
     values = ", ".join(
-        f"{m} {_shown(v)} (human {_shown(evaluation.mean.get(m))})"
-        for m, v in sup.get("metrics", {}).items()
+        f"{m} {_shown(v)} (human {_shown(evaluation.mean.get(m))})" for m, v in sup.metrics.items()
     )
-    use = "used for pass/fail" if sup.get("used") else f"shown only: {sup.get('reason')}"
-    kappa = sup.get("kappa")
+    use = "used for pass/fail" if sup.used else f"shown only: {sup.reason}"
+    kappa = "not calibrated" if sup.kappa is None else f"{sup.kappa:.3f}"
     return (
-        f"with {sup.get('labels_used')} labels of judge {judge!r} from {sup.get('qrels')} "
-        f"(kappa {'not calibrated' if kappa is None else f'{kappa:.3f}'}; {use}): {values}"
+        f"with {sup.labels_used} labels of judge {judge!r} from {sup.qrels} "
+        f"(kappa {kappa}; {use}): {values}"
     )
 
 

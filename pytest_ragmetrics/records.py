@@ -144,7 +144,7 @@ class EvaluationRecord:
             semantics=MetricSemantics(**semantics) if semantics else None,
             details=data.get("details") or None,
             judged_only=data.get("judged_only") or None,
-            supplemented=data.get("supplemented") or None,
+            supplemented=data.get("supplemented"),
         )
         # Keep the metric order of the recording even when some queries lack a metric.
         metrics = tuple(data.get("metrics", {}).keys()) or evaluation.metrics

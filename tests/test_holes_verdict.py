@@ -16,6 +16,7 @@ from pytest_ragmetrics.baseline.compare import compare_to_baseline
 from pytest_ragmetrics.baseline.tolerances import Tolerances
 from pytest_ragmetrics.baseline.verdicts import Verdict, failure_message
 from pytest_ragmetrics.errors import BaselineError
+from pytest_ragmetrics.metrics.evaluation import Supplemented
 from pytest_ragmetrics.metrics.retrieval import evaluate
 from pytest_ragmetrics.records import EvaluationRecord
 
@@ -214,12 +215,9 @@ def test_compare_command_explains_and_can_pass_unjudged_drops(
 def test_trusted_labels_clear_a_drop_and_say_when_they_changed() -> None:
     def labelled(rankings: dict[str, list[str]], ndcg: float, fingerprint: str) -> Any:
         recorded = record(rankings)
-        recorded.evaluation.supplemented = {
-            "metrics": {"ndcg_at_10": ndcg, "mrr": 1.0, "bpref": 1.0},
-            "fingerprint": fingerprint,
-            "used": True,
-            "reason": "",
-        }
+        recorded.evaluation.supplemented = Supplemented(
+            {"ndcg_at_10": ndcg, "mrr": 1.0, "bpref": 1.0}, fingerprint=fingerprint
+        )
         return recorded
 
     base = labelled(BASE, 0.9, "old").baseline_entry("0")
@@ -235,3 +233,28 @@ def test_trusted_labels_clear_a_drop_and_say_when_they_changed() -> None:
     assert worse.status == "regressed"  # the labels say it dropped too
     message = failure_message(labelled(HOLES, 0.5, "old"), worse, "baseline.json")
     assert "ndcg_at_10 with the supplementary judge labels: 0.9000 → 0.5000, dropped too" in message
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("judged_only", {"ndcg_at_10": "high"}, "'judged_only' must map metric names"),
+        ("supplemented", [1], "'supplemented' must be an object"),
+        ("supplemented", {"metrics": {"x": "y"}}, "'supplemented.metrics' must map"),
+        ("supplemented", {"metrics": {}, "labels_used": -1}, "labels_used' must be a non-neg"),
+        ("supplemented", {"metrics": {}, "kappa": "0.4"}, "'supplemented.kappa' must be a"),
+        ("supplemented", {"metrics": {}, "used": "yes"}, "'supplemented.used' must be true"),
+    ],
+)
+def test_hand_edited_companions_in_a_baseline_are_named(
+    tmp_path: Path, field: str, value: object, message: str
+) -> None:
+    from pytest_ragmetrics.baseline.compare import load_evaluations
+
+    entry_data = entry(BASE)
+    entry_data[field] = value
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"evaluations": [{"test": "t", "name": "n", **entry_data}]}))
+    with pytest.raises(BaselineError, match=message) as info:
+        load_evaluations(path)
+    assert str(path) in str(info.value)
