@@ -150,9 +150,10 @@ def judge_pairs(
 
 # -- embedding ------------------------------------------------------------------------------
 
-# The cosine similarity of question and passage at which SciFact's human-judged pairs split
-# best is measured by `ragmetrics calibrate --question relevance`; until a judge is calibrated
-# this default is only a starting point (all-MiniLM-L6-v2 puts most unrelated pairs below 0.3).
+# `ragmetrics calibrate --question relevance --judge embedding` on SciFact test (339 relevant pairs
+# against 339 random corpus documents, seed 0) chooses 0.31 with kappa 0.93 on the held-out half:
+# random documents are easy to reject. On a pool of dense and BM25 top-10 documents 0.31 calls 80%
+# relevant (people found about one per query), so the default stays at a stricter 0.5 (28%).
 DEFAULT_RELEVANCE_THRESHOLD = 0.5
 EMBEDDING_RUBRIC = (
     "Embed the question and the whole passage with the model (mean pooling, L2-normalised; "
