@@ -1518,6 +1518,9 @@ def _cmd_judge_pool(args: argparse.Namespace, out: TextIO) -> int:
             args.out, "--out", files=inputs, cache=None if args.no_cache else args.cache_dir
         )
     entries = read_pool(args.pool)
+    if args.judge == "http":
+        # An off-script reply leaves its row without a verdict (counted), not the pool unjudged.
+        options["unparseable"] = "unjudged"
     judge = build_relevance_judge(
         args.judge, cache=None if args.no_cache else Cache(args.cache_dir), **options
     )

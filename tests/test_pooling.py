@@ -440,3 +440,31 @@ def test_plugin_refuses_supplementary_qrels_with_several_datasets(
     result.stderr.fnmatch_lines(
         ["*ragmetrics_supplementary_qrels: several datasets are configured*"]
     )
+
+
+def test_judge_pool_leaves_rows_with_an_off_script_reply_without_a_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pool = tmp_path / "pool.jsonl"
+    rows = [
+        {"query_id": "q1", "doc_id": d, "query": "which animal purrs", "text": text}
+        for d, text in (("d1", "cats purr"), ("d2", "dogs bark"))
+    ]
+    pool.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def answer(prompt: str) -> str:
+        return "Yes." if "cats" in prompt else "Maybe, who knows."
+
+    with serve(answer=answer) as server:
+        code, out, err = run(
+            ["judge-pool", "--pool", str(pool), "--judge", "http", "--url", server.url,
+             "--model", "m", "--qrels-out", str(tmp_path / "s.qrels"), "--no-cache",
+             "--format", "json"],
+            capsys,
+        )  # fmt: skip
+    assert code == 0, err
+    summary = json.loads(out)
+    assert (summary["judged"], summary["unjudged"], summary["labels_written"]) == (1, 1, 1)
+    judged = [json.loads(line) for line in pool.read_text().splitlines()]
+    assert judged[1]["relevant"] is None and judged[1]["verdict"] == "Maybe, who knows."
+    assert (tmp_path / "s.qrels").read_text().splitlines()[1:] == ["q1 0 d1 1"]
