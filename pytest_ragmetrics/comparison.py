@@ -512,7 +512,12 @@ class SystemsComparison:
         """Why ``versus`` failed, ending with what to do: the reasons of a run that is not
         comparable; for a worse one, the metrics that dropped beyond the tolerance (its table
         has the rest). Lines in the shape of ``failure_message``'s."""
-        from pytest_ragmetrics.baseline.verdicts import advice, failure_message
+        from pytest_ragmetrics.baseline.verdicts import (
+            advice,
+            failure_message,
+            holes_advice,
+            holes_lines,
+        )
 
         reference = self.reference.label
         if versus.verdict.status == "not comparable":
@@ -530,6 +535,8 @@ class SystemsComparison:
             if c is not None and c.n:
                 line += f"; p = {c.p_value:.4f}, {c.worse} of {c.n} queries worse"
             lines.append(line + ")")
+            lines += holes_lines(m, "run")
+        lines += holes_advice(versus.verdict)
         lines.append(advice("run", "regressed", reference))
         return "\n".join(lines)
 

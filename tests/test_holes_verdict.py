@@ -258,3 +258,32 @@ def test_hand_edited_companions_in_a_baseline_are_named(
     with pytest.raises(BaselineError, match=message) as info:
         load_evaluations(path)
     assert str(path) in str(info.value)
+
+
+def test_compare_runs_explains_a_drop_from_unjudged_documents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_ragmetrics.cli import main
+
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(
+        "".join(f"{q} 0 {d} {g}\n" for q, docs in QRELS.items() for d, g in docs.items())
+    )
+    paths = []
+    for name, rankings in (("base", BASE), ("holes", HOLES)):
+        path = tmp_path / f"{name}.trec"
+        path.write_text(
+            "".join(
+                f"{q} Q0 {d} {i + 1} {10 - i} {name}\n"
+                for q, docs in rankings.items()
+                for i, d in enumerate(docs)
+            )
+        )
+        paths.append(str(path))
+    assert main(["compare", "--qrels", str(qrels), "-m", "ndcg_at_10", *paths]) == 1
+    out = capsys.readouterr().out
+    assert "unjudged documents in the top 10: 3 of 7 now, 0 of 4 in the reference" in out
+    assert "did not drop: the drop comes from newly retrieved documents" in out
+    assert "Unjudged documents may well be relevant: judge them" in out
+    assert main(["compare", "--qrels", str(qrels), "-m", "ndcg_at_10", "--unjudged-drops",
+                 "pass", *paths]) == 0  # fmt: skip

@@ -304,6 +304,20 @@ _WORDS: dict[str, dict[str, str]] = {
 }
 
 
+def holes_lines(metric: MetricVerdict, against: Against) -> list[str]:
+    """What the failure message says about the unjudged documents behind ``metric``'s drop."""
+    if metric.holes is None:
+        return []
+    return metric.holes.lines(metric.metric, _WORDS[against])
+
+
+def holes_advice(verdict: Verdict) -> list[str]:
+    """The advice on judging the holes, when some failed metric's drop they explain."""
+    if any(m.holes is not None and m.holes.explained for m in verdict.failed_metrics):
+        return [HOLES_ADVICE]
+    return []
+
+
 def advice(against: Against, status: str, path: str) -> str:
     """What to do about a regressed or not comparable evaluation compared with ``path``."""
     if against == "report":
@@ -382,10 +396,8 @@ def failure_message(
         if m.worst:
             moved = "; ".join(_moved(q, d, rb, ra) for q, d, rb, ra in m.worst)
             lines.append(f"    most regressed: {moved}")
-        if m.holes is not None:
-            lines += m.holes.lines(m.metric, words)
-    if any(m.holes is not None and m.holes.explained for m in verdict.failed_metrics):
-        lines.append(HOLES_ADVICE)
+        lines += holes_lines(m, against)
+    lines += holes_advice(verdict)
     if verdict.identity_change:
         lines.append(f"  configuration changed: {verdict.identity_change}")
     lines += _query_set_lines(verdict, words)
