@@ -365,7 +365,10 @@ def test_plugin_reports_metrics_with_labels_and_trusted_labels_decide(
     result = pytester.runpytest(*xdist, "--ragmetrics-json=report.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["*with 2 labels of judge 'recorded-relevance' from supp.qrels (kappa not calibrated; "
+        ["test_rag.py::test_retrieval [[]toy[]]*0.8155*0.5000*0.7500*ok",
+         "*· + judge labels*0.9649*0.7500*1.0000",
+         "*· baseline*1.0000*1.0000*1.0000",
+         "*with 2 labels of judge 'recorded-relevance' from supp.qrels (kappa not calibrated; "
          "used for pass/fail)*", "*ndcg_at_10 dropped -0.1845 on the human qrels, but not with "
          "the supplementary judge labels*"]
     )  # fmt: skip
@@ -378,6 +381,7 @@ def test_plugin_reports_metrics_with_labels_and_trusted_labels_decide(
     # Below the kappa bound the labels are shown, not used: the drop fails again.
     gated = pytester.runpytest(*xdist, "-o", "ragmetrics_min_judge_kappa=0.5")
     gated.assert_outcomes(failed=1)
+    gated.stdout.fnmatch_lines(["*· + judge labels*0.9649*0.7500*1.0000*shown only"])
     gated.stdout.fnmatch_lines(
         ["*ndcg_at_10 with the supplementary judge labels: 0.8433 → 0.9649, did not drop "
          "(shown only, not used for pass/fail: judge 'recorded-relevance' has no calibration*"]
