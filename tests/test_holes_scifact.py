@@ -61,3 +61,20 @@ def _judged(capsys: pytest.CaptureFixture[str], run: Path) -> dict[str, float]:
     assert main([*args, "-mndcg_at_10", "-mmap_at_100"]) == 0
     metrics: dict[str, float] = json.loads(capsys.readouterr().out)["metrics"]
     return metrics
+
+
+def test_relevance_calibration_figures_quoted_in_the_readme(
+    scifact_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """calibrate --question relevance --judge embedding on SciFact test: 339 relevant pairs
+    against 339 sampled negatives, threshold tuned on a seeded half (README, "Unjudged
+    documents"). Embeds 300 questions and 678 abstracts (minutes on a CPU)."""
+    if not SCIFACT.exists():
+        pytest.skip(f"SciFact is not at {SCIFACT}")
+    args = ["calibrate", "--question", "relevance", "--judge", "embedding", "--format", "json"]
+    assert main([*args, "--dataset", str(SCIFACT), "--cache-dir", str(scifact_cache)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["labels"]["n"] == 678 and result["labels"]["positives"] == 339
+    assert "339 negatives were sampled (1 per positive" in result["labels"]["negatives"]
+    assert result["threshold"] == 0.31
+    assert result["n"] == 339 and round(result["kappa"], 3) == 0.929
