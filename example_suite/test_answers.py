@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ragmetrics.judges import agreement, read_claim_labels
+from pytest_ragmetrics.judges import agreement, assess_many, read_claim_labels
 
 
 @pytest.mark.rag_threshold(groundedness=0.45)
 def test_claims_grounded_in_their_abstracts(rag_eval, rag_judge, claim_pairs_path):
     pairs = read_claim_labels(claim_pairs_path)
-    assessments = [
-        rag_judge.assess(pair.claim, pair.claim, list(pair.contexts), query_id=pair.id)
-        for pair in pairs
-    ]
+    # assess_many judges them in order, with a progress bar (minutes on a cold cache).
+    assessments = assess_many(
+        rag_judge, [(pair.claim, pair.claim, list(pair.contexts), pair.id) for pair in pairs]
+    )
     evaluation = rag_eval.answers(assessments, name="embedding judge")
     people = agreement(
         [pair.supported for pair in pairs],

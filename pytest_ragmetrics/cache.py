@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_ragmetrics.errors import CacheError, RagMetricsWarning
+from pytest_ragmetrics.errors import CacheError, CacheWarning, how_to_silence
 from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock
 
 SCHEMA = 1
@@ -150,8 +150,9 @@ class Cache:
 
     def _unreadable(self, entry: Path, why: str) -> None:
         warnings.warn(
-            f"cache entry {entry} is unreadable ({why}); treating it as a miss and rewriting it",
-            RagMetricsWarning,
+            f"cache entry {entry} is unreadable ({why}); treating it as a miss and rewriting it "
+            f"(copy cache folders only from finished jobs); {how_to_silence(CacheWarning)}",
+            CacheWarning,
             stacklevel=4,
         )
         self._discard(entry)

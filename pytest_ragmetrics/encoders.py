@@ -8,7 +8,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -256,3 +257,45 @@ def load_cross_encoder(
         max_length=max_length,
     )
     return model
+
+
+@contextlib.contextmanager
+def batch_progress(model: Any, advance: Callable[[int], None]) -> Iterator[Callable[[], int]]:
+    """Call ``advance(rows)`` after each forward pass (batch) of ``model`` in this thread.
+
+    sentence-transformers' ``encode`` (and a cross-encoder's ``predict``) runs its batches
+    inside one call; a forward hook moves the
+    progress bar per batch without changing what is computed. Yields a function that says how
+    many rows were reported, so that the caller can advance the rest itself (a multi-process
+    pool runs the batches elsewhere, and no hook fires).
+    """
+    thread = threading.get_ident()
+    counted = 0
+
+    def hook(module: Any, inputs: Any, output: Any) -> None:
+        nonlocal counted
+        if threading.get_ident() != thread:  # another thread's encode on the shared model
+            return
+        rows = _batch_rows(output)
+        if rows:
+            counted += rows
+            advance(rows)
+
+    register = getattr(model, "register_forward_hook", None)
+    handle = register(hook) if callable(register) else None
+    try:
+        yield lambda: counted
+    finally:
+        if handle is not None:
+            handle.remove()
+
+
+def _batch_rows(output: Any) -> int:
+    """How many texts (or pairs) a sentence-transformers forward pass handled (0 if unknown)."""
+    if not isinstance(output, Mapping):
+        return 0
+    for key in ("sentence_embedding", "scores", "input_ids"):
+        value: Any = output.get(key)
+        if getattr(value, "ndim", 0) >= 1:
+            return int(value.shape[0])
+    return 0

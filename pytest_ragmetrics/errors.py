@@ -57,7 +57,34 @@ class JudgeError(RagMetricsError):
 
 
 class RagMetricsWarning(UserWarning):
-    """Something is suspicious but the numbers can still be computed (e.g. stale labels)."""
+    """Something is suspicious but the numbers can still be computed.
+
+    Only what is probably a mistake is a warning (a retriever that finds nothing for most
+    queries, a damaged cache entry, judged documents missing from a corpus read outside pytest);
+    what is normal (short rankings) is a note in the report. Each message ends with
+    :func:`how_to_silence` of its category.
+    """
+
+
+class ShortRankingWarning(RagMetricsWarning):
+    """A retriever returned nothing at all for most of the queries it was asked."""
+
+
+class CacheWarning(RagMetricsWarning):
+    """A cache entry could not be read: it is treated as a miss and written again."""
+
+
+class StaleLabelsWarning(RagMetricsWarning):
+    """Judged documents are missing from the corpus (they can never be retrieved)."""
+
+
+def how_to_silence(category: type[Warning]) -> str:
+    """The sentence that ends a warning: the filter entry that silences its category."""
+    name = f"{category.__module__}.{category.__qualname__}"
+    return (
+        f'to silence this warning: filterwarnings = ["ignore::{name}"] in the pytest '
+        f"configuration, or -W ignore::{name}"
+    )
 
 
 class ExecutorError(RagMetricsError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar, Token
@@ -19,7 +20,11 @@ from typing import Protocol, TextIO
 
 
 class ProgressReporter(Protocol):
-    """Receives the progress of one task at a time."""
+    """Receives the progress of one task at a time.
+
+    A reporter may also have ``explain(note)``: :func:`progress` then hands it the task's note
+    (what the step does and why it takes a while) before ``start``.
+    """
 
     def start(self, description: str, total: int) -> None: ...
 
@@ -39,45 +44,129 @@ class _Silent:
         pass
 
 
-class LineProgress:
-    """A one-line text bar rewritten in place with ``\\r``; rate-limited to 10 updates/s."""
+#: A note is shown only for a step expected to take at least this long (seconds).
+NOTE_AFTER = 10.0
+#: The bar is redrawn at most this often (seconds), and on every advance after that.
+REDRAW_EVERY = 0.25
 
-    def __init__(self, write: Callable[[str], None], *, width: int = 30) -> None:
+
+def format_duration(seconds: float) -> str:
+    """``42 s``, ``3 min 05 s``, ``1 h 02 min``: how long, for people."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+
+
+class LineProgress:
+    """A one-line text bar rewritten in place with ``\\r``, with an honest time estimate.
+
+    Until the first unit is done the bar says it is estimating (never "0 s left"); after that,
+    time left = units left x the mean time per unit so far. Redrawn on an advance at most every
+    :data:`REDRAW_EVERY` seconds (callers advance per batch, every few seconds at most). A note
+    given with :meth:`explain` is written on its own line once the first advance shows the step
+    will take at least :data:`NOTE_AFTER` seconds, with the estimate: a warm cache says nothing.
+    With ``bar=False`` (output that is not a terminal: a CI log) only the notes are written,
+    one line each. ``clock`` is for tests.
+    """
+
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        *,
+        width: int = 30,
+        clock: Callable[[], float] = time.monotonic,
+        bar: bool = True,
+    ) -> None:
         self._write = write
+        self._draws = bar
         self._width = width
+        self._clock = clock
+        self._lock = threading.Lock()  # advance may be called from worker threads
         self._description = ""
         self._total = 0
         self._done = 0
         self._started = 0.0
         self._last = 0.0
+        self._shown = 0  # length of the line on screen, to blank it before a note
+        self._note: str | None = None
+
+    def explain(self, note: str) -> None:
+        """What the next task does and why it may take a while (shown if it does)."""
+        self._note = note
 
     def start(self, description: str, total: int) -> None:
-        self._description, self._total, self._done = description, max(total, 0), 0
-        self._started = self._last = time.monotonic()
-        self._render()
+        with self._lock:
+            self._description, self._total, self._done = description, max(total, 0), 0
+            self._started = self._last = self._clock()
+            self._render(self._started)
 
     def advance(self, done: int) -> None:
-        self._done += done
-        now = time.monotonic()
-        if now - self._last >= 0.1 or self._done >= self._total:
-            self._last = now
-            self._render()
+        with self._lock:
+            self._done += done
+            now = self._clock()
+            if self._note is not None and self._done > 0 and self._maybe_note(now):
+                self._last = now  # the note redrew the bar under it
+            elif now - self._last >= REDRAW_EVERY or self._done >= self._total:
+                self._last = now
+                self._render(now)
 
     def finish(self) -> None:
-        self._render()
-        self._write("\n")
+        with self._lock:
+            now = self._clock()
+            self._note = None
+            if not self._draws:
+                return
+            self._line(
+                f"{self._description} [{self._bar()}] {self._done}/{self._total}, done in "
+                f"{format_duration(now - self._started)}"
+            )
+            self._write("\n")
+            self._shown = 0
 
-    def _render(self) -> None:
+    def _left(self, now: float) -> float | None:
+        """Seconds left at the rate so far; None before the first unit."""
+        if self._done <= 0:
+            return None
+        return max(self._total - self._done, 0) * (now - self._started) / self._done
+
+    def _maybe_note(self, now: float) -> bool:
+        """Write the note if the step will be long (and the bar under it); whether it did."""
+        note, self._note = self._note, None
+        left = self._left(now)
+        if note is None or left is None or (now - self._started) + left < NOTE_AFTER:
+            return False
+        self._line(f"{note}; about {format_duration((now - self._started) + left)} in all")
+        self._write("\n")
+        self._shown = 0
+        if self._draws:
+            self._render(now)
+        return True
+
+    def _bar(self) -> str:
         total = max(self._total, 1)
         filled = int(self._width * min(self._done, total) / total)
-        elapsed = time.monotonic() - self._started
-        rate = self._done / elapsed if elapsed > 0 else 0.0
-        eta = (self._total - self._done) / rate if rate > 0 else 0.0
-        bar = "#" * filled + "-" * (self._width - filled)
-        self._write(
-            f"\r{self._description} [{bar}] {self._done}/{self._total} "
-            f"{elapsed:.0f}s elapsed, {eta:.0f}s left "
+        return "#" * filled + "-" * (self._width - filled)
+
+    def _render(self, now: float) -> None:
+        if not self._draws:
+            return
+        left = self._left(now)
+        estimate = "estimating time left" if left is None else f"{format_duration(left)} left"
+        self._line(
+            f"{self._description} [{self._bar()}] {self._done}/{self._total} "
+            f"{format_duration(now - self._started)} elapsed, {estimate}"
         )
+
+    def _line(self, text: str) -> None:
+        """``text`` over the line on screen (blanking what a shorter text leaves)."""
+        if not self._draws:
+            self._write(text)
+            return
+        self._write("\r" + text + " " * max(self._shown - len(text), 0))
+        self._shown = len(text)
 
 
 def stream_reporter(stream: TextIO | None = None) -> ProgressReporter:
@@ -117,9 +206,19 @@ def use_reporter(reporter: ProgressReporter | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
-    """Report a task of ``total`` units; the block calls the yielded function with each chunk."""
+def progress(
+    description: str, total: int, *, note: str | None = None
+) -> Iterator[Callable[[int], None]]:
+    """Report a task of ``total`` units; the block calls the yielded function with each chunk.
+
+    ``note`` says what a possibly long step does and why it takes a while (e.g. nothing is
+    cached yet); a reporter that can (``explain``) shows it when the step turns out to be long.
+    Advance at least every few seconds (per batch, not per thousand items).
+    """
     reporter = _reporter.get() or _Silent()
+    explain = getattr(reporter, "explain", None)
+    if note is not None and callable(explain):
+        explain(note)
     reporter.start(description, total)
     try:
         yield reporter.advance

@@ -121,3 +121,28 @@ def test_bad_model_exits_2(
     )  # fmt: skip
     assert code == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_short_rankings_are_a_note_not_a_warning(
+    dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A retriever returning fewer than k documents is told in one note line."""
+    from pytest_ragmetrics.retrievers import bm25 as bm25_module
+
+    searched = bm25_module.BM25Retriever.search
+
+    def matching_only(self: object, queries: object, k: int) -> object:
+        return searched(self, queries, k).truncate(1)  # type: ignore[arg-type, attr-defined]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bm25_module.BM25Retriever, "search", matching_only)
+        code, text = _run(
+            "retrieve", "--dataset", str(dataset), "--retriever", "bm25", "--k", "3",
+            "--no-cache", "--out", str(tmp_path / "run.trec"),
+        )  # fmt: skip
+    assert code == 0, text
+    assert (
+        "note: retriever 'bm25' returned fewer than 3 documents for 2 of 2 queries (shortest 1)"
+        in text
+    )
+    assert "warning" not in capsys.readouterr().err

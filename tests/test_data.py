@@ -19,7 +19,6 @@ from pytest_ragmetrics import (
     DataFormatError,
     Qrels,
     Queries,
-    RagMetricsWarning,
     Run,
     evaluate,
     load_dataset,
@@ -30,6 +29,7 @@ from pytest_ragmetrics import (
     write_run,
 )
 from pytest_ragmetrics.data import read_corpus, read_qrels_jsonl, read_queries
+from pytest_ragmetrics.errors import StaleLabelsWarning
 
 TREC_DATA = Path(__file__).parent / "data" / "trec_eval"
 
@@ -162,9 +162,15 @@ def test_judged_query_without_text_is_an_error(tmp_path: Path) -> None:
 def test_stale_labels_warn_with_their_count(tmp_path: Path) -> None:
     folder = beir_folder(tmp_path)
     write(folder / "qrels" / "test.tsv", QRELS_TSV + "q1\tgone1\t1\nq2\tgone2\t0\n")
-    with pytest.warns(RagMetricsWarning, match="2 judged documents are not in the corpus"):
+    with pytest.warns(StaleLabelsWarning, match="2 judged documents are not in the corpus") as got:
         dataset = load_dataset(folder)
+    assert 'filterwarnings = ["ignore::pytest_ragmetrics.errors.StaleLabelsWarning"]' in str(
+        got[0].message
+    )
     assert len(dataset.notes) == 1 and "stale labels" in dataset.notes[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the pytest plugin reports the note instead
+        assert load_dataset(folder, warn=False).notes == dataset.notes
     assert dataset.qrels.num_judgments == 5  # still judged: they count as relevant
 
 

@@ -246,6 +246,37 @@ def test_corpus_encoding_reports_progress_in_chunks(minilm: Any, corpus: Corpus)
     assert reporter.events[-1] == ("finish", None)
 
 
+def test_encoding_moves_the_bar_per_batch_and_explains_a_cold_corpus(
+    minilm: Any, corpus: Corpus, queries: Queries, tmp_path: Path
+) -> None:
+    class Explaining(RecordingReporter):
+        def explain(self, note: str) -> None:
+            self.events.append(("explain", note))
+
+    reporter = Explaining()
+    retriever = DenseRetriever(corpus, chunk_size=5, batch_size=2, cache=tmp_path)
+    with use_reporter(reporter):
+        retriever.corpus_embeddings()
+    # One encode call per chunk of 5, the bar moved per batch of 2 inside it.
+    assert [v for e, v in reporter.events if e == "advance"] == [2, 2, 1, 2, 1]
+    assert reporter.events[0] == (
+        "explain",
+        f"encoding 8 passages with all-MiniLM-L6-v2 on this machine: they are not in the cache "
+        f"yet (first run for this corpus and model); later runs read them from {tmp_path}",
+    )
+    reporter.events.clear()
+    with use_reporter(reporter):
+        DenseRetriever(corpus, batch_size=2, cache=tmp_path).encode_queries(queries.texts)
+    assert reporter.events[0] == (
+        "explain",
+        "encoding 3 queries with all-MiniLM-L6-v2: their run is not in the cache yet (or "
+        "caching is off)",
+    )
+    assert [v for e, v in reporter.events if e == "advance"] == [2] * (len(queries) // 2) + [1] * (
+        len(queries) % 2
+    )
+
+
 def test_chunked_encoding_equals_one_encode_call(minilm: Any, corpus: Corpus) -> None:
     chunked = DenseRetriever(corpus, chunk_size=3, batch_size=2).corpus_embeddings()
     whole = minilm.model.encode(corpus.passages(" "), batch_size=2, normalize_embeddings=True)

@@ -97,3 +97,23 @@ def test_worker_bar_goes_to_the_terminal_only_when_allowed(
     reporter = module.pytest_terminal_reporter(config)
     with library.use_reporter(reporter), library.progress("encoding corpus", 1) as advance:
         advance(1)  # no terminal to open: silent, no error
+
+
+def test_a_long_steps_note_reaches_a_log_that_is_not_a_terminal(pytester: pytest.Pytester) -> None:
+    conftest = SLOW_RETRIEVER.replace(
+        'with progress("encoding corpus", 5) as advance:',
+        'with progress("encoding corpus", 5, note="encoding 5 passages: not cached") as advance:',
+    ).replace(
+        "from pytest_ragmetrics.progress import progress",
+        # Every step counts as long here, so that the test need not take 10 s.
+        "import pytest_ragmetrics.progress as library\n"
+        "from pytest_ragmetrics.progress import progress\n\nlibrary.NOTE_AFTER = 0.0",
+    )
+    make_project(pytester, conftest=conftest, tests=TESTS)
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
+    text = result.stdout.str()
+    assert re.search(r"^encoding 5 passages: not cached; about \d+ s in all$", text, re.M), text
+    assert "encoding corpus [" not in text  # no bar in a log
+    quiet = pytester.runpytest_subprocess("-q")
+    assert "not cached" not in quiet.stdout.str()

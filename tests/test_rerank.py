@@ -232,8 +232,11 @@ def test_scoring_reports_progress(cross_encoder: Path, corpus: Corpus, queries: 
         def finish(self) -> None:
             events.append("finish")
 
-    reranker = RerankRetriever(BM25Retriever(corpus), cross_encoder, rerank_k=4, chunk_size=3)
+    reranker = RerankRetriever(
+        BM25Retriever(corpus), cross_encoder, rerank_k=4, chunk_size=3, batch_size=2
+    )
     with use_reporter(Reporter()):
         reranker.search(queries, 4)
     rerank_events = events[events.index(("reranking", 8)) :]
-    assert rerank_events == [("reranking", 8), 3, 3, 2, "finish"]
+    # Per batch of 2 within each chunk of 3 pairs.
+    assert rerank_events == [("reranking", 8), 2, 1, 2, 1, 2, "finish"]

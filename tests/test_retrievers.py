@@ -9,14 +9,16 @@ from typing import Any
 
 import pytest
 
-from pytest_ragmetrics import Corpus, Queries, RagMetricsWarning, RetrieverError
+from pytest_ragmetrics import Corpus, Queries, RetrieverError
 from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.retrievers import (
     BM25Retriever,
     CallableRetriever,
     Retriever,
+    ShortRankingWarning,
     build_retriever,
     from_function,
+    short_rankings,
 )
 
 CORPUS = Corpus.from_dict(
@@ -96,22 +98,27 @@ def test_duplicate_doc_id_is_an_error_naming_the_query() -> None:
         retriever.search(QUERIES, 3)
 
 
-def test_fewer_than_k_warns_with_counts_and_query_ids() -> None:
+def test_fewer_than_k_is_summarised_not_warned() -> None:
     retriever = from_function(lambda text: ["d1"] if "cats" in text else ["d1", "d2", "d3"])
-    with pytest.warns(RagMetricsWarning, match=r"fewer than 3 documents for 1 queries.*'q1'"):
-        run = retriever.search(QUERIES, 3)
+    run = retriever.search(QUERIES, 3)  # filterwarnings=error would fail on a warning
     assert run.depths().tolist() == [1, 3]
+    found = short_rankings(run, QUERIES.query_ids, 3, retriever="r")
+    assert found is not None and (found.short, found.empty, found.shortest) == (1, 0, 1)
+    assert found.note().startswith("retriever 'r' returned fewer than 3 documents for 1 of 2")
+    assert short_rankings(run, ["q2"], 3, retriever="r") is None
+    assert short_rankings(run, QUERIES.query_ids, 3, retriever="r", corpus_size=1) is None
 
 
-def test_nothing_for_a_query_warns_and_is_not_an_error() -> None:
+def test_nothing_for_half_the_queries_is_not_a_warning() -> None:
     retriever = from_function(lambda text: [] if "dogs" in text else ["d1", "d2"])
-    with pytest.warns(RagMetricsWarning, match=r"nothing for 1 of 2 queries.*'q2'"):
-        run = retriever.search(QUERIES, 2)
+    run = retriever.search(QUERIES, 2)
     assert run.ranking("q2") == []
+    found = short_rankings(run, QUERIES.query_ids, 2, retriever="r")
+    assert found is not None and not found.mostly_empty and found.empty_examples == ("q2",)
 
 
 def test_nothing_at_all_warns() -> None:
-    with pytest.warns(RagMetricsWarning, match="nothing for 2 of 2 queries"):
+    with pytest.warns(ShortRankingWarning, match="nothing for 2 of 2 queries"):
         run = from_function(lambda text: []).search(QUERIES, 5)
     assert run.num_entries == 0
 

@@ -17,7 +17,7 @@ from pytest_ragmetrics.data.textfile import (
     resolve,
 )
 from pytest_ragmetrics.data.trec import parse_grade, read_qrels
-from pytest_ragmetrics.errors import DataFormatError, RagMetricsWarning
+from pytest_ragmetrics.errors import DataFormatError, StaleLabelsWarning, how_to_silence
 
 _ID_KEYS = ("_id", "id")
 
@@ -179,12 +179,15 @@ def _layout_files(root: Path, split: str, layout: str) -> tuple[Path, Path, Path
     )
 
 
-def load_dataset(folder: PathLike, split: str = "test", *, name: str | None = None) -> Dataset:
+def load_dataset(
+    folder: PathLike, split: str = "test", *, name: str | None = None, warn: bool = True
+) -> Dataset:
     """Load a dataset folder; queries are restricted to those judged in the split.
 
     The folder is in BEIR or FlagEmbedding layout, or holds a ``dataset.json`` that names
     other files (TREC SGML, SMART) and how to read them. Judged documents missing from the
-    corpus ("stale labels") give a warning with their count.
+    corpus ("stale labels") are a note in ``dataset.notes`` and, unless ``warn=False`` (the
+    pytest plugin reports the note instead), a :class:`StaleLabelsWarning` with their count.
     """
     root = Path(folder)
     if not root.is_dir():
@@ -201,6 +204,7 @@ def load_dataset(folder: PathLike, split: str = "test", *, name: str | None = No
             parts.qrels,
             parts.queries_path,
             parts.qrels_path,
+            warn,
         )
     qrels_path, queries_path, _ = _layout_files(root, split, layout)
     if not _exists(qrels_path):
@@ -216,7 +220,7 @@ def load_dataset(folder: PathLike, split: str = "test", *, name: str | None = No
     corpus = read_corpus(root / "corpus.jsonl")
     all_queries = read_queries(queries_path)
     return _assemble(
-        root, split, name or root.name, corpus, all_queries, qrels, queries_path, qrels_path
+        root, split, name or root.name, corpus, all_queries, qrels, queries_path, qrels_path, warn
     )
 
 
@@ -229,9 +233,10 @@ def _assemble(
     qrels: Qrels,
     queries_path: Path,
     qrels_path: Path,
+    warn: bool = True,
 ) -> Dataset:
-    """The dataset of the judged queries; an error for judged queries without text, a warning
-    for judged documents missing from the corpus."""
+    """The dataset of the judged queries; an error for judged queries without text, a note
+    (and a warning if ``warn``) for judged documents missing from the corpus."""
     judged = [q for q in qrels if q in all_queries]
     missing = [q for q in qrels if q not in all_queries]
     notes: list[str] = []
@@ -249,7 +254,10 @@ def _assemble(
             "labels); they count as relevant but can never be retrieved"
         )
         notes.append(message)
-        warnings.warn(message, RagMetricsWarning, stacklevel=3)
+        if warn:
+            warnings.warn(
+                f"{message}; {how_to_silence(StaleLabelsWarning)}", StaleLabelsWarning, stacklevel=3
+            )
     return Dataset(corpus, queries, qrels, name=name, split=split, source=str(root), notes=notes)
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pytest_ragmetrics.data.assessments import AnswerAssessment
 from pytest_ragmetrics.errors import JudgeError
 from pytest_ragmetrics.executors.base import Executor, resolve_executor
 from pytest_ragmetrics.judges.base import Contexts, Judge
+from pytest_ragmetrics.progress import progress
 
 #: One answer to judge: ``(query, answer, contexts)`` or ``(query, answer, contexts, query_id)``,
 #: or a mapping with those keys.
@@ -60,6 +61,40 @@ def assess_many(
     is written where its folder is on each node: share the folder, or expect a rerun to ask again.
     """
     items = [_unpack(item, position) for position, item in enumerate(answers)]
-    return resolve_executor(executor, "assess_many").map(
-        AssessCall(judge), items, concurrency=concurrency
-    )
+    resolved = resolve_executor(executor, "assess_many")
+    described = _describe(judge)
+    with progress(
+        f"judging {len(items)} answers ({described})",
+        len(items),
+        note=f"judging {len(items):,} answers with the {described}: claims not in its cache are "
+        "judged now; reruns read the cache",
+    ) as advance:
+        if resolved.kind != "local":  # Ray actors run the calls: the bar moves at the end
+            results = resolved.map(AssessCall(judge), items, concurrency=concurrency)
+            advance(len(items))
+            return results
+        return resolved.map(_Counted(AssessCall(judge), advance), items, concurrency=concurrency)
+
+
+class _Counted:
+    """A call that advances the progress bar once it returns (from any thread)."""
+
+    def __init__(self, call: AssessCall, advance: Callable[[int], None]) -> None:
+        self.call = call
+        self.advance = advance
+
+    def __call__(self, item: tuple[str, str, Contexts, str | None]) -> AnswerAssessment:
+        result = self.call(item)
+        self.advance(1)
+        return result
+
+
+def _describe(judge: Judge) -> str:
+    """``embedding judge (all-MiniLM-L6-v2)``: the judge's name and model, for the bar."""
+    try:
+        identity = judge.identity()
+    except Exception:  # a judge of the user's own; the bar is no place to fail
+        return "judge"
+    name, model = identity.get("name"), identity.get("model")
+    described = f"{name} judge" if name else "judge"
+    return f"{described} ({model})" if model else described

@@ -56,6 +56,9 @@ class _TerminalFileProgress:
         self._write("\n")
         self._bar.start(description, total)
 
+    def explain(self, note: str) -> None:
+        self._bar.explain(note)
+
     def advance(self, done: int) -> None:
         self._bar.advance(done)
 
@@ -74,25 +77,25 @@ def worker_reporter(workerinput: dict[str, Any]) -> ProgressReporter | None:
 def pytest_terminal_reporter(config: Any) -> ProgressReporter | None:
     """A progress reporter writing through pytest's terminal (None when it should stay silent).
 
-    Silent with -q and when stdout is not a TTY. On an xdist worker, bars go to the controlling
-    terminal when the controller said its output is one (:data:`WORKER_TTY_KEY`).
+    Silent with -q; when stdout is not a TTY, only long steps' notes are written. On an xdist
+    worker, bars go to the controlling terminal when the controller said its output is one
+    (:data:`WORKER_TTY_KEY`).
     """
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         return worker_reporter(workerinput)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     capture = config.pluginmanager.get_plugin("capturemanager")
-    if capture is None or not controller_shows_progress(config):
+    if capture is None or reporter is None or config.get_verbosity() < 0:
         return None
-    started = False
+    # Not a terminal (a CI log): no bar, but a long step's note still says what is going on.
+    bar = controller_shows_progress(config)
 
     def write(text: str) -> None:
-        nonlocal started
         with capture.global_and_fixture_disabled():
-            if not started:
-                reporter.ensure_newline()
-                started = True
+            # A line of test progress ("test_x.py ..") may have been started meanwhile.
+            reporter.ensure_newline()
             reporter.write(text)
             reporter.flush()
 
-    return LineProgress(write)
+    return LineProgress(write, bar=bar)

@@ -15,6 +15,7 @@ from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.metrics.names import parse_metric, parse_metrics
 from pytest_ragmetrics.metrics.retrieval import evaluate
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
+from pytest_ragmetrics.pooling import Supplement, supplemented_note
 from pytest_ragmetrics.records import EvaluationRecord, dataset_identity, identity_of, stable_json
 from pytest_ragmetrics.vocabulary import ANSWER_METRICS, Layer
 
@@ -62,6 +63,7 @@ class RagEval:
         k: int,
         thresholds: Mapping[str, float] | Callable[[], Mapping[str, float]],
         dataset: Callable[[], Dataset],
+        supplement: Callable[[], Supplement | None] | None = None,
         on_record: Callable[[EvaluationRecord], None] | None = None,
         report_fields: Callable[..., Mapping[str, Any]] | None = None,
     ) -> None:
@@ -72,6 +74,7 @@ class RagEval:
         # Read when an evaluation is recorded: a marker added during the test still counts.
         self._thresholds_of = thresholds if callable(thresholds) else lambda: thresholds
         self._dataset = dataset
+        self._supplement = supplement
         self._on_record = on_record
         # Given the record and what it was computed from (run, qrels, dataset, assessments),
         # the optional per-query fields of the HTML report; None when no page is wanted.
@@ -169,7 +172,20 @@ class RagEval:
             query_set=self._semantics.query_set,
             ignore_identical_ids=self._semantics.ignore_identical_ids,
         )
+        supplement = self._supplement() if self._supplement and "dataset" in sources else None
+        if supplement is not None:
+            evaluation.supplemented = supplement.evaluate(
+                Qrels.from_dict(qrels),
+                run_obj,
+                names,
+                relevance_level=self._semantics.relevance_level,
+                gain=self._semantics.gain,
+                query_set=self._semantics.query_set,
+                ignore_identical_ids=self._semantics.ignore_identical_ids,
+            )
+            evaluation.notes.append(supplemented_note(evaluation))
         identity, k = _source_of(run_obj, retriever)
+        evaluation.notes.extend(_run_notes(run_obj, evaluation, identity, sources.get("dataset")))
         recorded = EvaluationRecord(
             test=self.test,
             name=self._name(name, "retrieval"),
@@ -219,6 +235,30 @@ class RagEval:
         )
         self._record(recorded, assessments=items)
         return evaluation
+
+
+def _run_notes(
+    run: Any, evaluation: Evaluation, identity: Mapping[str, Any], dataset: Dataset | None
+) -> list[str]:
+    """The dataset's notes (stale labels), and how the run's rankings fell short of the k it
+    was asked for (known for ``rag_run``'s), over the evaluated queries it holds."""
+    from pytest_ragmetrics.retrievers.base import short_rankings
+
+    notes = list(dataset.notes) if dataset is not None else []
+    if isinstance(run, Run) and isinstance(run.k, int):
+        described = identity.get("retriever") or {}
+        name = described.get("name") or described.get("kind") or "the retriever"
+        held = set(run.query_ids.tolist())
+        found = short_rankings(
+            run,
+            [q for q in evaluation.query_ids.tolist() if q in held],
+            run.k,
+            retriever=str(name),
+            corpus_size=None if dataset is None else len(dataset.corpus),
+        )
+        if found is not None:
+            notes.append(found.note())
+    return notes
 
 
 def _source_of(run: Any, retriever: Any) -> tuple[dict[str, Any], int | None]:

@@ -5,6 +5,7 @@ tests exist. Both roles (controller and xdist worker) have one."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.data.selection import DatasetSelection
     from pytest_ragmetrics.metrics.evaluation import Evaluation
     from pytest_ragmetrics.plugin.settings import Settings
+    from pytest_ragmetrics.pooling import Supplement
     from pytest_ragmetrics.records import EvaluationRecord
 
 
@@ -39,6 +41,7 @@ class RagSession:
         self.collection_complete = True
         self.whole_suite = False
         self.rootpath: Path | None = None  # where node ids are relative to (pytest's rootdir)
+        self._supplement: Supplement | None = None
 
     @property
     def settings(self) -> Settings:
@@ -89,10 +92,14 @@ class RagSession:
 
             name = pair.name if self.settings.several_datasets else None
             try:
-                found = load_dataset(pair.path, pair.split, name=name)
+                # Stale labels are a note on each evaluation of the dataset, not a warning.
+                found = load_dataset(pair.path, pair.split, name=name, warn=False)
             except Exception as exc:
                 self._dataset_errors[pair.key] = exc
                 raise
+            # The notes name files under the rootdir: relative, like the rest of the report.
+            root = f"{Path(self.settings.rootdir).resolve()}{os.sep}"
+            found.notes[:] = [note.replace(root, "") for note in found.notes]
             self._datasets[pair.key] = found
         return found
 
@@ -133,6 +140,25 @@ class RagSession:
 
             self._cache = Cache(self.settings.cache_dir, enabled=self.settings.use_cache)
         return self._cache
+
+    def supplement(self) -> Supplement | None:
+        """The supplementary qrels (ragmetrics_supplementary_qrels), read once; None if unset."""
+        path = self.settings.supplementary_qrels
+        if path is None:
+            return None
+        if self._supplement is None:
+            from pytest_ragmetrics.errors import RagMetricsError
+            from pytest_ragmetrics.pooling import load_supplement
+
+            try:
+                self._supplement = load_supplement(
+                    path,
+                    calibration=self.settings.calibration,
+                    min_kappa=self.settings.min_judge_kappa,
+                )
+            except RagMetricsError as exc:
+                raise ConfigError(f"ragmetrics_supplementary_qrels: {exc}") from None
+        return self._supplement
 
     def judge_kappa(self, judge: Mapping[str, Any]) -> float | None:
         """The calibrated kappa of a judge identity, from the calibration file."""

@@ -16,11 +16,13 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.retrievers.base import (
         CallableRetriever,
         Retriever,
+        ShortRankings,
         ShortRankingWarning,
         StagedRetriever,
         cached_search,
         check_run,
         from_function,
+        short_rankings,
     )
     from pytest_ragmetrics.retrievers.bm25 import BM25Retriever
     from pytest_ragmetrics.retrievers.dense import DenseRetriever
@@ -35,12 +37,14 @@ _EXPORTS = {
     "RERANKED": "pytest_ragmetrics.retrievers.rerank",
     "RerankRetriever": "pytest_ragmetrics.retrievers.rerank",
     "Retriever": "pytest_ragmetrics.retrievers.base",
-    "ShortRankingWarning": "pytest_ragmetrics.retrievers.base",
+    "ShortRankingWarning": "pytest_ragmetrics.errors",
+    "ShortRankings": "pytest_ragmetrics.retrievers.base",
     "StagedRetriever": "pytest_ragmetrics.retrievers.base",
     "build_retriever": "pytest_ragmetrics.retrievers.factory",
     "cached_search": "pytest_ragmetrics.retrievers.base",
     "check_run": "pytest_ragmetrics.retrievers.base",
     "from_function": "pytest_ragmetrics.retrievers.base",
+    "short_rankings": "pytest_ragmetrics.retrievers.base",
 }
 __all__ = [
     "FIRST_STAGE",
@@ -53,10 +57,12 @@ __all__ = [
     "RerankRetriever",
     "Retriever",
     "ShortRankingWarning",
+    "ShortRankings",
     "StagedRetriever",
     "build_retriever",
     "cached_search",
     "check_run",
     "from_function",
+    "short_rankings",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

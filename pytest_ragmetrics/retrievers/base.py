@@ -5,23 +5,28 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from pytest_ragmetrics.cache import Cache
-from pytest_ragmetrics.data.model import Corpus, IntArray, Queries, Run, as_str_array
-from pytest_ragmetrics.errors import ConfigError, DataFormatError, RagMetricsWarning, RetrieverError
+from pytest_ragmetrics.data.model import Corpus, Queries, Run, as_str_array
+from pytest_ragmetrics.errors import (
+    ConfigError,
+    DataFormatError,
+    RetrieverError,
+    how_to_silence,
+)
+from pytest_ragmetrics.errors import (  # defined with the other warnings; importable from here
+    ShortRankingWarning as ShortRankingWarning,
+)
 
 #: What a plain retrieval function may return for one query: ids best first, (id, score) pairs,
 #: or a ``{doc_id: score}`` mapping.
 Ranking = Sequence[str] | Sequence[tuple[str, float]] | Mapping[str, float]
 
 CacheLike = Cache | str | os.PathLike[str] | None
-
-
-class ShortRankingWarning(RagMetricsWarning):
-    """A retriever returned fewer documents than asked for some queries (or none)."""
 
 
 @runtime_checkable
@@ -69,13 +74,13 @@ def check_run(
     retriever: str,
     corpus: Corpus | None = None,
 ) -> Run:
-    """Validate a retriever's run: the asked queries only, known documents; warn on short rankings.
+    """Validate a retriever's run: the asked queries only, known documents.
 
     Unknown documents (when the corpus is known) and queries that were not asked for are a
-    :class:`RetrieverError`. Queries with fewer than ``k`` documents (or fewer than the corpus
-    holds, when the corpus is smaller than ``k``) or none at all give one
-    :class:`ShortRankingWarning` (a :class:`RagMetricsWarning`): recall-type metrics are then
-    understated, but computable.
+    :class:`RetrieverError`. Rankings shorter than ``k`` are normal (a keyword retriever returns
+    only the documents that match) and are reported as a note by whoever evaluates the run
+    (:func:`short_rankings`); nothing at all for most of the queries is probably a broken
+    retriever: a :class:`ShortRankingWarning`.
     """
     asked = queries.position
     extra = [q for q in run.query_ids.tolist() if q not in asked]
@@ -86,22 +91,93 @@ def check_run(
         )
     if corpus is not None and run.num_entries:
         _check_known_documents(run, corpus, retriever)
-    expected = k if corpus is None else min(k, len(corpus))
-    depth = np.zeros(len(queries), dtype=np.int64)
-    if len(run):
-        rows = np.fromiter(
-            (asked[q] for q in run.query_ids.tolist()), dtype=np.int64, count=len(run)
-        )
-        depth[rows] = run.depths()
-    short = _short_rankings(queries, depth, expected)
-    if short:
-        warnings.warn(
-            f"retriever {retriever!r} returned {short}; metrics at cut-offs beyond what it "
-            "returned count the missing documents as not retrieved",
-            ShortRankingWarning,
-            stacklevel=3,
-        )
+    found = short_rankings(
+        run,
+        queries.query_ids,
+        k,
+        retriever=retriever,
+        corpus_size=None if corpus is None else len(corpus),
+    )
+    if found is not None and found.mostly_empty:
+        warnings.warn(found.anomaly(), ShortRankingWarning, stacklevel=3)
     return run
+
+
+@dataclass(frozen=True)
+class ShortRankings:
+    """How a run fell short of ``expected`` documents per query (see :func:`short_rankings`)."""
+
+    retriever: str
+    expected: int  # documents a query could get: k, or the corpus size when smaller
+    queries: int  # the queries counted
+    short: int  # queries with some documents, but fewer than expected
+    empty: int  # queries with no document at all
+    shortest: int  # the fewest documents a non-empty query got (0 when all are empty)
+    empty_examples: tuple[str, ...] = ()
+
+    @property
+    def mostly_empty(self) -> bool:
+        """Nothing at all for more than half of the queries: probably a broken retriever."""
+        return self.empty * 2 > self.queries
+
+    def note(self) -> str:
+        """The report's note: what happened, and that it is normal for matching-only search."""
+        parts = []
+        if self.short:
+            parts.append(
+                f"fewer than {self.expected} documents for {self.short} of {self.queries} "
+                f"queries (shortest {self.shortest})"
+            )
+        if self.empty:
+            parts.append(f"nothing for {self.empty} of {self.queries} queries")
+        if self.mostly_empty:
+            why = "most got nothing: check that it searches this corpus"
+        else:
+            why = "normal for a retriever that returns only the documents that match"
+        return (
+            f"retriever {self.retriever!r} returned {' and '.join(parts)}; {why}, and the "
+            "missing documents count as not retrieved"
+        )
+
+    def anomaly(self) -> str:
+        """The warning when most queries got nothing."""
+        examples = ", ".join(map(repr, self.empty_examples))
+        return (
+            f"retriever {self.retriever!r} returned nothing for {self.empty} of {self.queries} "
+            f"queries (e.g. {examples}): check that it searches this corpus and that its ids "
+            f"are the corpus's; {how_to_silence(ShortRankingWarning)}"
+        )
+
+
+def short_rankings(
+    run: Run,
+    query_ids: Sequence[str] | np.ndarray[Any, Any],
+    k: int,
+    *,
+    retriever: str,
+    corpus_size: int | None = None,
+) -> ShortRankings | None:
+    """How the rankings of ``query_ids`` fall short of ``k`` documents (or of the corpus, when it
+    is smaller); None when none does. Queries missing from the run count as empty."""
+    expected = k if corpus_size is None else min(k, corpus_size)
+    wanted = [str(q) for q in query_ids]
+    if not wanted or expected < 1:
+        return None
+    depth_of = dict(zip(run.query_ids.tolist(), run.depths().tolist(), strict=True))
+    depth = np.array([depth_of.get(q, 0) for q in wanted], dtype=np.int64)
+    empty = depth == 0
+    short = (depth > 0) & (depth < expected)
+    if not empty.any() and not short.any():
+        return None
+    return ShortRankings(
+        retriever=retriever,
+        expected=expected,
+        queries=len(wanted),
+        short=int(short.sum()),
+        empty=int(empty.sum()),
+        shortest=int(depth[~empty].min()) if (~empty).any() else 0,
+        empty_examples=tuple(q for q, e in zip(wanted, empty.tolist(), strict=True) if e)[:3],
+    )
 
 
 def _check_known_documents(run: Run, corpus: Corpus, retriever: str) -> None:
@@ -118,25 +194,6 @@ def _check_known_documents(run: Run, corpus: Corpus, retriever: str) -> None:
             f"{str(query)!r}, but the corpus has no such document "
             f"({int((~known).sum())} unknown ids in all); return ids from the corpus"
         )
-
-
-def _short_rankings(queries: Queries, depth: IntArray, expected: int) -> str:
-    """What the queries returned short of ``expected`` documents got ("" when none)."""
-    empty = queries.query_ids[depth == 0]
-    short = queries.query_ids[(depth > 0) & (depth < expected)]
-    parts = []
-    if len(empty):
-        parts.append(
-            f"nothing for {len(empty)} of {len(queries)} queries "
-            f"(e.g. {', '.join(map(repr, empty[:3].tolist()))})"
-        )
-    if len(short):
-        parts.append(
-            f"fewer than {expected} documents for {len(short)} queries "
-            f"(e.g. {', '.join(map(repr, short[:3].tolist()))}; "
-            f"shortest {int(depth[depth > 0].min())})"
-        )
-    return " and ".join(parts)
 
 
 def _ranking_entries(

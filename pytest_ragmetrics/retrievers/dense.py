@@ -19,7 +19,12 @@ import numpy.typing as npt
 
 from pytest_ragmetrics.cache import canonical_json
 from pytest_ragmetrics.data.model import Corpus, Queries, Run
-from pytest_ragmetrics.encoders import ModelSource, load_sentence_transformer, resolve_model
+from pytest_ragmetrics.encoders import (
+    ModelSource,
+    batch_progress,
+    load_sentence_transformer,
+    resolve_model,
+)
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.executors.base import Executor, resolve_executor
 from pytest_ragmetrics.executors.ray_cluster import RayExecutor
@@ -200,8 +205,11 @@ class DenseRetriever:
             self._model = model
         return self._model
 
-    def _encode(self, texts: list[str], prefix: str, description: str | None) -> FloatMatrix:
-        """Embeddings in the order of ``texts``, encoded longest first in chunks (for progress)."""
+    def _encode(
+        self, texts: list[str], prefix: str, description: str | None, note: str | None = None
+    ) -> FloatMatrix:
+        """Embeddings in the order of ``texts``, encoded longest first in chunks; the progress
+        bar moves per batch (per chunk on Ray or a multi-process pool)."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         # One global longest-first order: the batches are those of a single encode() call,
@@ -215,7 +223,7 @@ class DenseRetriever:
         if isinstance(self.executor, RayExecutor):
             from pytest_ragmetrics.retrievers.ray_backend import encode_chunks
 
-            with progress(description or "encoding queries", len(ordered)) as advance:
+            with progress(description or "encoding queries", len(ordered), note=note) as advance:
                 stacked = encode_chunks(self.executor, self, chunks, prefix, advance)
             embeddings = np.empty_like(stacked)
             embeddings[order] = stacked
@@ -227,14 +235,16 @@ class DenseRetriever:
         try:
             if self.devices and corpus_sized:
                 pool = model.start_multi_process_pool(self.devices)
-            with progress(description or "encoding queries", len(ordered)) as advance:
+            with progress(description or "encoding queries", len(ordered), note=note) as advance:
                 for chunk in chunks:
-                    parts.append(
-                        encode_texts(
-                            model, chunk, prefix, self.batch_size, self.normalize, pool=pool
+                    with batch_progress(model, advance) as counted:
+                        parts.append(
+                            encode_texts(
+                                model, chunk, prefix, self.batch_size, self.normalize, pool=pool
+                            )
                         )
-                    )
-                    advance(len(chunk))
+                    if len(chunk) > counted():
+                        advance(len(chunk) - counted())
         except Exception as exc:
             raise RetrieverError(
                 f"retriever {self._name!r}: encoding failed ({type(exc).__name__}: {exc})"
@@ -270,7 +280,10 @@ class DenseRetriever:
             label = self.source.label
             return {
                 "embeddings": self._encode(
-                    passages, self.passage_prefix, f"encoding {len(passages)} passages ({label})"
+                    passages,
+                    self.passage_prefix,
+                    f"encoding {len(passages)} passages ({label})",
+                    self._cold_note(len(passages)),
                 )
             }
 
@@ -292,10 +305,26 @@ class DenseRetriever:
         self._embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
         return self._embeddings
 
+    def _cold_note(self, passages: int) -> str:
+        """Why encoding the corpus takes a while: it is not in the cache (or there is none)."""
+        where = "on a Ray cluster" if isinstance(self.executor, RayExecutor) else "on this machine"
+        if self.cache is not None and self.cache.enabled:
+            why = (
+                "they are not in the cache yet (first run for this corpus and model); later runs "
+                f"read them from {self.cache.root}"
+            )
+        else:
+            why = "caching is off, so every run encodes them"
+        return f"encoding {passages:,} passages with {self.source.label} {where}: {why}"
+
     def encode_queries(self, texts: Sequence[str]) -> FloatMatrix:
         """Query embeddings (with ``query_prefix``), normalised like the passages."""
         self.query_encodings += 1
-        return self._encode(list(texts), self.query_prefix, None)
+        note = (
+            f"encoding {len(texts):,} queries with {self.source.label}: their run is not in the "
+            "cache yet (or caching is off)"
+        )
+        return self._encode(list(texts), self.query_prefix, None, note)
 
     # -- the index -------------------------------------------------------------------------
 

@@ -13,7 +13,12 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_ragmetrics.data.model import Corpus, Queries, Run
-from pytest_ragmetrics.encoders import ModelSource, load_cross_encoder, resolve_model
+from pytest_ragmetrics.encoders import (
+    ModelSource,
+    batch_progress,
+    load_cross_encoder,
+    resolve_model,
+)
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.progress import progress
 from pytest_ragmetrics.retrievers.base import (
@@ -148,7 +153,7 @@ class RerankRetriever:
         k = check_k(k, self._name)
         depth = max(k, self.rerank_k)
         with warnings.catch_warnings():
-            # A first stage shorter than rerank_k is fine; only short of k is worth a warning.
+            # Checked (and warned about) once, at k, below.
             warnings.simplefilter("ignore", ShortRankingWarning)
             first = self.first_stage.search(queries, depth)
         first_k = first.truncate(k) if depth > k else first
@@ -210,7 +215,7 @@ class RerankRetriever:
 
     def _score(self, queries: Queries, candidates: Run) -> npt.NDArray[np.float64]:
         pairs = self._pairs(queries, candidates)
-        # Longest first over all pairs, chunked only to move the progress bar.
+        # Longest first over all pairs, in chunks; the progress bar moves per batch.
         order = np.argsort([-(len(q) + len(p)) for q, p in pairs], kind="stable")
         model = self.model
         identity = _identity_activation()
@@ -221,16 +226,17 @@ class RerankRetriever:
             ) as advance:
                 for start in range(0, len(pairs), self.chunk_size):
                     chunk = [pairs[i] for i in order[start : start + self.chunk_size].tolist()]
-                    out = np.asarray(
-                        model.predict(
-                            chunk,
-                            batch_size=self.batch_size,
-                            show_progress_bar=False,
-                            activation_fn=identity,
-                            convert_to_numpy=True,
-                        ),
-                        dtype=np.float64,
-                    )
+                    with batch_progress(model, advance) as counted:
+                        out = np.asarray(
+                            model.predict(
+                                chunk,
+                                batch_size=self.batch_size,
+                                show_progress_bar=False,
+                                activation_fn=identity,
+                                convert_to_numpy=True,
+                            ),
+                            dtype=np.float64,
+                        )
                     if out.ndim == 2 and out.shape[1] == 1:
                         out = out[:, 0]
                     if out.ndim != 1:
@@ -239,7 +245,8 @@ class RerankRetriever:
                             "pair; a reranker needs a model with one relevance score (num_labels=1)"
                         )
                     parts.append(out)
-                    advance(len(chunk))
+                    if len(chunk) > counted():
+                        advance(len(chunk) - counted())
         except RetrieverError:
             raise
         except Exception as exc:
