@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
+import os
 import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError, RagMetricsWarning
 from pytest_ragmetrics.options import OPTION, add_cli_argument
@@ -1603,7 +1605,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the command; returns the exit code (2 for bad input, with a one-line reason)."""
-    stream = out or sys.stdout
+    # A text stream in all that the commands use (write, flush).
+    stream = cast("TextIO", _ClosedPipeSafe(out or sys.stdout))
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -1639,6 +1642,40 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return EXIT_INTERNAL_ERROR
     stream.flush()
     return code
+
+
+class _ClosedPipeSafe(io.TextIOBase):
+    """``out``, except that a reader that went away (``ragmetrics ... | head``) ends the
+    output quietly: later writes are dropped, the command finishes and exits with its own
+    code (1 still means regressed), and Python's flush at exit finds nothing to write."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self.closed_pipe = False
+
+    def write(self, text: str) -> int:
+        if not self.closed_pipe:
+            try:
+                self._out.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_pipe:
+            try:
+                self._out.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.closed_pipe = True
+        try:  # what is still buffered would fail again when Python flushes at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._out.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
 
 
 if __name__ == "__main__":

@@ -243,3 +243,26 @@ def test_console_script_end_to_end(tmp_path: Path) -> None:
     assert bad.stderr == (
         f"ragmetrics evaluate: error: {bad_run}:1: score 'inf' is not a finite number\n"
     )
+
+
+def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path: Path) -> None:
+    """`ragmetrics evaluate ... | head -1`: the closed pipe is no internal error; the command
+    finishes and exits with its own code."""
+    run = tmp_path / "r.run"
+    qrels = tmp_path / "q.qrels"
+    run.write_text("".join(f"q{i} Q0 d{i} 1 1.0 r\n" for i in range(3000)))
+    qrels.write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(3000)))
+    command = [sys.executable, "-m", "pytest_ragmetrics.cli", "evaluate"]
+    with subprocess.Popen(
+        [*command, "--qrels", str(qrels), "--run", str(run), "--per-query"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        first = process.stdout.readline()
+        process.stdout.close()  # the reader goes away after one line
+        stderr = process.stderr.read().decode()
+        code = process.wait(timeout=120)
+    assert code == 0, stderr
+    assert first.startswith(b"query")
+    assert "internal error" not in stderr and "Traceback" not in stderr
