@@ -548,16 +548,19 @@ def _plugin_project(pytester: pytest.Pytester, executor: str, retriever: str = "
 def test_plugin_ini_key_runs_the_dense_retriever_on_ray(
     ray_executor: RayExecutor, pytester: pytest.Pytester
 ) -> None:
+    # In subprocesses: an in-process run would import parts of Ray Data for the first time
+    # and pytester would drop them from sys.modules afterwards, leaving this process with two
+    # copies of Ray Data's classes for later tests (an AssertionError deep inside Ray).
     _plugin_project(pytester, "ray")
-    pytester.runpytest("-p", "no:cacheprovider", "--ragmetrics-json=ray.json").assert_outcomes(
-        passed=1
-    )
+    pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--ragmetrics-json=ray.json"
+    ).assert_outcomes(passed=1)
     cache = pytester.path / ".ragmetrics" / "cache"
     assert _computed(cache, "embeddings") == 1
     _plugin_project(pytester, "local")
-    pytester.runpytest("-p", "no:cacheprovider", "--ragmetrics-json=local.json").assert_outcomes(
-        passed=1
-    )
+    pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--ragmetrics-json=local.json"
+    ).assert_outcomes(passed=1)
     assert _computed(cache, "embeddings") == 1  # the local run read what Ray stored
 
     def evaluations(name: str) -> Any:
