@@ -57,6 +57,7 @@ def compare_to_baseline(
         verdict.reasons = reasons
         return verdict
     pairs = _Pairs(entry, current, [q for q in cur_pq if q in base_pq])
+    noise = (current.get("judge_noise") or {}).get("noise") or {}
     for metric, now in current["metrics"].items():
         before = entry.get("metrics", {}).get(metric)
         if before is not None and now is not None:
@@ -69,6 +70,7 @@ def compare_to_baseline(
                     tolerances.for_metric(metric),
                     alpha,
                     seed,
+                    noise.get(metric),
                 )
             )
     statuses = {m.status for m in verdict.metrics}
@@ -115,6 +117,7 @@ def _metric_verdict(
     tolerance: Tolerance,
     alpha: float | None,
     seed: int,
+    noise: float | None = None,
 ) -> MetricVerdict:
     b, c = pairs.values(metric)
     comparison: PairedComparison | None = compare_paired(b, c, seed=seed) if pairs.shared else None
@@ -129,6 +132,13 @@ def _metric_verdict(
             note = (
                 f"dropped {delta:+.4f} but not significantly (p = "
                 f"{comparison.p_value:.4f} ≥ alpha {alpha:g})"
+            )
+        elif noise is not None and -delta <= noise + 1e-12:
+            # The judge's verdicts on the same answers moved this much between repeats.
+            status = "ok"
+            note = (
+                f"dropped {delta:+.4f}, within judge noise (the mean moved by up to "
+                f"{noise:.4f} between repeated judgings of the same answers)"
             )
     elif delta > allowed + 1e-12:
         status = "improved"
