@@ -187,15 +187,26 @@ def _identity_of(thing: Any) -> dict[str, Any]:
 
 
 class RetrieveThenGenerate:
-    """The configured retriever's top ``top_n`` documents (``title + " " + text``) as the
-    contexts of ``generator`` (a :class:`Generator` or a function ``fn(query, contexts)``).
+    """The configured retriever's top ``top_n`` documents (``title + " " + text``, cut after
+    ``max_context_chars`` characters when set) as the contexts of ``generator`` (a
+    :class:`Generator` or a function ``fn(query, contexts)``).
 
     Calling it answers one query; :func:`answer_all` retrieves for every query at once first
     and caches each answer under (pipeline identity, query, contexts)."""
 
-    def __init__(self, retriever: Any, corpus: Any, generator: Any, *, top_n: int = 3) -> None:
-        if isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1:
-            raise GeneratorError(f"pipeline: top_n must be a positive integer, got {top_n!r}")
+    def __init__(
+        self,
+        retriever: Any,
+        corpus: Any,
+        generator: Any,
+        *,
+        top_n: int = 3,
+        max_context_chars: int | None = None,
+    ) -> None:
+        for label, value in (("top_n", top_n), ("max_context_chars", max_context_chars or 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise GeneratorError(f"pipeline: {label} must be a positive integer, got {value!r}")
+        self.max_context_chars = max_context_chars
         self.retriever = retriever
         self.corpus = corpus
         self.generator = (
@@ -217,6 +228,7 @@ class RetrieveThenGenerate:
             "pipeline": "retrieve-then-generate",
             "retriever": _identity_of(self.retriever),
             "top_n": self.top_n,
+            "max_context_chars": self.max_context_chars,
             "generator": self.generator.identity(),
         }
 
@@ -232,7 +244,10 @@ class RetrieveThenGenerate:
             pairs = []
             for doc_id, _ in ranked:
                 doc = self.corpus[doc_id]
-                pairs.append((doc_id, (doc.title + " " + doc.text).strip()))
+                text = (doc.title + " " + doc.text).strip()
+                if self.max_context_chars is not None:
+                    text = text[: self.max_context_chars]
+                pairs.append((doc_id, text))
             found[qid] = tuple(pairs)
         return found
 

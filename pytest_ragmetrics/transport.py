@@ -204,7 +204,8 @@ class Budget:
             if self.spent + self._reserved + estimate > self.tokens:
                 raise BudgetError(
                     f"{who}: stopped before exceeding the token budget ({self.option} = "
-                    f"{self.tokens:,}): {self.spent:,} tokens used by {self.calls} calls"
+                    f"{self.tokens:,}): {self.spent:,} tokens used by {self.calls} "
+                    + ("call" if self.calls == 1 else "calls")
                     + (f", {self._reserved:,} reserved in flight" if self._reserved else "")
                     + f", and the next call needs about {estimate:,}. Nothing more is sent; "
                     "what was computed is cached, so raising the budget and rerunning pays "

@@ -273,11 +273,15 @@ def normalise_label(text: str) -> str:
     return _NOT_WORD.sub(" ", folded).strip()
 
 
+_LEAD_IN = re.compile(r"^\W*(?:verdict|answer|label|final answer)\s*[:\-]", re.IGNORECASE)
+
+
 def answer_label(answer: str, labels: Sequence[str]) -> str | None:
     """The label an answer gives: the longest of ``labels`` that the normalised answer equals
     or starts with as whole words (``"SUPPORT. The abstract shows ..."`` gives ``SUPPORT``);
+    a lead-in ``Verdict:``, ``Answer:``, ``Label:`` or ``Final answer:`` is skipped first.
     None when it starts with none of them."""
-    said = normalise_label(answer)
+    said = normalise_label(_LEAD_IN.sub("", answer, count=1))
     best: str | None = None
     for label in labels:
         wanted = normalise_label(label)
@@ -292,3 +296,17 @@ def label_matches(answer: str, label: str, labels: Sequence[str] = ()) -> bool:
     ``label``) is ``label``, after normalisation."""
     given = answer_label(answer, [label, *labels])
     return given is not None and normalise_label(given) == normalise_label(label)
+
+
+def split_label(answer: str, labels: Sequence[str]) -> tuple[str | None, str]:
+    """(the label the answer starts with, the rest of the answer after it): for answers
+    shaped "LABEL. rationale", whose rationale alone makes claims. Without a known label,
+    (None, the whole answer)."""
+    label = answer_label(answer, labels)
+    if label is None:
+        return None, answer
+    words = len(normalise_label(label).split())
+    answer = _LEAD_IN.sub("", answer, count=1)
+    # Skip the label's words (and what separates them) in the original text.
+    rest = re.sub(r"^\W*" + r"\W+".join([r"\w+"] * words), "", answer, count=1)
+    return label, rest.lstrip(" \t\n.:;,-)]*")

@@ -19,7 +19,7 @@ Judges answer the last two questions through two small protocols, :class:`Agreem
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -77,17 +77,23 @@ def assess_answers(
     references: Mapping[str, Reference] | None = None,
     metrics: Sequence[str] = ANSWER_METRICS,
     concurrency: int | None = None,
+    claims_of: Callable[[str], str] | None = None,
 ) -> list[AnswerAssessment]:
     """One assessment per answer, in order, with the verdicts ``metrics`` need (see the
     module docstring). Answers without a reference get no correctness verdict (their
     answer_correctness is NaN, noted by the metric). A judge lacking a question a metric needs
-    is a JudgeError naming the judge and the metric."""
+    is a JudgeError naming the judge and the metric. ``claims_of(answer)`` is the part of an
+    answer whose claims groundedness judges (default: all of it; e.g. the rationale after a
+    verdict label)."""
     items = list(answers)
     wanted = set(metrics)
     unknown = wanted - set(ANSWER_METRICS)
     if unknown:
         raise JudgeError(f"assess_answers: unknown answer-layer metrics {sorted(unknown)}")
-    assessments = _base(judge, items, wanted, concurrency)
+    judged = items
+    if claims_of is not None:
+        judged = [dataclasses.replace(a, answer=claims_of(a.answer)) for a in items]
+    assessments = _base(judge, judged, wanted, concurrency)
     if "answer_correctness" in wanted and references:
         assessments = _with_correctness(judge, items, assessments, references)
     if "context_relevance" in wanted:
@@ -200,6 +206,7 @@ def judge_answers(
     metrics: Sequence[str] = ANSWER_METRICS,
     repeats: int = 1,
     concurrency: int | None = None,
+    claims_of: Callable[[str], str] | None = None,
 ) -> JudgedAnswers:
     """:func:`assess_answers`, counting the judge's cost, ``repeats`` times when asked (an HTTP
     judge re-asks with the next seeds; see :mod:`~pytest_ragmetrics.judges.noise`). The
