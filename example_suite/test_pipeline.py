@@ -203,7 +203,7 @@ def test_references_follow_from_the_annotated_pairs(rag_references, claim_labels
     assert set(rag_references.labels) == set(LABELS)
 
 
-@pytest.mark.rag_threshold(answer_correctness=0.2)
+@pytest.mark.rag_threshold(answer_correctness=0.1)
 def test_claim_verification_pipeline(
     rag_eval, rag_answers, rag_judge, rag_references, rag_qrels
 ) -> None:
