@@ -370,6 +370,14 @@ def test_a_drop_within_judge_noise_is_not_a_regression(noise: float | None, stat
     assert verdict.status == status
     if status == "ok":
         assert "within judge noise" in verdict.metrics[0].note
+    else:
+        from pytest_ragmetrics.baseline.verdicts import failure_message
+
+        # Answer-layer queries have no ranks: the message names them with their Δ only.
+        assert [w[2:] for w in verdict.metrics[0].worst] == [(-1, -1), (-1, -1)]
+        message = failure_message(now, verdict, "baseline.json")
+        assert "most regressed: 8 (Δ -1.000); 9 (Δ -1.000)" in message
+        assert "rank" not in message
 
 
 def test_assessment_verdicts_are_checked() -> None:

@@ -104,6 +104,10 @@ class _Pairs:
             if not deltas[i] < 0:
                 break
             q = self.shared[int(i)]
+            if not (self.base_rank or self.current_rank):
+                # No ranks to show (an answer-layer evaluation): -1 says so.
+                worst.append((q, float(deltas[i]), -1, -1))
+                continue
             ranks = (int(self.base_rank.get(q, 0) or 0), int(self.current_rank.get(q, 0) or 0))
             worst.append((q, float(deltas[i]), *ranks))
         return worst
