@@ -389,3 +389,25 @@ def test_assessment_verdicts_are_checked() -> None:
         ).answer_correctness
         != 0.0
     )
+
+
+def test_dry_run_counts_the_judge_requests_then_none(tmp_path: Path) -> None:
+    from pytest_ragmetrics.judges.answers import plan_judging
+
+    answers = [
+        answer("1", "Cats purr. Cats fly.", ["cats purr", "dogs bark"], "what do cats do"),
+        answer("2", "Cats purr.", ["cats purr"], "what do cats do"),
+    ]
+    references = References([Reference("1", "Cats purr."), Reference("2", label="SUPPORT")])
+    metrics = ["groundedness", "answer_relevance", "answer_correctness", "context_relevance"]
+    with serve(answer=lambda p: "yes") as server:
+        judge = HttpJudge(server.url, "tiny", cache=Cache(tmp_path))
+        # support: 2 + 1 claims; relevance: 2; agreement: 1 (the label needs none);
+        # contexts: 2 + 1, of which "cats purr" for the same question twice: asked once.
+        planned = plan_judging(judge, answers, references=references, metrics=metrics)
+        assert server.count == 0
+        judged = judge_answers(judge, answers, references=references, metrics=metrics)
+        sent = server.count
+        assert plan_judging(judge, answers, references=references, metrics=metrics) == 0
+    assert planned == sent == judged.cost.calls == 8
+    assert plan_judging(embedding_judge(), answers, metrics=metrics) is None

@@ -220,3 +220,35 @@ def judge_answers(
     ]
     noise = measure_noise(runs, list(metrics), seeds) if repeats > 1 else None
     return JudgedAnswers(tuple(runs[0]), _cost_of(judge) - before, noise)
+
+
+_TASKS = {
+    "groundedness": ("support",),
+    "answer_relevance": ("relevance",),
+    "answer_correctness": ("agreement",),
+    "context_relevance": ("context",),
+}
+
+
+def plan_judging(
+    judge: Judge,
+    answers: Iterable[GeneratedAnswer],
+    *,
+    references: Mapping[str, Reference] | None = None,
+    metrics: Sequence[str] = ANSWER_METRICS,
+) -> int | None:
+    """A dry run: how many requests :func:`assess_answers` would send (questions not in the
+    judge's cache), for a judge that can tell (the HTTP judge); None for others (the embedding
+    judge sends none). Label references need no question."""
+    questions_for = getattr(judge, "questions_for", None)
+    pending = getattr(judge, "pending", None)
+    if not callable(questions_for) or not callable(pending):
+        return None
+    tasks = [t for m in metrics for t in _TASKS.get(m, ())]
+    asked: list[tuple[str, str]] = []
+    for a in answers:
+        reference = (references or {}).get(a.query_id)
+        text = reference.text if reference is not None and reference.label is None else None
+        asked += questions_for(a.query, a.answer, dict(a.contexts), reference=text, tasks=tasks)
+    count: int = pending(asked)
+    return count

@@ -428,3 +428,41 @@ class HttpJudge(JudgeBase):
             [Verdict(cid, replies[p]["verdict"], None, replies[p]["reply"]) for cid, p in pairs]
             for pairs in asked
         ]
+
+    # -- a dry run --------------------------------------------------------------------------
+
+    def questions_for(
+        self,
+        query: str,
+        answer: str,
+        contexts: Sequence[str] | Mapping[str, str],
+        *,
+        reference: str | None = None,
+        tasks: Sequence[str] = ("support", "relevance", "agreement", "context"),
+    ) -> list[tuple[str, str]]:
+        """The (task, prompt) questions judging this answer would ask (nothing is sent)."""
+        pairs = normalise_contexts(contexts)
+        asked: list[tuple[str, str]] = []
+        if "support" in tasks and pairs:
+            context = self._context_text(pairs)
+            asked += [
+                ("support", self._support.format(claim=c, context=context))
+                for c in split_sentences(answer)
+            ]
+        if "relevance" in tasks and self._judge_relevance and query.strip() and answer.strip():
+            asked.append(("relevance", self._relevance.format(query=query, answer=answer)))
+        if "agreement" in tasks and reference is not None:
+            prompt = self._agreement.format(query=query, answer=answer, reference=reference)
+            asked.append(("agreement", prompt))
+        if "context" in tasks:
+            asked += [("context", self._context.format(query=query, passage=t)) for _, t in pairs]
+        return asked
+
+    def pending(self, questions: Sequence[tuple[str, str]]) -> int:
+        """How many distinct ``questions`` (from :meth:`questions_for`) are not in the cache:
+        the requests judging would send (before retries)."""
+        unique = dict.fromkeys(questions)
+        return sum(
+            self._verdicts.peek({"task": task, "prompt": prompt}, valid=_is_verdict) is None
+            for task, prompt in unique
+        )
