@@ -51,6 +51,9 @@ from pytest_ragmetrics.generation import (
 from pytest_ragmetrics.judges import agreement
 from pytest_ragmetrics.judges.answers import judge_answers
 
+# SciFact's claims only, whatever other datasets the suite is configured with.
+pytestmark = pytest.mark.rag_dataset("scifact")
+
 HERE = Path(__file__).parent
 SCIFACT = HERE / "data" / "scifact"
 GENERATED = SCIFACT / "generated"
