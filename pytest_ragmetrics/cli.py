@@ -1,4 +1,5 @@
-"""The ``ragmetrics`` command: evaluate, compare, report, retrieve, calibrate (no pytest needed)."""
+"""The ``ragmetrics`` command: evaluate, compare, report, retrieve, calibrate, pool, judge-pool
+(no pytest needed)."""
 
 from __future__ import annotations
 
@@ -128,6 +129,12 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="evaluate every metric judged-only, with unjudged documents (and grade -1) "
         "removed from the rankings (trec_eval -J; the metrics are named <metric>_judged)",
     )
+    add_cli_argument(
+        p,
+        "ragmetrics_supplementary_qrels",
+        help="supplementary qrels from 'ragmetrics judge-pool': also report every metric on "
+        "the human qrels plus these labels (human judgments win); one run only",
+    )
     p.add_argument(
         "--per-query",
         action="store_true",
@@ -158,6 +165,8 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
         raise ConfigError("--split: only with --dataset")
     pairs = _dataset_pairs(args) if args.dataset else []
     if len(pairs) > 1 or len(args.run) > 1:
+        if args.supplementary_qrels is not None:
+            raise ConfigError("--supplementary-qrels: with one run and one dataset only")
         return _evaluate_several(args, pairs, metrics, out)
     if pairs:
         judgments = load_judgments(None, str(pairs[0].path), pairs[0].split)
@@ -165,24 +174,33 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
         judgments = load_judgments(args.qrels, None, None)
     [run_text] = args.run
     run_file = _run_file(run_text)
-    evaluation = evaluate(
-        judgments.qrels,
-        read_run(run_file),
-        metrics,
-        relevance_level=args.relevance_level,
-        gain=args.gain,
-        query_set=args.query_set,
-        ignore_identical_ids=args.ignore_identical_ids,
-    )
+    run = read_run(run_file)
+    semantics = {
+        "relevance_level": args.relevance_level,
+        "gain": args.gain,
+        "query_set": args.query_set,
+        "ignore_identical_ids": args.ignore_identical_ids,
+    }
+    evaluation = evaluate(judgments.qrels, run, metrics, **semantics)
+    if args.supplementary_qrels is not None:
+        from pytest_ragmetrics.pooling import load_supplement
+
+        supplement = load_supplement(args.supplementary_qrels, calibration=None, min_kappa=None)
+        evaluation.supplemented = supplement.evaluate(judgments.qrels, run, metrics, **semantics)
     if args.format == "json":
         # Always with per-query values: 'ragmetrics compare' pairs them (--per-query is for
         # the table).
         document = evaluation_document(evaluation, run=run_file, dataset=judgments.identity)
+        if evaluation.supplemented is not None:
+            document["supplemented"] = evaluation.supplemented.to_dict()
         out.write(json.dumps(document, indent=2) + "\n")
         return 0
     tablefmt = "github" if args.format == "markdown" else "simple"
     names = list(evaluation.metrics)
     rows = [["all", *(_number(evaluation.mean[m]) for m in names)]]
+    if evaluation.supplemented is not None:
+        labelled = evaluation.supplemented.metrics
+        rows.append(["all (+ judge labels)", *(_number(labelled.get(m)) for m in names)])
     if args.per_query:
         rows += [
             [qid, *(_number(values[m]) for m in names)]
@@ -192,6 +210,13 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
         tabulate(rows, headers=["query", *names], tablefmt=tablefmt, disable_numparse=True) + "\n"
     )
     out.write(f"\n{len(evaluation)} queries\n")
+    if evaluation.supplemented is not None:
+        sup = evaluation.supplemented
+        out.write(
+            f"+ judge labels: {sup.labels_used} labels of judge "
+            f"{(sup.judge or {}).get('name')!r} from {args.supplementary_qrels} "
+            "(human judgments win)\n"
+        )
     for note in evaluation.notes:
         out.write(f"note: {note}\n")
     return 0
@@ -642,6 +667,7 @@ def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "ndcg_at_10=0.005 (repeatable)",
     )
     add_cli_argument(p, "ragmetrics_alpha")
+    add_cli_argument(p, "ragmetrics_unjudged_drops", default="fail")
     p.add_argument(
         "--format",
         choices=(*FORMATS, "html"),
@@ -710,7 +736,9 @@ def _compare_pair(
     before, after = (_evaluations_of(item) for item in inputs)
     # Only a baseline can be blessed: the advice after a failure says what fits.
     against: Against = "baseline" if inputs[0].kind == "baseline" else "report"
-    results = compare_evaluations(before, after, tolerances, alpha=args.alpha)
+    results = compare_evaluations(
+        before, after, tolerances, alpha=args.alpha, unjudged_drops=args.unjudged_drops
+    )
     failed = [(r, v) for r, v in results if v.status in ("regressed", "not comparable")]
     code = 1 if failed else 0
     if args.format == "html":
@@ -853,6 +881,7 @@ def _compare_runs(
         alpha=args.alpha,
         judgments=judgments,
         most_changed=args.most_changed or MOST_CHANGED,
+        unjudged_drops=args.unjudged_drops,
     )
     failed = len(comparison.failed)
     if args.format == "json":
@@ -1104,10 +1133,29 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "context_sentences, label SUPPORT/CONTRADICT/NOINFO; supported = SUPPORT) and report "
         "agreement with the labels: accuracy, Cohen's kappa, confusion matrix. A threshold "
         "judge (embedding) gets its threshold tuned on a seeded half and is scored on the other "
-        "half. --save records the result for the ragmetrics_min_judge_kappa gate.",
+        "half. --save records the result for the ragmetrics_min_judge_kappa gate. "
+        "--question relevance measures a relevance judge instead (the one judge-pool uses) on "
+        "a dataset's judged pairs: relevant vs judged non-relevant, or, for qrels that judge "
+        "only relevant documents, vs negatives sampled from the corpus (the output says how).",
     )
     p.add_argument("--judge", required=True, choices=JUDGE_KINDS)
-    p.add_argument("--labels", required=True, metavar="FILE.jsonl", help="human labels")
+    p.add_argument(
+        "--question",
+        choices=("support", "relevance"),
+        default="support",
+        help="support: claim support against --labels (default); relevance: passage relevance "
+        "against --dataset's qrels",
+    )
+    p.add_argument("--labels", metavar="FILE.jsonl", help="support: human labels")
+    p.add_argument("--dataset", metavar="DIR", help="relevance: dataset folder (qrels and texts)")
+    p.add_argument("--split", help="relevance: the split (default test)")
+    p.add_argument(
+        "--negatives",
+        type=int,
+        metavar="N",
+        help="relevance, for qrels without judged non-relevant pairs: negatives sampled per "
+        "positive (default 1)",
+    )
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument(
         "--save",
@@ -1117,12 +1165,19 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument("--limit", type=int, metavar="N", help="use only the first N labelled items")
     p.add_argument("--seed", type=int, default=0, help="seed of the tuning split (default 0)")
     _add_cache_options(p, "verdict cache folder")
-    emb = p.add_argument_group("embedding options")
-    emb.add_argument(
-        "--threshold",
-        type=float,
-        help="score this fixed threshold on all items instead of tuning one",
+    _add_judge_options(
+        p,
+        threshold="score this fixed threshold on all items instead of tuning one",
+        verdicts="recorded assessments, query_id = item id (relevance: query_id, doc_id, "
+        "relevant per line)",
     )
+    p.set_defaults(handler=_cmd_calibrate)
+
+
+def _add_judge_options(p: argparse.ArgumentParser, *, threshold: str, verdicts: str) -> None:
+    """The options of each judge (_JUDGE_OPTIONS), in one group per judge."""
+    emb = p.add_argument_group("embedding options")
+    emb.add_argument("--threshold", type=float, help=threshold)
     emb.add_argument("--model", help="embedding: local model folder; http: model name")
     web = p.add_argument_group("http options")
     web.add_argument(
@@ -1141,10 +1196,7 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="questions in flight at once (default 1; 4 to 16 suits hosted APIs)",
     )
     rec = p.add_argument_group("recorded options")
-    rec.add_argument(
-        "--verdicts", metavar="FILE.jsonl", help="recorded assessments, query_id = item id"
-    )
-    p.set_defaults(handler=_cmd_calibrate)
+    rec.add_argument("--verdicts", metavar="FILE.jsonl", help=verdicts)
 
 
 # The command-line options of each judge (--model names a folder for one, a model for the other).
@@ -1173,7 +1225,14 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.progress import stream_reporter, use_reporter
 
     options = _judge_options(args)
-    _require_positive(args, "concurrency", "limit")
+    _require_positive(args, "concurrency", "limit", "negatives")
+    if args.question == "relevance":
+        return _calibrate_relevance(args, options, out)
+    if args.labels is None:
+        raise ConfigError("--labels FILE.jsonl: required for --question support")
+    for flag in ("dataset", "split", "negatives"):
+        if getattr(args, flag) is not None:
+            raise ConfigError(f"--{flag}: only with --question relevance")
     if args.save:
         _refuse_overwriting(
             args.save,
@@ -1207,7 +1266,65 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _calibration_tables(result: CalibrationResult, labels: str, tablefmt: str) -> str:
+def _calibrate_relevance(args: argparse.Namespace, options: dict[str, Any], out: TextIO) -> int:
+    """``calibrate --question relevance``: a relevance judge against a dataset's qrels."""
+    from pytest_ragmetrics.cache import Cache
+    from pytest_ragmetrics.data.layouts import load_dataset
+    from pytest_ragmetrics.judges.calibration import (
+        calibrate_relevance,
+        relevance_labels,
+        save_calibration,
+    )
+    from pytest_ragmetrics.judges.relevance import build_relevance_judge
+    from pytest_ragmetrics.progress import stream_reporter, use_reporter
+
+    if args.dataset is None:
+        raise ConfigError("--dataset DIR: required for --question relevance")
+    if args.labels is not None:
+        raise ConfigError("--labels: only with --question support (relevance uses --dataset)")
+    if args.save:
+        _refuse_overwriting(
+            args.save,
+            "--save",
+            files={"--verdicts": args.verdicts},
+            folders={"--dataset": args.dataset},
+            cache=None if args.no_cache else args.cache_dir,
+        )
+    if args.judge == "http":
+        options["unparseable"] = "unjudged"
+    dataset = load_dataset(args.dataset, args.split or "test")
+    pairs, negatives = relevance_labels(
+        dataset.qrels, dataset.queries, dataset.corpus, negatives=args.negatives, seed=args.seed
+    )
+    judge = build_relevance_judge(
+        args.judge, cache=None if args.no_cache else Cache(args.cache_dir), **options
+    )
+    with use_reporter(stream_reporter()):
+        result = calibrate_relevance(
+            judge,
+            pairs,
+            negatives=negatives,
+            seed=args.seed,
+            limit=args.limit,
+            tune=args.threshold is None,
+            source=f"{dataset.name} {dataset.split}",
+        )
+    if args.save:
+        save_calibration(args.save, result)
+    if args.format == "json":
+        out.write(json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n")
+        return 0
+    tablefmt = "github" if args.format == "markdown" else "simple"
+    out.write(_calibration_tables(result, f"{args.dataset} qrels", tablefmt, "relevant"))
+    out.write(f"{negatives}\n")
+    if args.save:
+        out.write(f"\nsaved to {args.save} (judge {result.judge_key[:12]})\n")
+    return 0
+
+
+def _calibration_tables(
+    result: CalibrationResult, labels: str, tablefmt: str, positive: str = "supported"
+) -> str:
     """The figures of a calibration, then its confusion matrix."""
     from tabulate import tabulate
 
@@ -1231,16 +1348,214 @@ def _calibration_tables(result: CalibrationResult, labels: str, tablefmt: str) -
         ["seconds", f"{result.seconds:.1f}"],
     ]
     matrix = [
-        ["human: supported", str(c["tp"]), str(c["fn"])],
-        ["human: not supported", str(c["fp"]), str(c["tn"])],
+        [f"human: {positive}", str(c["tp"]), str(c["fn"])],
+        [f"human: not {positive}", str(c["fp"]), str(c["tn"])],
     ]
-    headers = ["", "judge: supported", "judge: not supported"]
+    headers = ["", f"judge: {positive}", f"judge: not {positive}"]
     return (
         tabulate(rows, tablefmt=tablefmt, disable_numparse=True)
         + "\n\n"
         + tabulate(matrix, headers=headers, tablefmt=tablefmt, disable_numparse=True)
         + "\n"
     )
+
+
+def _add_pool(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "pool",
+        help="list the unjudged (query, document) pairs in the runs' top depth (JSONL to judge)",
+        description="Pool the runs: every (query, document) pair in the union of the runs' "
+        "top --depth that the qrels do not judge (grade -1 counts as unjudged), for the judged "
+        "queries, with the query and document text, as JSONL a person can review and fill in "
+        "(relevant: true/false) or 'ragmetrics judge-pool' can label.",
+    )
+    p.add_argument("--qrels", help="TREC qrels or BEIR qrels TSV (.gz ok)")
+    p.add_argument(
+        "--dataset",
+        metavar="DIR",
+        help="dataset folder: its qrels (unless --qrels is given) and the query and document "
+        "texts the rows carry (without it rows have ids only)",
+    )
+    p.add_argument("--split", help="with --dataset: the split (default test)")
+    p.add_argument(
+        "--run", required=True, action="append", metavar="RUN", help="TREC run (repeatable)"
+    )
+    p.add_argument("--depth", type=int, default=10, help="top documents per run (default 10)")
+    p.add_argument("--out", required=True, metavar="POOL.jsonl", help="pool file to write")
+    p.add_argument("--format", choices=FORMATS, default="table", help="of the summary")
+    p.set_defaults(handler=_cmd_pool)
+
+
+def _run_labels(paths: Sequence[str]) -> list[str]:
+    """A name per run: its tag, or its file name when tags are missing or repeated."""
+    from pytest_ragmetrics.data.trec import run_tag
+
+    tags = [run_tag(path) or Path(path).name for path in paths]
+    if len(set(tags)) < len(tags):
+        tags = [str(path) for path in paths]
+    return tags
+
+
+def _cmd_pool(args: argparse.Namespace, out: TextIO) -> int:
+    from pytest_ragmetrics.data.layouts import load_dataset
+    from pytest_ragmetrics.data.trec import read_qrels, read_run
+    from pytest_ragmetrics.pooling import build_pool, write_pool
+
+    _require_positive(args, "depth")
+    if args.qrels is None and args.dataset is None:
+        raise ConfigError("give --qrels FILE or --dataset DIR (or both: texts from the dataset)")
+    if args.split is not None and args.dataset is None:
+        raise ConfigError("--split: only with --dataset")
+    _refuse_overwriting(
+        args.out,
+        "--out",
+        files={"--qrels": args.qrels, **{f"--run {r}": r for r in args.run}},
+        folders={"--dataset": args.dataset},
+    )
+    dataset = load_dataset(args.dataset, args.split or "test") if args.dataset else None
+    qrels = read_qrels(args.qrels) if args.qrels else dataset.qrels  # type: ignore[union-attr]
+    labels = _run_labels(args.run)
+    runs = [(label, read_run(path)) for label, path in zip(labels, args.run, strict=True)]
+    entries = build_pool(
+        qrels,
+        runs,
+        args.depth,
+        queries=None if dataset is None else dataset.queries,
+        corpus=None if dataset is None else dataset.corpus,
+    )
+    write_pool(args.out, entries)
+    per_run = {label: sum(1 for e in entries if label in e.runs) for label in labels}
+    summary = {
+        "pool": args.out,
+        "pairs": len(entries),
+        "queries": len({e.query_id for e in entries}),
+        "depth": args.depth,
+        "unjudged_per_run": per_run,
+        "texts": dataset is not None,
+    }
+    if args.format == "json":
+        out.write(json.dumps(summary, indent=2) + "\n")
+        return 0
+    from tabulate import tabulate
+
+    rows = [[label, str(n)] for label, n in per_run.items()]
+    tablefmt = "github" if args.format == "markdown" else "simple"
+    out.write(
+        tabulate(
+            rows,
+            headers=["run", f"unjudged pairs in its top {args.depth}"],
+            tablefmt=tablefmt,
+            disable_numparse=True,
+        )
+        + "\n"
+    )
+    out.write(
+        f"\nwrote {args.out}: {len(entries)} unjudged pairs over {summary['queries']} queries\n"
+    )
+    if dataset is None:
+        out.write("note: without --dataset the rows carry no texts; a judge needs them\n")
+    return 0
+
+
+def _add_judge_pool(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "judge-pool",
+        help="label a pool file with a relevance judge and write supplementary qrels",
+        description="Ask a relevance judge about every row of a pool file that has no verdict "
+        "yet (rows a person filled in are kept), write the pool back with each row's "
+        "relevant, judge identity, raw verdict and token counts, and write the labels as TREC "
+        "qrels whose first line names the judge (ragmetrics_supplementary_qrels reads them; "
+        "human judgments always win).",
+    )
+    p.add_argument("--pool", required=True, metavar="POOL.jsonl", help="from 'ragmetrics pool'")
+    p.add_argument("--judge", required=True, choices=JUDGE_KINDS)
+    p.add_argument(
+        "--qrels-out", required=True, metavar="FILE", help="supplementary qrels to write"
+    )
+    p.add_argument(
+        "--out",
+        metavar="POOL.jsonl",
+        help="where the labelled pool goes (default: the --pool file, updated in place)",
+    )
+    p.add_argument(
+        "--rejudge", action="store_true", help="also ask about rows that already have a verdict"
+    )
+    p.add_argument("--format", choices=FORMATS, default="table", help="of the summary")
+    _add_cache_options(p, "verdict cache folder")
+    _add_judge_options(
+        p,
+        threshold="cosine at or above which a passage is relevant (default 0.5; calibrate "
+        "--question relevance tunes one)",
+        verdicts="recorded relevance verdicts: query_id, doc_id, relevant per line (a "
+        "filled-in pool file is one)",
+    )
+    p.set_defaults(handler=_cmd_judge_pool)
+
+
+def _cmd_judge_pool(args: argparse.Namespace, out: TextIO) -> int:
+    from pytest_ragmetrics.cache import Cache
+    from pytest_ragmetrics.judges.relevance import build_relevance_judge
+    from pytest_ragmetrics.pooling import (
+        judge_pool,
+        read_pool,
+        write_pool,
+        write_supplementary_qrels,
+    )
+    from pytest_ragmetrics.progress import progress, stream_reporter, use_reporter
+
+    options = _judge_options(args)
+    _require_positive(args, "concurrency")
+    target = args.out or args.pool
+    inputs = {"--verdicts": args.verdicts}
+    _refuse_overwriting(
+        args.qrels_out,
+        "--qrels-out",
+        files={"--pool": args.pool, "--out": target, **inputs},
+        cache=None if args.no_cache else args.cache_dir,
+    )
+    if args.out is not None:
+        _refuse_overwriting(
+            args.out, "--out", files=inputs, cache=None if args.no_cache else args.cache_dir
+        )
+    entries = read_pool(args.pool)
+    if args.judge == "http":
+        # An off-script reply leaves its row without a verdict (counted), not the pool unjudged.
+        options["unparseable"] = "unjudged"
+    judge = build_relevance_judge(
+        args.judge, cache=None if args.no_cache else Cache(args.cache_dir), **options
+    )
+    with use_reporter(stream_reporter()), progress("judging the pool", len(entries)) as advance:
+        result = judge_pool(entries, judge, path=args.pool, rejudge=args.rejudge, advance=advance)
+    write_pool(target, result.entries)
+    written = (
+        write_supplementary_qrels(args.qrels_out, result.entries)
+        if any(e.relevant is not None for e in result.entries)
+        else 0
+    )
+    summary = {
+        **result.summary(),
+        "judge": judge.identity(),
+        "pool": target,
+        "qrels": args.qrels_out if written else None,
+        "labels_written": written,
+    }
+    if args.format == "json":
+        out.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        return 0
+    from tabulate import tabulate
+
+    identity = summary["judge"]
+    rows = [["judge", f"{identity.get('name')} ({identity.get('model')})"]]
+    rows += [[key, str(value)] for key, value in result.summary().items()]
+    tablefmt = "github" if args.format == "markdown" else "simple"
+    out.write(tabulate(rows, tablefmt=tablefmt, disable_numparse=True) + "\n")
+    out.write(f"\nwrote {target}")
+    if written:
+        out.write(f" and {args.qrels_out} ({written} labels)")
+    else:
+        out.write(f"; no row has a verdict, so {args.qrels_out} was not written")
+    out.write("\n")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1255,6 +1570,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(sub)
     _add_retrieve(sub)
     _add_calibrate(sub)
+    _add_pool(sub)
+    _add_judge_pool(sub)
     return parser
 
 

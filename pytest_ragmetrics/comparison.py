@@ -512,7 +512,12 @@ class SystemsComparison:
         """Why ``versus`` failed, ending with what to do: the reasons of a run that is not
         comparable; for a worse one, the metrics that dropped beyond the tolerance (its table
         has the rest). Lines in the shape of ``failure_message``'s."""
-        from pytest_ragmetrics.baseline.verdicts import advice, failure_message
+        from pytest_ragmetrics.baseline.verdicts import (
+            advice,
+            failure_message,
+            holes_advice,
+            holes_lines,
+        )
 
         reference = self.reference.label
         if versus.verdict.status == "not comparable":
@@ -530,6 +535,8 @@ class SystemsComparison:
             if c is not None and c.n:
                 line += f"; p = {c.p_value:.4f}, {c.worse} of {c.n} queries worse"
             lines.append(line + ")")
+            lines += holes_lines(m, "run")
+        lines += holes_advice(versus.verdict)
         lines.append(advice("run", "regressed", reference))
         return "\n".join(lines)
 
@@ -603,6 +610,7 @@ def compare_systems(
     judgments: Judgments | None = None,
     most_changed: int = MOST_CHANGED,
     seed: int = DEFAULT_SEED,
+    unjudged_drops: str = "fail",
 ) -> SystemsComparison:
     """Every system after the first against the first (``tolerance`` is how
     ``tolerances`` was written, for the reports)."""
@@ -617,7 +625,9 @@ def compare_systems(
     versus = []
     for system in systems[1:]:
         before, after, notes = _paired_forms(reference, system)
-        verdict = compare_to_baseline(after, before, tolerances, alpha=alpha, seed=seed)
+        verdict = compare_to_baseline(
+            after, before, tolerances, alpha=alpha, seed=seed, unjudged_drops=unjudged_drops
+        )
         versus.append(
             Versus(system, verdict, _most_changed(before, after, most_changed), tuple(notes))
         )

@@ -350,6 +350,24 @@ OPTIONS: tuple[Option, ...] = (
         cli="--alpha",
     ),
     Option(
+        "ragmetrics_supplementary_qrels",
+        "supplementary qrels from `ragmetrics judge-pool` (judge labels of pooled unjudged "
+        "documents): retrieval evaluations on the dataset also report their metrics on human + "
+        "these qrels (human judgments win)",
+        kind="input",
+        metavar="FILE",
+        cli="--supplementary-qrels",
+    ),
+    Option(
+        "ragmetrics_unjudged_drops",
+        "a metric drop that only newly retrieved unjudged documents explain (its judged-only "
+        "form did not drop): fail (default; the message says so and how to judge them) or pass",
+        "fail",
+        parse=_choice(("fail", "pass")),
+        metavar="fail|pass",
+        cli="--unjudged-drops",
+    ),
+    Option(
         "ragmetrics_strict",
         "a missing baseline entry fails the test (for CI)",
         "false",

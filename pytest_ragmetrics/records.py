@@ -119,6 +119,8 @@ class EvaluationRecord:
             "details": data.get("details", {}),
             "notes": data.get("notes", []),
             "thresholds": dict(self.thresholds),
+            # Only when computed: answer evaluations and older baselines have none.
+            **{key: data[key] for key in ("judged_only", "supplemented") if key in data},
             **self.report_fields,
         }
 
@@ -143,6 +145,8 @@ class EvaluationRecord:
             layer=data.get("layer", "retrieval"),
             semantics=MetricSemantics(**semantics) if semantics else None,
             details=data.get("details") or None,
+            judged_only=data.get("judged_only") or None,
+            supplemented=data.get("supplemented"),
         )
         # Keep the metric order of the recording even when some queries lack a metric.
         metrics = tuple(data.get("metrics", {}).keys()) or evaluation.metrics

@@ -76,6 +76,13 @@ def evaluation_problem(entry: Any) -> str | None:
             for qid, value in values.items():
                 if not is_int(value):
                     return f"details value {name!r} for query {qid!r} is not an integer"
+    if "judged_only" in entry:
+        problem = _number_map(entry["judged_only"], "judged_only", nullable=True)
+        if problem:
+            return problem
+    problem = _supplemented_problem(entry.get("supplemented"))
+    if problem:
+        return problem
     if "num_queries" in entry and not is_int(entry["num_queries"], low=0):
         return "'num_queries' must be a non-negative integer"
     k = entry.get("k")
@@ -103,6 +110,32 @@ def evaluation_problem(entry: Any) -> str | None:
     for key in ("test", "name", "plugin_version"):
         if key in entry and not isinstance(entry[key], str):
             return f"{key!r} must be a string"
+    return None
+
+
+def _supplemented_problem(supplemented: Any) -> str | None:
+    if supplemented is None:
+        return None
+    if not isinstance(supplemented, Mapping):
+        return "'supplemented' must be an object"
+    problem = _number_map(supplemented.get("metrics", {}), "supplemented.metrics", nullable=True)
+    if problem:
+        return problem
+    if not is_int(supplemented.get("labels_used", 0), low=0):
+        return "'supplemented.labels_used' must be a non-negative integer"
+    for key in ("kappa", "min_kappa"):
+        value = supplemented.get(key)
+        if value is not None and not is_number(value):
+            return f"'supplemented.{key}' must be a number or null"
+    if not isinstance(supplemented.get("used", True), bool):
+        return "'supplemented.used' must be true or false"
+    for key in ("qrels", "fingerprint", "reason"):
+        value = supplemented.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"'supplemented.{key}' must be a string"
+    judge = supplemented.get("judge")
+    if judge is not None and not isinstance(judge, Mapping):
+        return "'supplemented.judge' must be an object"
     return None
 
 

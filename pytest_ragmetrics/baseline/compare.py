@@ -14,12 +14,14 @@ import numpy as np
 
 from pytest_ragmetrics.baseline.store import BaselineStore
 from pytest_ragmetrics.baseline.tolerances import Tolerance, Tolerances
-from pytest_ragmetrics.baseline.verdicts import MetricVerdict, Status, Verdict
+from pytest_ragmetrics.baseline.verdicts import Holes, MetricVerdict, Status, Verdict
 from pytest_ragmetrics.errors import BaselineError
 from pytest_ragmetrics.records import EvaluationRecord
 from pytest_ragmetrics.stats import DEFAULT_SEED, PairedComparison, compare_paired
 
 MOST_REGRESSED = 5  # queries named per regressed metric
+# What a drop that only unjudged documents explain does (ragmetrics_unjudged_drops).
+UNJUDGED_DROPS = ("fail", "pass")
 
 
 def compare_to_baseline(
@@ -30,12 +32,20 @@ def compare_to_baseline(
     alpha: float | None = None,
     seed: int = DEFAULT_SEED,
     dataset_change: Mapping[str, str] | None = None,
+    unjudged_drops: str = "fail",
 ) -> Verdict:
     """Compare one recorded evaluation with its baseline entry.
 
     ``dataset_change`` maps a dataset part to a human description of how it changed (built by
-    the caller, who can see both datasets); without it a generic description is used.
+    the caller, who can see both datasets); without it a generic description is used. A
+    regressed retrieval metric says how many unjudged documents its top k holds now and in
+    the baseline, and whether its judged-only form dropped too; when it did not (the drop
+    comes from newly retrieved unjudged documents), ``unjudged_drops="pass"`` lets it pass.
     """
+    if unjudged_drops not in UNJUDGED_DROPS:
+        raise BaselineError(
+            f"unjudged_drops must be {' or '.join(UNJUDGED_DROPS)}, got {unjudged_drops!r}"
+        )
     if entry is None:
         return Verdict("new")
     # Compare at the baseline's precision, so an unchanged run has a delta of exactly 0.
@@ -70,6 +80,7 @@ def compare_to_baseline(
                     tolerances.for_metric(metric),
                     alpha,
                     seed,
+                    unjudged_drops,
                     noise.get(metric),
                 )
             )
@@ -89,8 +100,14 @@ class _Pairs:
         self.base = entry.get("per_query") or {}
         self.current = current["per_query"]
         self.shared = list(shared)
-        self.base_rank = (entry.get("details") or {}).get("first_relevant_rank", {})
-        self.current_rank = current["details"].get("first_relevant_rank", {})
+        self.base_details: Mapping[str, Any] = entry.get("details") or {}
+        self.current_details: Mapping[str, Any] = current.get("details") or {}
+        self.base_rank = self.base_details.get("first_relevant_rank", {})
+        self.current_rank = self.current_details.get("first_relevant_rank", {})
+        self.base_judged_only: Mapping[str, Any] = entry.get("judged_only") or {}
+        self.current_judged_only: Mapping[str, Any] = current.get("judged_only") or {}
+        self.base_labelled: Mapping[str, Any] = entry.get("supplemented") or {}
+        self.current_labelled: Mapping[str, Any] = current.get("supplemented") or {}
 
     def values(self, metric: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         b = np.asarray([_num(self.base[q].get(metric)) for q in self.shared])
@@ -113,6 +130,76 @@ class _Pairs:
         return worst
 
 
+def _unjudged(details: Mapping[str, Any], k: int | None) -> tuple[int, int] | None:
+    """(unjudged documents in the top k, documents in the top k) summed over queries, or None
+    when ``details`` lack the count (an answer evaluation, or a baseline of an older version)."""
+    from pytest_ragmetrics.metrics.retrieval import unjudged_detail
+
+    counts = details.get(unjudged_detail(k))
+    retrieved = details.get("num_retrieved")
+    if not isinstance(counts, Mapping) or not isinstance(retrieved, Mapping):
+        return None
+    shown = sum(
+        int(n) if k is None else min(int(n), k) for q, n in retrieved.items() if q in counts
+    )
+    return sum(int(n) for n in counts.values()), shown
+
+
+def _holes(pairs: _Pairs, metric: str, allowed: float) -> Holes | None:
+    """The unjudged documents behind a drop of ``metric`` (None for metrics they cannot
+    explain: answer metrics, hole-tolerant ones, or a current evaluation without counts)."""
+    from pytest_ragmetrics.errors import MetricError
+    from pytest_ragmetrics.metrics.names import parse_metric
+    from pytest_ragmetrics.metrics.retrieval import HOLE_TOLERANT
+
+    try:
+        spec = parse_metric(metric)
+    except MetricError:
+        return None  # a metric registered in the run that made the file, not in this one
+    if spec.layer != "retrieval" or spec.judged_only or spec.family in HOLE_TOLERANT:
+        return None
+    now = _unjudged(pairs.current_details, spec.k)
+    if now is None:
+        return None
+    before = _unjudged(pairs.base_details, spec.k)
+    jo_before = pairs.base_judged_only.get(metric)
+    jo_now = pairs.current_judged_only.get(metric)
+    dropped = None
+    if jo_before is not None and jo_now is not None:
+        dropped = float(jo_now) - float(jo_before) < -allowed - 1e-12
+    lab_before = (pairs.base_labelled.get("metrics") or {}).get(metric)
+    lab_now = (pairs.current_labelled.get("metrics") or {}).get(metric)
+    lab_dropped = None
+    if lab_before is not None and lab_now is not None:
+        lab_dropped = float(lab_now) - float(lab_before) < -allowed - 1e-12
+    used = bool(pairs.current_labelled.get("used"))
+    notes = []
+    if not used:
+        notes.append(
+            f"shown only, not used for pass/fail: {pairs.current_labelled.get('reason') or ''}"
+        )
+    before_labels = pairs.base_labelled.get("fingerprint")
+    if before_labels and before_labels != pairs.current_labelled.get("fingerprint"):
+        # The baseline's value used the labels of its day; the new ones may move it too.
+        notes.append("the labels changed since the baseline recorded its value with labels")
+    note = "; ".join(notes)
+    return Holes(
+        spec.k,
+        now[0],
+        now[1],
+        None if before is None else before[0],
+        None if before is None else before[1],
+        None if jo_before is None else float(jo_before),
+        None if jo_now is None else float(jo_now),
+        dropped,
+        None if lab_before is None else float(lab_before),
+        None if lab_now is None else float(lab_now),
+        lab_dropped,
+        used and lab_now is not None,
+        note,
+    )
+
+
 def _metric_verdict(
     pairs: _Pairs,
     metric: str,
@@ -121,6 +208,7 @@ def _metric_verdict(
     tolerance: Tolerance,
     alpha: float | None,
     seed: int,
+    unjudged_drops: str = "fail",
     noise: float | None = None,
 ) -> MetricVerdict:
     b, c = pairs.values(metric)
@@ -146,9 +234,23 @@ def _metric_verdict(
             )
     elif delta > allowed + 1e-12:
         status = "improved"
+    holes = _holes(pairs, metric, allowed) if status == "regressed" else None
+    if holes is not None and holes.labels_clear:
+        status = "ok"
+        note = (
+            f"dropped {delta:+.4f} on the human qrels, but not with the supplementary judge "
+            f"labels for the unjudged documents ({holes.labelled_before:.4f} → "
+            f"{holes.labelled_now:.4f})"
+        )
+    elif holes is not None and holes.explained and unjudged_drops == "pass":
+        status = "ok"
+        note = (
+            f"dropped {delta:+.4f}, but only through newly retrieved unjudged documents (its "
+            "judged-only form did not drop); passed by ragmetrics_unjudged_drops = pass"
+        )
     worst = pairs.most_regressed(c - b) if status == "regressed" and pairs.shared else []
     return MetricVerdict(
-        metric, before, now, delta, str(tolerance), allowed, status, comparison, worst, note
+        metric, before, now, delta, str(tolerance), allowed, status, comparison, worst, note, holes
     )
 
 
@@ -263,10 +365,15 @@ def compare_files(
     tolerances: Tolerances,
     *,
     alpha: float | None = None,
+    unjudged_drops: str = "fail",
 ) -> list[tuple[EvaluationRecord, Verdict]]:
     """Verdicts for every evaluation of ``after`` against ``before`` (missing ones are new)."""
     return compare_evaluations(
-        load_evaluations(before), load_evaluations(after), tolerances, alpha=alpha
+        load_evaluations(before),
+        load_evaluations(after),
+        tolerances,
+        alpha=alpha,
+        unjudged_drops=unjudged_drops,
     )
 
 
@@ -276,12 +383,14 @@ def compare_evaluations(
     tolerances: Tolerances,
     *,
     alpha: float | None = None,
+    unjudged_drops: str = "fail",
 ) -> list[tuple[EvaluationRecord, Verdict]]:
     """:func:`compare_files` on evaluations already read with :func:`load_evaluations`."""
     results = []
     for key in sorted(new):
         recorded = EvaluationRecord.from_dict(new[key])
-        results.append(
-            (recorded, compare_to_baseline(recorded, old.get(key), tolerances, alpha=alpha))
+        verdict = compare_to_baseline(
+            recorded, old.get(key), tolerances, alpha=alpha, unjudged_drops=unjudged_drops
         )
+        results.append((recorded, verdict))
     return results

@@ -18,6 +18,129 @@ if TYPE_CHECKING:
 Status = Literal["ok", "improved", "regressed", "new", "not comparable"]
 
 
+@dataclass(frozen=True)
+class Holes:
+    """Unjudged documents behind a metric's drop: in its top ``k`` (all retrieved: None), now
+    and in the baseline (None: the baseline predates these counts), and its judged-only form
+    (unjudged documents removed) before and after.
+
+    ``explained``: the judged-only metric did not drop while more unjudged documents came in,
+    so the drop comes from newly retrieved documents nobody judged (counted as non-relevant).
+    """
+
+    k: int | None
+    unjudged_now: int
+    shown_now: int
+    unjudged_before: int | None = None
+    shown_before: int | None = None
+    judged_only_before: float | None = None
+    judged_only_now: float | None = None
+    judged_only_dropped: bool | None = None
+    # The metric on human + supplementary qrels (judge labels for pooled unjudged documents).
+    labelled_before: float | None = None
+    labelled_now: float | None = None
+    labelled_dropped: bool | None = None
+    labels_used: bool = False
+    labels_note: str = ""
+
+    @property
+    def labels_clear(self) -> bool:
+        """Judge labels that count for pass/fail say the metric did not drop."""
+        return self.labels_used and self.labelled_dropped is False
+
+    @property
+    def explained(self) -> bool:
+        return self.judged_only_dropped is False and (
+            self.unjudged_before is None or self.unjudged_now > self.unjudged_before
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return round_values(  # type: ignore[no-any-return]
+            {
+                "k": self.k,
+                "unjudged_now": self.unjudged_now,
+                "shown_now": self.shown_now,
+                "unjudged_before": self.unjudged_before,
+                "shown_before": self.shown_before,
+                "judged_only_before": self.judged_only_before,
+                "judged_only_now": self.judged_only_now,
+                "judged_only_dropped": self.judged_only_dropped,
+                "explained": self.explained,
+                "labelled_before": self.labelled_before,
+                "labelled_now": self.labelled_now,
+                "labelled_dropped": self.labelled_dropped,
+                "labels_used": self.labels_used,
+                "labels_note": self.labels_note,
+            }
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Holes:
+        return cls(
+            data.get("k"),
+            int(data["unjudged_now"]),
+            int(data["shown_now"]),
+            data.get("unjudged_before"),
+            data.get("shown_before"),
+            data.get("judged_only_before"),
+            data.get("judged_only_now"),
+            data.get("judged_only_dropped"),
+            data.get("labelled_before"),
+            data.get("labelled_now"),
+            data.get("labelled_dropped"),
+            bool(data.get("labels_used", False)),
+            str(data.get("labels_note", "")),
+        )
+
+    def lines(self, metric: str, words: Mapping[str, str]) -> list[str]:
+        """What the failure message says about them (indented under the metric)."""
+        top = "retrieved documents" if self.k is None else f"top {self.k}"
+        now = f"{self.unjudged_now} of {self.shown_now}"
+        if self.unjudged_before is None:
+            before = f"unknown in the {words['before']} (recorded by an older version)"
+        else:
+            before = f"{self.unjudged_before} of {self.shown_before} in the {words['before']}"
+        out = [f"    unjudged documents in the {top}: {now} now, {before}"]
+        if self.labelled_now is not None:
+            labelled = (
+                f"    {metric} with the supplementary judge labels: "
+                + ("-" if self.labelled_before is None else f"{self.labelled_before:.4f}")
+                + f" → {self.labelled_now:.4f}"
+            )
+            if self.labelled_before is None:
+                labelled += f" (the {words['before']} has no value with labels)"
+            elif self.labelled_dropped is not None:
+                labelled += ", dropped too" if self.labelled_dropped else ", did not drop"
+            if self.labels_note:
+                labelled += f" ({self.labels_note})"
+            out.append(labelled)
+        if self.judged_only_before is None or self.judged_only_now is None:
+            return out
+        judged = (
+            f"    {metric} on judged documents only ({metric}_judged): "
+            f"{self.judged_only_before:.4f} → {self.judged_only_now:.4f}"
+        )
+        if self.explained:
+            out.append(
+                judged + ", did not drop: the drop comes from newly retrieved documents that "
+                "nobody judged, which count as non-relevant"
+            )
+        elif self.judged_only_dropped:
+            out.append(judged + ", dropped too: judged documents moved, not only holes")
+        else:
+            out.append(judged + ", did not drop")
+        return out
+
+
+HOLES_ADVICE = (
+    "  Unjudged documents may well be relevant: judge them. `ragmetrics pool --qrels QRELS "
+    "--run BEFORE --run AFTER --out pool.jsonl` lists them; fill it in, or label them with "
+    "`ragmetrics judge-pool`, and name the qrels it writes in ragmetrics_supplementary_qrels. "
+    "To let drops that only unjudged documents explain pass, set ragmetrics_unjudged_drops = "
+    "pass (--unjudged-drops pass)."
+)
+
+
 @dataclass
 class MetricVerdict:
     metric: str
@@ -30,6 +153,7 @@ class MetricVerdict:
     comparison: PairedComparison | None = None
     worst: list[tuple[str, float, int, int]] = field(default_factory=list)
     note: str = ""
+    holes: Holes | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -58,6 +182,8 @@ class MetricVerdict:
             ]
         if self.note:
             out["note"] = self.note
+        if self.holes is not None:
+            out["holes"] = self.holes.to_dict()
         return round_values(out)  # type: ignore[no-any-return]
 
     @classmethod
@@ -88,6 +214,7 @@ class MetricVerdict:
                 for w in data.get("most_regressed", [])
             ],
             data.get("note", ""),
+            None if data.get("holes") is None else Holes.from_dict(data["holes"]),
         )
 
 
@@ -180,6 +307,20 @@ _WORDS: dict[str, dict[str, str]] = {
 }
 
 
+def holes_lines(metric: MetricVerdict, against: Against) -> list[str]:
+    """What the failure message says about the unjudged documents behind ``metric``'s drop."""
+    if metric.holes is None:
+        return []
+    return metric.holes.lines(metric.metric, _WORDS[against])
+
+
+def holes_advice(verdict: Verdict) -> list[str]:
+    """The advice on judging the holes, when some failed metric's drop they explain."""
+    if any(m.holes is not None and m.holes.explained for m in verdict.failed_metrics):
+        return [HOLES_ADVICE]
+    return []
+
+
 def advice(against: Against, status: str, path: str) -> str:
     """What to do about a regressed or not comparable evaluation compared with ``path``."""
     if against == "report":
@@ -258,6 +399,8 @@ def failure_message(
         if m.worst:
             moved = "; ".join(_moved(q, d, rb, ra) for q, d, rb, ra in m.worst)
             lines.append(f"    most regressed: {moved}")
+        lines += holes_lines(m, against)
+    lines += holes_advice(verdict)
     if verdict.identity_change:
         lines.append(f"  configuration changed: {verdict.identity_change}")
     lines += _query_set_lines(verdict, words)

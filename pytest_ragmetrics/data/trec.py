@@ -43,6 +43,7 @@ def read_qrels(
     grades: Mapping[int, int | None] | None = None,
     query_ids: Callable[[str], str] | None = None,
     encoding: str = "utf-8",
+    comments: bool = False,
 ) -> Qrels:
     """Read TREC qrels (``qid iter docno grade``) or BEIR qrels TSV (``qid docno grade``).
 
@@ -60,6 +61,8 @@ def read_qrels(
       the mapping is an error (Cranfield's inverted scale: ``{1: 4, 2: 3, 3: 2, 4: 1, -1: 0}``).
     - ``query_ids``: turns a query id of the file into the dataset's id; a ``LookupError`` or
       ``ValueError`` it raises becomes an error naming the line.
+    - ``comments=True``: lines starting with ``#`` are skipped (supplementary qrels' header;
+      trec_eval itself reads no comments, so plain qrels never have them).
     """
     if layout not in ("auto", "trec", "beir"):
         raise ValueError(f"layout must be 'auto', 'trec' or 'beir', got {layout!r}")
@@ -68,6 +71,8 @@ def read_qrels(
     seen_line: dict[tuple[str, str], int] = {}
     splitter = _QrelsLines(layout, columns)
     for lineno, text in read_lines(p, encoding):
+        if comments and text.startswith("#"):
+            continue
         row = splitter.row(text, p, lineno)
         if row is None:
             continue  # BEIR header

@@ -1,7 +1,8 @@
 """Judges for the answer layer (loaded on first use).
 
 ``base`` (the protocols, identities, claim splitting, the verdict cache), the judges
-``embedding``, ``http`` and ``replay`` (recorded verdicts), ``factory`` (a judge by kind) and
+``embedding``, ``http`` and ``replay`` (recorded verdicts), ``factory`` (a judge by kind),
+``relevance`` (is this passage relevant to this question? embedding, HTTP and recorded) and
 ``calibration`` (agreement with human labels). What judges say (Claim, AnswerAssessment) is
 data: :mod:`pytest_ragmetrics.data.assessments`, re-exported here.
 """
@@ -37,6 +38,15 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.judges.factory import build_judge
     from pytest_ragmetrics.judges.http import HttpJudge
     from pytest_ragmetrics.judges.many import assess_many
+    from pytest_ragmetrics.judges.relevance import (
+        EmbeddingRelevanceJudge,
+        HttpRelevanceJudge,
+        RecordedRelevanceJudge,
+        RelevanceJudge,
+        RelevancePair,
+        RelevanceVerdict,
+        build_relevance_judge,
+    )
     from pytest_ragmetrics.judges.replay import RecordedJudge
     from pytest_ragmetrics.vocabulary import JUDGE_KINDS
 
@@ -48,6 +58,13 @@ _EXPORTS = {
     "Claim": "pytest_ragmetrics.data.assessments",
     "ClaimJudge": "pytest_ragmetrics.judges.base",
     "EmbeddingJudge": "pytest_ragmetrics.judges.embedding",
+    "EmbeddingRelevanceJudge": "pytest_ragmetrics.judges.relevance",
+    "HttpRelevanceJudge": "pytest_ragmetrics.judges.relevance",
+    "RecordedRelevanceJudge": "pytest_ragmetrics.judges.relevance",
+    "RelevanceJudge": "pytest_ragmetrics.judges.relevance",
+    "RelevancePair": "pytest_ragmetrics.judges.relevance",
+    "RelevanceVerdict": "pytest_ragmetrics.judges.relevance",
+    "build_relevance_judge": "pytest_ragmetrics.judges.relevance",
     "HttpJudge": "pytest_ragmetrics.judges.http",
     "JUDGE_KINDS": "pytest_ragmetrics.vocabulary",
     "Judge": "pytest_ragmetrics.judges.base",
@@ -77,15 +94,22 @@ __all__ = [
     "Claim",
     "ClaimJudge",
     "EmbeddingJudge",
+    "EmbeddingRelevanceJudge",
     "HttpJudge",
+    "HttpRelevanceJudge",
     "Judge",
     "LabelledClaim",
     "RecordedJudge",
+    "RecordedRelevanceJudge",
+    "RelevanceJudge",
+    "RelevancePair",
+    "RelevanceVerdict",
     "ThresholdJudge",
     "VerdictCache",
     "agreement",
     "assess_many",
     "build_judge",
+    "build_relevance_judge",
     "calibrate",
     "cohen_kappa",
     "identity_hash",

@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -34,6 +34,10 @@ from pytest_ragmetrics.judges.base import (
     naming,
 )
 from pytest_ragmetrics.progress import progress
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.data.model import Corpus, Qrels, Queries
+    from pytest_ragmetrics.judges.relevance import RelevanceJudge
 
 PathLike = str | os.PathLike[str]
 CALIBRATION_SCHEMA = 1
@@ -369,6 +373,16 @@ def _judge_items(judge: Judge, items: list[LabelledClaim], path: PathLike | None
     return verdicts
 
 
+class _Identified(Protocol):
+    def identity(self) -> dict[str, Any]: ...
+
+
+class _Tunable(Protocol):
+    """A judge with a threshold calibration can tune (claim support or passage relevance)."""
+
+    def with_threshold(self, threshold: float) -> Any: ...
+
+
 @dataclass
 class _Measured:
     """A judge's verdicts on labelled items, before they are turned into figures."""
@@ -392,7 +406,7 @@ class _Measured:
             **more,
         )
 
-    def tuned(self, judge: ThresholdJudge, n_tune: int, seed: int) -> CalibrationResult:
+    def tuned(self, judge: _Tunable, n_tune: int, seed: int) -> CalibrationResult:
         """The best threshold on a seeded tuning part, scored on the rest."""
         human = np.array([item.supported for item in self.items], dtype=bool)
         scores = np.array(
@@ -413,7 +427,7 @@ class _Measured:
             tuned.identity(), result, threshold=threshold, unjudged=0, tuning=tuning, seed=seed
         )
 
-    def as_judged(self, judge: Judge) -> CalibrationResult:
+    def as_judged(self, judge: _Identified) -> CalibrationResult:
         """The judge's own verdicts scored on every item it judged."""
         human = np.array([item.supported for item in self.items], dtype=bool)
         judged = [i for i, v in enumerate(self.verdicts) if v.supported is not None]
@@ -481,3 +495,181 @@ def load_kappa(path: PathLike, judge_identity: Mapping[str, Any]) -> float | Non
     if result is None or math.isnan(result.kappa):
         return None
     return result.kappa
+
+
+# -- the relevance question ------------------------------------------------------------------
+
+RELEVANCE_LABELS = ("RELEVANT", "JUDGED_NOT_RELEVANT", "SAMPLED_NEGATIVE")
+
+
+@dataclass(frozen=True)
+class LabelledPair:
+    """One (question, passage) pair with a human relevance label, or a sampled negative."""
+
+    query_id: str
+    doc_id: str
+    query: str
+    passage: str
+    relevant: bool
+    label: str  # one of RELEVANCE_LABELS
+
+    @property
+    def id(self) -> str:
+        return f"{self.query_id}:{self.doc_id}"
+
+
+def relevance_labels(
+    qrels: Qrels,
+    queries: Queries,
+    corpus: Corpus,
+    *,
+    relevance_level: int = 1,
+    negatives: int | None = None,
+    seed: int = 0,
+) -> tuple[list[LabelledPair], str]:
+    """Labelled pairs for the relevance question, and how the negatives were chosen.
+
+    Positives are the judged documents with a grade >= ``relevance_level``; negatives are the
+    judged ones below it (not -1). Qrels that judge only relevant documents (SciFact, most
+    BEIR sets) have no negatives: then ``negatives`` per positive (default 1) are sampled per
+    query, seeded, uniformly from the corpus documents not judged for that query -- presumed
+    non-relevant, and easier than real near-misses, so kappa is optimistic. ``negatives``
+    with judged negatives present is an error (they are used as they are).
+    """
+    import random
+
+    rng = random.Random(seed)
+    passages = dict(zip(corpus.doc_ids.tolist(), corpus.passages(), strict=True))
+    pairs: list[LabelledPair] = []
+    judged_negatives = 0
+    for qid in qrels.query_ids.tolist():
+        grades = qrels.judgments(qid)
+        if not grades:
+            continue
+        try:
+            question = queries[qid]
+        except (KeyError, DataFormatError):
+            raise JudgeError(f"qrels query {qid!r} is not among the queries") from None
+        for doc, grade in grades.items():
+            if grade < 0:
+                continue
+            if doc not in passages:
+                raise JudgeError(f"qrels document {doc!r} (query {qid!r}) is not in the corpus")
+            relevant = grade >= relevance_level
+            judged_negatives += not relevant
+            pairs.append(
+                LabelledPair(
+                    qid,
+                    doc,
+                    question,
+                    passages[doc],
+                    relevant,
+                    "RELEVANT" if relevant else "JUDGED_NOT_RELEVANT",
+                )
+            )
+    if not any(p.relevant for p in pairs):
+        raise JudgeError(f"no relevant judgment at relevance level {relevance_level}")
+    if judged_negatives:
+        if negatives is not None:
+            raise JudgeError(
+                f"the qrels judge {judged_negatives} pairs non-relevant: those are the "
+                "negatives; --negatives is only for qrels that judge relevant documents only"
+            )
+        return pairs, (
+            f"negatives: the {judged_negatives} judged non-relevant pairs (grade below "
+            f"{relevance_level}; -1 left out)"
+        )
+    per_positive = 1 if negatives is None else negatives
+    if per_positive < 1:
+        raise JudgeError(f"negatives per positive must be at least 1, got {per_positive}")
+    doc_ids = list(passages)
+    sampled: list[LabelledPair] = []
+    for qid in dict.fromkeys(p.query_id for p in pairs):
+        judged = set(qrels.judgments(qid))
+        wanted = per_positive * sum(1 for p in pairs if p.query_id == qid and p.relevant)
+        chosen: list[str] = []
+        while len(chosen) < wanted and len(chosen) + len(judged) < len(doc_ids):
+            doc = doc_ids[rng.randrange(len(doc_ids))]
+            if doc not in judged and doc not in chosen:
+                chosen.append(doc)
+        question = queries[qid]
+        sampled += [
+            LabelledPair(qid, d, question, passages[d], False, "SAMPLED_NEGATIVE") for d in chosen
+        ]
+    return pairs + sampled, (
+        f"negatives: the qrels judge only relevant documents, so {len(sampled)} negatives were "
+        f"sampled ({per_positive} per positive, uniformly from the corpus documents not judged "
+        f"for the query, seed {seed}); presumed non-relevant, and easier than real near-misses, "
+        "so kappa is optimistic"
+    )
+
+
+def calibrate_relevance(
+    judge: RelevanceJudge,
+    pairs: Sequence[LabelledPair],
+    *,
+    negatives: str = "",
+    seed: int = 0,
+    tune_fraction: float = 0.5,
+    limit: int | None = None,
+    tune: bool = True,
+    source: str | None = None,
+) -> CalibrationResult:
+    """Measure a relevance judge against labelled pairs (:func:`relevance_labels`).
+
+    A threshold judge (``with_threshold``) gets its threshold tuned on a seeded
+    ``tune_fraction`` and is scored on the rest; any other judge is scored on every pair it
+    gave a verdict. ``negatives`` (how negatives were chosen) is kept in the result's labels.
+    """
+    from pytest_ragmetrics.judges.relevance import RelevancePair
+
+    started = time.perf_counter()
+    items = list(pairs)
+    if limit is not None:
+        if limit < 1:
+            raise JudgeError(f"calibration limit must be at least 1, got {limit}")
+        # Keep positives and negatives alike: a seeded sample, not the first N (all positives).
+        order = np.random.default_rng(seed).permutation(len(items))[:limit]
+        items = [items[i] for i in sorted(order.tolist())]
+    tunable = tune and callable(getattr(judge, "with_threshold", None))
+    n_tune = _tuning_size(len(items), tune_fraction) if tunable else 0
+    verdicts: list[Claim] = []
+    with progress(f"calibrating {judge.identity().get('name', 'judge')}", len(items)) as advance:
+        for start in range(0, len(items), BATCH):
+            chunk = items[start : start + BATCH]
+            found = judge.judge_relevance(
+                [RelevancePair(p.query, p.passage, p.query_id, p.doc_id) for p in chunk]
+            )
+            verdicts += [
+                Claim(p.query, v.relevant, score=v.score, verdict=v.verdict)
+                for p, v in zip(chunk, found, strict=True)
+            ]
+            advance(len(chunk))
+    claims = [LabelledClaim(p.id, p.query, (p.passage,), p.relevant, p.label, 0) for p in items]
+    digest = hashlib.sha256()
+    for p in items:
+        digest.update(json.dumps([p.id, p.relevant, p.label]).encode())
+    meta: dict[str, Any] = {
+        "n": len(items),
+        "sha256": digest.hexdigest(),
+        "question": "relevance",
+        "negatives": negatives,
+        "positives": sum(1 for p in items if p.relevant),
+    }
+    if source is not None:
+        meta["source"] = source
+    rows = [
+        {
+            "id": p.id,
+            "label": p.label,
+            "human": p.relevant,
+            "judge": v.supported,
+            "score": v.score,
+            "verdict": v.verdict,
+        }
+        for p, v in zip(items, verdicts, strict=True)
+    ]
+    measured = _Measured(claims, verdicts, rows, meta, started)
+    if tunable:
+        return measured.tuned(judge, n_tune, seed)  # type: ignore[arg-type]
+    return measured.as_judged(judge)

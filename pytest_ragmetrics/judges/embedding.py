@@ -159,6 +159,11 @@ class EmbeddingJudge(JudgeBase):
             },
         )
 
+    @property
+    def model_parameters(self) -> dict[str, Any]:
+        """What identifies the embeddings (the splitter and the model files' digest)."""
+        return dict(self._base_parameters)
+
     def with_threshold(self, threshold: float) -> EmbeddingJudge:
         """The same model and cache with another threshold."""
         _check_cosine("threshold", threshold)
@@ -166,7 +171,8 @@ class EmbeddingJudge(JudgeBase):
         copy._threshold = float(threshold)
         return copy
 
-    def _embed(self, texts: list[str]) -> FloatArray:
+    def embed(self, texts: list[str]) -> FloatArray:
+        """L2-normalised embeddings of ``texts`` (one row each), checked to be finite."""
         vectors = np.asarray(self._encode(texts), dtype=np.float64)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts) or not np.all(np.isfinite(vectors)):
             raise JudgeError(
@@ -209,7 +215,7 @@ class EmbeddingJudge(JudgeBase):
                     for t in [*prepared[i][0], *(s for _, _, s in prepared[i][1])]
                 )
             )
-            vectors = self._embed(unique) if unique else np.zeros((0, 1))
+            vectors = self.embed(unique) if unique else np.zeros((0, 1))
             row = {t: k for k, t in enumerate(unique)}
             for i in missing:
                 claims, sentences, inputs = prepared[i]
@@ -281,7 +287,7 @@ class EmbeddingJudge(JudgeBase):
         sentences = _context_sentences(pairs)
         judged = relevance and bool(query.strip()) and bool(answer.strip())
         texts = [*claims, *(s for _, _, s in sentences), *([query, answer] if judged else [])]
-        vectors = self._embed(texts) if texts else np.zeros((0, 1))
+        vectors = self.embed(texts) if texts else np.zeros((0, 1))
         n, m = len(claims), len(sentences)
         similarity = round(float(vectors[n + m] @ vectors[n + m + 1]), 6) if judged else None
         return {
@@ -315,7 +321,7 @@ class EmbeddingJudge(JudgeBase):
         missing = [i for i, v in enumerate(found) if v is None]
         if missing:
             unique = list(dict.fromkeys(t for i in missing for t in pairs[i]))
-            vectors = self._embed(unique)
+            vectors = self.embed(unique)
             row = {t: k for k, t in enumerate(unique)}
             for i in missing:
                 a, b = pairs[i]

@@ -15,12 +15,65 @@ from pytest_ragmetrics.errors import MetricError
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
 
 
+@dataclass(frozen=True)
+class Supplemented:
+    """An evaluation's metrics on its human qrels plus supplementary judge labels (human
+    judgments win), and what those labels are: the file, the judge, how many labels were used,
+    their fingerprint, the judge's calibrated kappa and the bound, and whether they count for
+    pass/fail (``reason`` says why not)."""
+
+    metrics: dict[str, float | None]
+    qrels: str | None = None
+    judge: dict[str, Any] | None = None
+    labels_used: int = 0
+    fingerprint: str | None = None
+    kappa: float | None = None
+    min_kappa: float | None = None
+    used: bool = True
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metrics": dict(self.metrics),
+            "qrels": self.qrels,
+            "judge": None if self.judge is None else dict(self.judge),
+            "labels_used": self.labels_used,
+            "fingerprint": self.fingerprint,
+            "kappa": self.kappa,
+            "min_kappa": self.min_kappa,
+            "used": self.used,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Supplemented:
+        """Rebuild from :meth:`to_dict` (checked by schema.py where read from a file)."""
+        return cls(
+            {m: None if v is None else float(v) for m, v in (data.get("metrics") or {}).items()},
+            data.get("qrels"),
+            None if data.get("judge") is None else dict(data["judge"]),
+            int(data.get("labels_used") or 0),
+            data.get("fingerprint"),
+            None if data.get("kappa") is None else float(data["kappa"]),
+            None if data.get("min_kappa") is None else float(data["min_kappa"]),
+            bool(data.get("used", True)),
+            str(data.get("reason") or ""),
+        )
+
+
 @dataclass(eq=False)
 class Evaluation:
     """Metric values per query, aligned numpy arrays, plus means.
 
     ``values[i, j]`` is metric ``metrics[j]`` for query ``query_ids[i]``. NaN means "not
     applicable" (an answer with no claims) and is left out of the mean.
+
+    ``judged_only`` holds, for a retrieval evaluation, the mean of each metric's judged-only
+    form (``<metric>_judged``, unjudged documents removed) beside its plain value, and
+    ``details`` the unjudged documents in each metric's top k per query (``unjudged_at_<k>``,
+    ``unjudged`` for all retrieved): what tells a drop caused by documents nobody judged from a
+    real one. ``supplemented`` holds the means on the human qrels plus supplementary judge
+    labels (human judgments win), when such labels were given.
     """
 
     query_ids: StrArray
@@ -30,6 +83,8 @@ class Evaluation:
     semantics: MetricSemantics | None = None
     details: dict[str, IntArray] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    judged_only: dict[str, float] = field(default_factory=dict)
+    supplemented: Supplemented | None = None
 
     def __post_init__(self) -> None:
         if self.values.shape != (len(self.query_ids), len(self.metrics)):
@@ -86,6 +141,8 @@ class Evaluation:
             self.semantics,
             self.details,
             list(self.notes),
+            {m: v for m, v in self.judged_only.items() if m in metrics},
+            self.supplemented,
         )
 
     def to_dict(self, *, per_query: bool = True, digits: int | None = None) -> dict[str, Any]:
@@ -104,6 +161,10 @@ class Evaluation:
         }
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.judged_only:
+            out["judged_only"] = {k: num(v) for k, v in self.judged_only.items()}
+        if self.supplemented is not None:
+            out["supplemented"] = self.supplemented.to_dict()
         if per_query:
             out["per_query"] = {
                 qid: {m: num(v) for m, v in row.items()} for qid, row in self.per_query.items()
@@ -123,6 +184,8 @@ class Evaluation:
         layer: Literal["retrieval", "answer"] = "retrieval",
         semantics: MetricSemantics | None = None,
         details: Mapping[str, Mapping[str, int]] | None = None,
+        judged_only: Mapping[str, float | None] | None = None,
+        supplemented: Mapping[str, Any] | None = None,
     ) -> Evaluation:
         """Rebuild from ``{query_id: {metric: value}}`` (None for not applicable)."""
         query_ids = list(per_query)
@@ -140,4 +203,15 @@ class Evaluation:
             name: np.asarray([int(d.get(q, 0)) for q in query_ids], dtype=np.int64)
             for name, d in (details or {}).items()
         }
-        return cls(as_str_array(query_ids), tuple(metrics), values, layer, semantics, detail_arrays)
+        return cls(
+            as_str_array(query_ids),
+            tuple(metrics),
+            values,
+            layer,
+            semantics,
+            detail_arrays,
+            judged_only={
+                m: math.nan if v is None else float(v) for m, v in (judged_only or {}).items()
+            },
+            supplemented=None if supplemented is None else Supplemented.from_dict(supplemented),
+        )

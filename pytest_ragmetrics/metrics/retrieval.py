@@ -8,6 +8,7 @@ metrics (``map_judged``, trec_eval ``-J``) run the same code on the condensed ro
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -577,6 +578,7 @@ def evaluate(
         "first_relevant_rank": rj.first_relevant_rank,
         "num_relevant": rj.num_relevant,
         "num_retrieved": rj.num_retrieved,
+        **_unjudged_counts(specs, rj),
     }
     return Evaluation(
         query_ids,
@@ -586,7 +588,50 @@ def evaluate(
         semantics,
         details,
         notes + _coverage_notes(rj, relevance_level),
+        _judged_only_means(specs, rj),
     )
+
+
+# Metrics that already set unjudged documents aside: no judged-only companion, no hole count.
+HOLE_TOLERANT = frozenset({"bpref", "infap", "judged"})
+
+
+def unjudged_detail(k: int | None) -> str:
+    """The details key of the unjudged documents in the top ``k`` (all retrieved: None)."""
+    return "unjudged" if k is None else f"unjudged_at_{k}"
+
+
+def _unjudged_counts(specs: Sequence[MetricSpec], rj: RankedJudgments) -> dict[str, IntArray]:
+    """Per query, the unjudged documents (grade -1 included) in the top k of each cutoff the
+    metrics use (all retrieved documents for metrics without one)."""
+    judged = rj.grade >= 0
+    out: dict[str, IntArray] = {}
+    for k in {s.k for s in specs if s.family not in HOLE_TOLERANT}:
+        shown = rj.num_retrieved if k is None else np.minimum(rj.num_retrieved, k)
+        in_top = judged if k is None else judged & (rj.rank <= k)
+        out[unjudged_detail(k)] = (shown - rj.count(in_top).astype(np.int64)).astype(np.int64)
+    return out
+
+
+def _judged_only_means(specs: Sequence[MetricSpec], rj: RankedJudgments) -> dict[str, float]:
+    """The mean of each built-in metric's judged-only form (what ``<metric>_judged`` gives),
+    kept beside the plain metric to tell drops caused by unjudged documents from real ones."""
+    out: dict[str, float] = {}
+    condensed: RankedJudgments | None = None
+    for spec in specs:
+        family = families().get(spec.family)
+        if (
+            spec.judged_only
+            or spec.family in HOLE_TOLERANT
+            or family is None
+            or family.function is not None
+            or family.layer != "retrieval"
+        ):
+            continue
+        condensed = condensed or rj.condensed
+        column = _metric_values(spec, condensed)
+        out[spec.name] = float(column.mean()) if len(column) else math.nan
+    return out
 
 
 def _retrieval_specs(metrics: Iterable[str] | str) -> list[MetricSpec]:

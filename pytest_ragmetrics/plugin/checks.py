@@ -57,7 +57,12 @@ def check_evaluation(
     entry = session.baseline().get(record.test, record.name)
     change = session.explain_dataset_change(record, entry) if entry else {}
     verdict = compare_to_baseline(
-        record, entry, settings.tolerances, alpha=settings.alpha, dataset_change=change
+        record,
+        entry,
+        settings.tolerances,
+        alpha=settings.alpha,
+        dataset_change=change,
+        unjudged_drops=settings.unjudged_drops,
     )
     outcome = EvaluationOutcome(results, verdict, gate)
     if settings.update_baseline or gate:

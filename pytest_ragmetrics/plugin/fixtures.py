@@ -325,6 +325,7 @@ def rag_eval(request: pytest.FixtureRequest) -> RagEval:
         k=settings.k,
         thresholds=lambda: thresholds_of(item),
         dataset=lambda: session.dataset(key),
+        supplement=session.supplement,
         on_record=on_record,
         report_fields=report_fields,
     )

@@ -15,6 +15,7 @@ from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.metrics.names import parse_metric, parse_metrics
 from pytest_ragmetrics.metrics.retrieval import evaluate
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
+from pytest_ragmetrics.pooling import Supplement, supplemented_note
 from pytest_ragmetrics.records import EvaluationRecord, dataset_identity, identity_of, stable_json
 from pytest_ragmetrics.vocabulary import DEFAULT_ANSWER_METRICS, Layer
 
@@ -62,6 +63,7 @@ class RagEval:
         k: int,
         thresholds: Mapping[str, float] | Callable[[], Mapping[str, float]],
         dataset: Callable[[], Dataset],
+        supplement: Callable[[], Supplement | None] | None = None,
         on_record: Callable[[EvaluationRecord], None] | None = None,
         report_fields: Callable[..., Mapping[str, Any]] | None = None,
     ) -> None:
@@ -72,6 +74,7 @@ class RagEval:
         # Read when an evaluation is recorded: a marker added during the test still counts.
         self._thresholds_of = thresholds if callable(thresholds) else lambda: thresholds
         self._dataset = dataset
+        self._supplement = supplement
         self._on_record = on_record
         # Given the record and what it was computed from (run, qrels, dataset, assessments),
         # the optional per-query fields of the HTML report; None when no page is wanted.
@@ -169,6 +172,18 @@ class RagEval:
             query_set=self._semantics.query_set,
             ignore_identical_ids=self._semantics.ignore_identical_ids,
         )
+        supplement = self._supplement() if self._supplement and "dataset" in sources else None
+        if supplement is not None:
+            evaluation.supplemented = supplement.evaluate(
+                Qrels.from_dict(qrels),
+                run_obj,
+                names,
+                relevance_level=self._semantics.relevance_level,
+                gain=self._semantics.gain,
+                query_set=self._semantics.query_set,
+                ignore_identical_ids=self._semantics.ignore_identical_ids,
+            )
+            evaluation.notes.append(supplemented_note(evaluation))
         identity, k = _source_of(run_obj, retriever)
         recorded = EvaluationRecord(
             test=self.test,

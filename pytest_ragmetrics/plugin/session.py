@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.data.selection import DatasetSelection
     from pytest_ragmetrics.metrics.evaluation import Evaluation
     from pytest_ragmetrics.plugin.settings import Settings
+    from pytest_ragmetrics.pooling import Supplement
     from pytest_ragmetrics.records import EvaluationRecord
 
 
@@ -40,6 +41,7 @@ class RagSession:
         self.collection_complete = True
         self.whole_suite = False
         self.rootpath: Path | None = None  # where node ids are relative to (pytest's rootdir)
+        self._supplement: Supplement | None = None
 
     @property
     def settings(self) -> Settings:
@@ -144,6 +146,25 @@ class RagSession:
 
             self._cache = Cache(self.settings.cache_dir, enabled=self.settings.use_cache)
         return self._cache
+
+    def supplement(self) -> Supplement | None:
+        """The supplementary qrels (ragmetrics_supplementary_qrels), read once; None if unset."""
+        path = self.settings.supplementary_qrels
+        if path is None:
+            return None
+        if self._supplement is None:
+            from pytest_ragmetrics.errors import RagMetricsError
+            from pytest_ragmetrics.pooling import load_supplement
+
+            try:
+                self._supplement = load_supplement(
+                    path,
+                    calibration=self.settings.calibration,
+                    min_kappa=self.settings.min_judge_kappa,
+                )
+            except RagMetricsError as exc:
+                raise ConfigError(f"ragmetrics_supplementary_qrels: {exc}") from None
+        return self._supplement
 
     def judge_kappa(self, judge: Mapping[str, Any]) -> float | None:
         """The calibrated kappa of a judge identity, from the calibration file."""

@@ -49,6 +49,8 @@ class Settings:
     baseline: Path = Path(".ragmetrics/baseline.json")
     tolerances: Tolerances = field(default_factory=Tolerances)
     alpha: float | None = None
+    unjudged_drops: str = "fail"
+    supplementary_qrels: Path | None = None
     strict: bool = False
     update_baseline: bool = False
     cache_dir: Path = Path(".ragmetrics/cache")
@@ -146,6 +148,11 @@ def build_settings(
     settings = Settings(**values)
     check_paths_apart(settings)
     _check_dataset_files(settings)
+    if settings.supplementary_qrels is not None and settings.several_datasets:
+        raise ConfigError(
+            "ragmetrics_supplementary_qrels: several datasets are configured and the labels "
+            "do not say which one they belong to; use them with one dataset"
+        )
     return settings
 
 

@@ -45,6 +45,15 @@ def layer_table(evaluations: Sequence[Checked], preferred: Sequence[str]) -> str
                 checked.outcome.status,
             ]
         )
+        labelled = checked.record.evaluation.supplemented
+        if labelled is not None:
+            rows.append(
+                [
+                    "  · + judge labels",
+                    *(_fmt(labelled.metrics.get(m)) if m in mean else "" for m in names),
+                    "" if labelled.used else "shown only",
+                ]
+            )
         verdict = checked.outcome.baseline
         deltas = {m.metric: m for m in verdict.metrics} if verdict is not None else {}
         if deltas:

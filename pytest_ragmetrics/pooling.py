@@ -1,0 +1,511 @@
+"""Pooling: the unjudged (query, document) pairs that runs bring into their top ``depth``, a
+JSONL pool file a person can review and fill in, relevance labels from a judge, and the
+supplementary qrels those labels make (human judgments always win).
+
+Files:
+
+- pool file (JSONL), one row per pair: ``query_id``, ``doc_id``, ``query``, ``title``,
+  ``text``, ``runs`` (which runs retrieved it, at which rank), ``relevant`` (null until
+  judged: true/false), ``judge`` (identity of the judge that labelled it, null for a person),
+  ``verdict`` (its raw verdict), ``prompt_tokens`` / ``completion_tokens``.
+- supplementary qrels: TREC qrels (``qid 0 docno grade``, 1 relevant, 0 not) after one header
+  line ``# ragmetrics supplementary qrels; judge: {identity JSON}`` naming the judge, which
+  :func:`read_supplementary_qrels` reads back (the κ gate looks the judge up by it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_ragmetrics.data.model import Corpus, Qrels, Queries, Run
+from pytest_ragmetrics.data.textfile import read_jsonl, read_lines, resolve
+from pytest_ragmetrics.errors import DataFormatError
+from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.judges.relevance import RelevanceJudge, RelevanceVerdict
+    from pytest_ragmetrics.metrics.evaluation import Evaluation, Supplemented
+
+PathLike = str | os.PathLike[str]
+HEADER_PREFIX = "# ragmetrics supplementary qrels; judge: "
+BATCH = 64  # pairs handed to a judge at once (progress granularity, the verdict cache)
+
+
+@dataclass(frozen=True)
+class PoolEntry:
+    """One unjudged (query, document) pair of a pool, and its label once judged."""
+
+    query_id: str
+    doc_id: str
+    query: str | None = None
+    title: str | None = None
+    text: str | None = None
+    runs: Mapping[str, int] = field(default_factory=dict)  # run label -> rank
+    relevant: bool | None = None
+    judge: Mapping[str, Any] | None = None
+    verdict: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    line: int = 0  # where it was read from (0: built here)
+
+    @property
+    def passage(self) -> str | None:
+        """What a judge reads: title and text, as the retrievers index them."""
+        if self.text is None:
+            return None
+        return f"{self.title} {self.text}".strip() if self.title else self.text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query_id": self.query_id,
+            "doc_id": self.doc_id,
+            "query": self.query,
+            "title": self.title,
+            "text": self.text,
+            "runs": dict(self.runs),
+            "relevant": self.relevant,
+            "judge": None if self.judge is None else dict(self.judge),
+            "verdict": self.verdict,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+
+
+# -- building ----------------------------------------------------------------------------------
+
+
+def build_pool(
+    qrels: Qrels,
+    runs: Sequence[tuple[str, Run]],
+    depth: int,
+    *,
+    queries: Queries | None = None,
+    corpus: Corpus | None = None,
+) -> list[PoolEntry]:
+    """The unjudged pairs in the union of the runs' top ``depth``, for the judged queries.
+
+    A pair is unjudged when the qrels give it no grade >= 0 (TREC's -1, "pooled but not
+    judged", is unjudged). Rows come by query (qrels order), then by best rank over the runs.
+    With ``queries``/``corpus`` the rows carry the texts a reviewer or a judge reads; a
+    document missing from ``corpus`` is a DataFormatError naming the run.
+    """
+    if depth < 1:
+        raise DataFormatError(f"pool depth must be at least 1, got {depth}")
+    if not runs:
+        raise DataFormatError("a pool needs at least one run")
+    judged_queries = [q for q in qrels.query_ids.tolist() if qrels.judgments(q)]
+    entries: list[PoolEntry] = []
+    for qid in judged_queries:
+        judged = {d for d, g in qrels.judgments(qid).items() if g >= 0}
+        found: dict[str, dict[str, int]] = {}
+        for label, run in runs:
+            for rank, (doc, _) in enumerate(run.ranking(qid)[:depth], start=1):
+                if doc not in judged:
+                    found.setdefault(doc, {})[label] = rank
+        for doc, ranks in sorted(found.items(), key=lambda item: (min(item[1].values()), item[0])):
+            title = text = None
+            if corpus is not None:
+                if doc not in corpus:
+                    where = ", ".join(ranks)
+                    raise DataFormatError(
+                        f"run {where}: document {doc!r} (query {qid!r}) is not in the corpus"
+                    )
+                document = corpus[doc]
+                title, text = document.title, document.text
+            query = None
+            if queries is not None:
+                try:
+                    query = queries[qid]
+                except (KeyError, DataFormatError):
+                    query = None
+            entries.append(PoolEntry(qid, doc, query, title, text, ranks))
+    return entries
+
+
+# -- the pool file -----------------------------------------------------------------------------
+
+
+def write_pool(path: PathLike, entries: Sequence[PoolEntry]) -> None:
+    """Write the pool file atomically, under a lock against concurrent writers."""
+    text = "".join(json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in entries)
+    _write_locked(path, text, "pool file")
+
+
+def _write_locked(path: PathLike, text: str, what: str) -> None:
+    target = Path(path)
+    with exclusive_lock(target.with_name(f".{target.name}.lock"), what=what):
+        atomic_write_text(target, text)
+
+
+def read_pool(path: PathLike) -> list[PoolEntry]:
+    """Read a pool file; a malformed line is a DataFormatError naming the file and line."""
+    p = resolve(path)
+    entries: list[PoolEntry] = []
+    seen: dict[tuple[str, str], int] = {}
+    for line, record in read_jsonl(p):
+        entry = _entry(record, p, line)
+        key = (entry.query_id, entry.doc_id)
+        if key in seen:
+            raise DataFormatError(
+                f"query {key[0]!r}, document {key[1]!r} already appears on line {seen[key]}",
+                p,
+                line,
+            )
+        seen[key] = line
+        entries.append(entry)
+    if not entries:
+        raise DataFormatError("the pool is empty (no rows)", p)
+    return entries
+
+
+def _entry(record: Mapping[str, Any], path: Path, line: int) -> PoolEntry:
+    def text(key: str, *, required: bool = False) -> str | None:
+        value = record.get(key)
+        if value is None and not required:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool) and key.endswith("_id"):
+            return str(value)
+        if not isinstance(value, str) or (required and not value):
+            raise DataFormatError(
+                f"{key!r} must be a{' non-empty' if required else ''} string, got {value!r}",
+                path,
+                line,
+            )
+        return value
+
+    def count(key: str) -> int | None:
+        value = record.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise DataFormatError(f"{key!r} must be a non-negative integer or null", path, line)
+        return value
+
+    relevant = record.get("relevant")
+    if isinstance(relevant, int) and not isinstance(relevant, bool) and relevant in (0, 1):
+        relevant = bool(relevant)
+    if relevant is not None and not isinstance(relevant, bool):
+        raise DataFormatError(
+            f"'relevant' must be true, false or null (not judged yet), got {relevant!r}",
+            path,
+            line,
+        )
+    judge = record.get("judge")
+    if judge is not None and not isinstance(judge, dict):
+        raise DataFormatError("'judge' must be a judge identity (an object) or null", path, line)
+    runs = record.get("runs") or {}
+    if not isinstance(runs, dict) or not all(
+        isinstance(r, int) and not isinstance(r, bool) for r in runs.values()
+    ):
+        raise DataFormatError("'runs' must map run names to ranks", path, line)
+    query_id, doc_id = text("query_id", required=True), text("doc_id", required=True)
+    assert query_id is not None and doc_id is not None
+    return PoolEntry(
+        query_id,
+        doc_id,
+        text("query"),
+        text("title"),
+        text("text"),
+        runs,
+        relevant,
+        judge,
+        text("verdict"),
+        count("prompt_tokens"),
+        count("completion_tokens"),
+        line,
+    )
+
+
+# -- judging -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgedPool:
+    """A pool after judging: its rows, and what judging it cost."""
+
+    entries: list[PoolEntry]
+    judged: int  # rows the judge labelled now
+    kept: int  # rows that already had a label (a person's, or an earlier run's) and were kept
+    unjudged: int  # rows left without a verdict (the judge gave none)
+    asked: int  # verdicts not from the cache
+    prompt_tokens: int
+    completion_tokens: int
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "rows": len(self.entries),
+            "judged": self.judged,
+            "kept": self.kept,
+            "unjudged": self.unjudged,
+            "relevant": sum(1 for e in self.entries if e.relevant is True),
+            "asked": self.asked,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+
+
+def judge_pool(
+    entries: Sequence[PoolEntry],
+    judge: RelevanceJudge,
+    *,
+    path: PathLike | None = None,
+    rejudge: bool = False,
+    batch: int = BATCH,
+    advance: Any = None,
+) -> JudgedPool:
+    """Label every row without a verdict with ``judge`` (all rows with ``rejudge``).
+
+    Rows need their query and document text; a row without is a DataFormatError naming the
+    pool file and line. ``advance(n)`` is told of progress.
+    """
+    from pytest_ragmetrics.judges.relevance import RelevancePair
+
+    identity = judge.identity()
+    todo = [i for i, e in enumerate(entries) if rejudge or e.relevant is None]
+    for i in todo:
+        entry = entries[i]
+        if entry.query is None or entry.passage is None:
+            missing = "query" if entry.query is None else "text"
+            raise DataFormatError(
+                f"query {entry.query_id!r}, document {entry.doc_id!r} has no {missing}; build "
+                "the pool with --dataset so that rows carry the texts a judge reads",
+                path,
+                entry.line or None,
+            )
+    out = list(entries)
+    verdicts: list[RelevanceVerdict] = []
+    size = max(1, batch)
+    for start in range(0, len(todo), size):
+        chunk = todo[start : start + size]
+        pairs = [
+            RelevancePair(
+                entries[i].query or "",
+                entries[i].passage or "",
+                entries[i].query_id,
+                entries[i].doc_id,
+            )
+            for i in chunk
+        ]
+        found = judge.judge_relevance(pairs)
+        for i, verdict in zip(chunk, found, strict=True):
+            out[i] = replace(
+                entries[i],
+                relevant=verdict.relevant,
+                judge=identity,
+                verdict=verdict.verdict,
+                prompt_tokens=verdict.prompt_tokens,
+                completion_tokens=verdict.completion_tokens,
+            )
+        verdicts += found
+        if advance is not None:
+            advance(len(chunk))
+    fresh = [v for v in verdicts if not v.cached]
+    return JudgedPool(
+        out,
+        judged=sum(1 for v in verdicts if v.relevant is not None),
+        kept=len(entries) - len(todo),
+        unjudged=sum(1 for v in verdicts if v.relevant is None),
+        asked=len(fresh),
+        prompt_tokens=sum(v.prompt_tokens or 0 for v in fresh),
+        completion_tokens=sum(v.completion_tokens or 0 for v in fresh),
+    )
+
+
+# -- supplementary qrels -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SupplementaryQrels:
+    """Judge labels as qrels, with the identity of the judge that made them (None: people or
+    several judges, named ``judges``)."""
+
+    qrels: Qrels
+    judge: Mapping[str, Any] | None
+    path: str | None = None
+
+    @property
+    def judges(self) -> list[Mapping[str, Any]]:
+        return [] if self.judge is None else [self.judge]
+
+
+def supplementary_lines(entries: Sequence[PoolEntry]) -> tuple[dict[str, Any] | None, str]:
+    """(the judge named in the header, the qrels text) of the labelled rows of a pool.
+
+    The header names the judge when one judge labelled every labelled row; rows labelled by
+    a person (``judge`` null) or by several judges make it ``{"name": "mixed", ...}``.
+    """
+    labelled = [e for e in entries if e.relevant is not None]
+    identities = {json.dumps(e.judge, sort_keys=True) for e in labelled}
+    judge: dict[str, Any] | None
+    if len(identities) == 1 and labelled and labelled[0].judge is not None:
+        judge = dict(labelled[0].judge)
+    elif labelled and identities == {"null"}:
+        judge = {"name": "person"}
+    else:
+        judge = {"name": "mixed", "judges": sorted(identities)}
+    body = "".join(f"{e.query_id} 0 {e.doc_id} {1 if e.relevant else 0}\n" for e in labelled)
+    header = HEADER_PREFIX + json.dumps(judge, sort_keys=True, ensure_ascii=False) + "\n"
+    return judge, header + body
+
+
+def write_supplementary_qrels(path: PathLike, entries: Sequence[PoolEntry]) -> int:
+    """Write the labelled rows as TREC qrels with the judge header; returns the rows written.
+    No labelled row is a DataFormatError (the file would add nothing)."""
+    labelled = sum(1 for e in entries if e.relevant is not None)
+    if not labelled:
+        raise DataFormatError("no row of the pool has a verdict: nothing to write")
+    _, text = supplementary_lines(entries)
+    _write_locked(path, text, "supplementary qrels")
+    return labelled
+
+
+def read_supplementary_qrels(path: PathLike) -> SupplementaryQrels:
+    """Read supplementary qrels: the header line naming the judge, then TREC qrels lines.
+
+    A missing or malformed header, or a malformed qrels line, is a DataFormatError naming the
+    file and line.
+    """
+    from pytest_ragmetrics.data.trec import read_qrels
+
+    p = resolve(path)
+    first: tuple[int, str] | None = next(iter(read_lines(p)), None)
+    if first is None or not first[1].startswith(HEADER_PREFIX):
+        raise DataFormatError(
+            f"supplementary qrels start with a line '{HEADER_PREFIX}{{...}}' naming the judge "
+            "(ragmetrics judge-pool writes it)",
+            p,
+            first[0] if first else None,
+        )
+    try:
+        judge = json.loads(first[1][len(HEADER_PREFIX) :])
+    except ValueError:
+        judge = None
+    if not isinstance(judge, dict):
+        raise DataFormatError("the judge in the header is not a JSON object", p, first[0])
+    qrels = read_qrels(p, layout="trec", comments=True)
+    return SupplementaryQrels(qrels, judge, os.fspath(p))
+
+
+def supplement(human: Qrels, extra: Qrels) -> tuple[Qrels, int]:
+    """Human qrels plus the extra labels of pairs the humans did not judge (human judgments
+    always win; a human -1, "pooled but not judged", gives way). Returns the merged qrels and
+    how many extra labels were used."""
+    merged = human.to_dict()
+    used = 0
+    for qid, docs in extra.to_dict().items():
+        if qid not in merged or not merged[qid]:
+            continue  # a query the humans did not judge is not evaluated: labels add nothing
+        mine = merged[qid]
+        for doc, grade in docs.items():
+            if mine.get(doc, -1) < 0:
+                mine[doc] = grade
+                used += 1
+    return Qrels.from_dict(merged), used
+
+
+@dataclass(frozen=True)
+class Supplement:
+    """Supplementary qrels as an evaluation uses them: the labels, the judge's calibrated
+    kappa (None: not calibrated) and the bound it must reach (None: no bound set).
+
+    Labels of a judge below the bound (or uncalibrated while a bound is set) are shown beside
+    the human-qrels metrics but not used for pass/fail.
+    """
+
+    labels: SupplementaryQrels
+    kappa: float | None = None
+    min_kappa: float | None = None
+
+    @property
+    def used(self) -> bool:
+        if self.min_kappa is None:
+            return True
+        return self.kappa is not None and self.kappa >= self.min_kappa
+
+    @property
+    def reason(self) -> str:
+        """Why the labels are only shown ('' when they are used)."""
+        if self.used:
+            return ""
+        name = (self.labels.judge or {}).get("name", "judge")
+        if self.kappa is None:
+            return (
+                f"judge {name!r} has no calibration (run `ragmetrics calibrate --question "
+                f"relevance --save`) and ragmetrics_min_judge_kappa = {self.min_kappa:g}"
+            )
+        return (
+            f"judge {name!r} has Cohen's kappa {self.kappa:.3f} < ragmetrics_min_judge_kappa "
+            f"{self.min_kappa:g}"
+        )
+
+    def evaluate(
+        self,
+        qrels: Qrels,
+        run: Run | Mapping[str, Mapping[str, float]],
+        metrics: Sequence[str],
+        **semantics: Any,
+    ) -> Supplemented:
+        """The metrics on human + supplementary qrels (human judgments win): what an
+        evaluation keeps in ``supplemented``."""
+        from pytest_ragmetrics.metrics.evaluation import Supplemented
+        from pytest_ragmetrics.metrics.retrieval import evaluate
+
+        merged, used = supplement(qrels, self.labels.qrels)
+        evaluation = evaluate(merged, run, metrics, **semantics)
+        return Supplemented(
+            {m: _finite(v) for m, v in evaluation.mean.items()},
+            None if self.labels.path is None else Path(self.labels.path).name,
+            None if self.labels.judge is None else dict(self.labels.judge),
+            used,
+            self.labels.qrels.fingerprint,
+            self.kappa,
+            self.min_kappa,
+            self.used,
+            self.reason,
+        )
+
+
+def _finite(value: float) -> float | None:
+    import math
+
+    return None if math.isnan(value) else round(value, 6)
+
+
+def load_supplement(
+    path: PathLike, *, calibration: PathLike | None, min_kappa: float | None
+) -> Supplement:
+    """Read supplementary qrels and look their judge's kappa up in ``calibration``."""
+    labels = read_supplementary_qrels(path)
+    kappa = None
+    if calibration is not None and labels.judge is not None and Path(calibration).exists():
+        from pytest_ragmetrics.judges.calibration import load_kappa
+
+        kappa = load_kappa(calibration, dict(labels.judge))
+    return Supplement(labels, kappa, min_kappa)
+
+
+def supplemented_note(evaluation: Evaluation) -> str:
+    """The note an evaluation with supplementary qrels shows: its metrics with the judge's
+    labels beside the human-qrels ones, and whether the labels count for pass/fail."""
+    sup = evaluation.supplemented
+    if sup is None:
+        return ""
+    judge = (sup.judge or {}).get("name", "judge")
+    values = ", ".join(
+        f"{m} {_shown(v)} (human {_shown(evaluation.mean.get(m))})" for m, v in sup.metrics.items()
+    )
+    use = "used for pass/fail" if sup.used else f"shown only: {sup.reason}"
+    kappa = "not calibrated" if sup.kappa is None else f"{sup.kappa:.3f}"
+    return (
+        f"with {sup.labels_used} labels of judge {judge!r} from {sup.qrels} "
+        f"(kappa {kappa}; {use}): {values}"
+    )
+
+
+def _shown(value: Any) -> str:
+    return "-" if value is None or value != value else f"{float(value):.4f}"
