@@ -411,3 +411,20 @@ def test_dry_run_counts_the_judge_requests_then_none(tmp_path: Path) -> None:
         assert plan_judging(judge, answers, references=references, metrics=metrics) == 0
     assert planned == sent == judged.cost.calls == 8
     assert plan_judging(embedding_judge(), answers, metrics=metrics) is None
+
+
+def test_judge_answers_passes_claims_of_and_a_relevance_judge() -> None:
+    from pytest_ragmetrics.judges.relevance import EmbeddingRelevanceJudge
+
+    answers = [
+        answer("1", "SUPPORT. cats purr loudly", ["cats purr loudly", "dogs bark"], "cats purr")
+    ]
+    relevance = EmbeddingRelevanceJudge(encoder=words_encoder, model_name="words", threshold=0.5)
+    judged = judge_answers(
+        embedding_judge(), answers, metrics=["groundedness", "context_relevance"],
+        claims_of=lambda a: split_label(a, LABELS)[1], context_judge=relevance,
+    )  # fmt: skip
+    found = judged.assessments[0]
+    assert [c.text for c in found.claims] == ["cats purr loudly"]
+    assert [(v.subject, v.value) for v in found.context_verdicts] == [("d0", True), ("d1", False)]
+    assert found.context_verdicts[0].score == pytest.approx(2 / 6**0.5, abs=1e-6)

@@ -78,13 +78,16 @@ def assess_answers(
     metrics: Sequence[str] = ANSWER_METRICS,
     concurrency: int | None = None,
     claims_of: Callable[[str], str] | None = None,
+    context_judge: Any = None,
 ) -> list[AnswerAssessment]:
     """One assessment per answer, in order, with the verdicts ``metrics`` need (see the
     module docstring). Answers without a reference get no correctness verdict (their
     answer_correctness is NaN, noted by the metric). A judge lacking a question a metric needs
     is a JudgeError naming the judge and the metric. ``claims_of(answer)`` is the part of an
     answer whose claims groundedness judges (default: all of it; e.g. the rationale after a
-    verdict label)."""
+    verdict label). ``context_judge`` (default: ``judge``) answers the context-relevance
+    question: a :class:`~pytest_ragmetrics.judges.relevance.RelevanceJudge` (the relevance
+    judges pooling uses, calibrated against qrels) or a :class:`ContextJudge`."""
     items = list(answers)
     wanted = set(metrics)
     unknown = wanted - set(ANSWER_METRICS)
@@ -97,17 +100,37 @@ def assess_answers(
     if "answer_correctness" in wanted and references:
         assessments = _with_correctness(judge, items, assessments, references)
     if "context_relevance" in wanted:
-        if not isinstance(judge, ContextJudge):
-            raise JudgeError(
-                f"judge {_judge_name(judge)!r} cannot judge context_relevance: it has no "
-                "judge_contexts(items); use the http or embedding judge"
-            )
-        verdicts = judge.judge_contexts([(a.query, dict(a.contexts)) for a in items])
+        verdicts = context_verdicts(context_judge or judge, items)
         assessments = [
             dataclasses.replace(done, context_verdicts=tuple(found))
             for done, found in zip(assessments, verdicts, strict=True)
         ]
     return assessments
+
+
+def context_verdicts(judge: Any, items: Sequence[GeneratedAnswer]) -> list[list[Verdict]]:
+    """Per answer, one verdict per context it was given: from a RelevanceJudge's
+    ``judge_relevance`` (pairs named by query id and context id) or a ContextJudge's
+    ``judge_contexts``; any other judge is a JudgeError naming it."""
+    from pytest_ragmetrics.judges.relevance import RelevanceJudge, RelevancePair
+
+    if isinstance(judge, RelevanceJudge):
+        pairs = [
+            RelevancePair(a.query, text, a.query_id, cid) for a in items for cid, text in a.contexts
+        ]
+        found = iter(judge.judge_relevance(pairs))
+        return [
+            [Verdict(cid, v.relevant, v.score, v.verdict) for cid, _ in a.contexts
+             for v in (next(found),)]
+            for a in items
+        ]  # fmt: skip
+    if isinstance(judge, ContextJudge):
+        return judge.judge_contexts([(a.query, dict(a.contexts)) for a in items])
+    raise JudgeError(
+        f"judge {_judge_name(judge)!r} cannot judge context_relevance: it has neither "
+        "judge_relevance(pairs) nor judge_contexts(items); use a relevance judge "
+        "(pytest_ragmetrics.judges.relevance) or the http or embedding judge"
+    )
 
 
 def _base(
@@ -207,6 +230,7 @@ def judge_answers(
     repeats: int = 1,
     concurrency: int | None = None,
     claims_of: Callable[[str], str] | None = None,
+    context_judge: Any = None,
 ) -> JudgedAnswers:
     """:func:`assess_answers`, counting the judge's cost, ``repeats`` times when asked (an HTTP
     judge re-asks with the next seeds; see :mod:`~pytest_ragmetrics.judges.noise`). The
@@ -215,7 +239,15 @@ def judge_answers(
     judges, seeds = repeat_judges(judge, repeats)
     before = _cost_of(judge)
     runs = [
-        assess_answers(j, items, references=references, metrics=metrics, concurrency=concurrency)
+        assess_answers(
+            j,
+            items,
+            references=references,
+            metrics=metrics,
+            concurrency=concurrency,
+            claims_of=claims_of,
+            context_judge=context_judge,
+        )
         for j in judges
     ]
     noise = measure_noise(runs, list(metrics), seeds) if repeats > 1 else None
