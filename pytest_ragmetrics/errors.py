@@ -89,3 +89,11 @@ def how_to_silence(category: type[Warning]) -> str:
 
 class ExecutorError(RagMetricsError):
     """An executor (a Ray cluster) cannot be reached, started or used."""
+
+
+class BudgetError(RagMetricsError):
+    """A call would exceed the token budget (ragmetrics_judge_budget); nothing more is sent."""
+
+
+class GeneratorError(RagMetricsError):
+    """The pipeline under test (its generator or recorded answers) failed or is misconfigured."""

@@ -261,6 +261,46 @@ OPTIONS: tuple[Option, ...] = (
         cli="--verdicts",
     ),
     Option(
+        "ragmetrics_judge_budget",
+        "stop before the generator and the http judge together use more than this many "
+        "tokens (as their endpoints report them; default: no limit)",
+        parse=_positive(200000),
+        metavar="TOKENS",
+    ),
+    Option(
+        "ragmetrics_generator_url",
+        "base URL of the OpenAI-compatible server behind the rag_pipeline fixture's generator "
+        "(or RAGMETRICS_GENERATOR_URL; the API key is read from RAGMETRICS_GENERATOR_API_KEY)",
+        parse=_text,
+        metavar="URL",
+    ),
+    Option(
+        "ragmetrics_generator_model",
+        "the served model's name for the generator (or RAGMETRICS_GENERATOR_MODEL)",
+        parse=_text,
+        metavar="MODEL",
+    ),
+    Option(
+        "ragmetrics_generator_concurrency",
+        "generator: requests in flight at once (default: 1)",
+        parse=_positive(8),
+        metavar="N",
+    ),
+    Option(
+        "ragmetrics_top_n",
+        "contexts the rag_pipeline fixture gives the generator: the retriever's top n (default: 3)",
+        "3",
+        parse=_positive(3),
+        metavar="N",
+    ),
+    Option(
+        "ragmetrics_answers",
+        "JSONL of recorded answers: rag_answers replays it when it exists (no model needed) "
+        "and --ragmetrics-record-answers (or RAGMETRICS_RECORD_ANSWERS=1) rewrites it",
+        kind="output",
+        metavar="FILE",
+    ),
+    Option(
         "ragmetrics_relevance_level",
         "minimum grade that counts as relevant (default: 1)",
         "1",
@@ -406,8 +446,18 @@ FLAGS: tuple[Flag, ...] = (
     Flag("ragmetrics_update_baseline", "write the current numbers into the baseline (bless them)"),
     Flag("ragmetrics_no_cache", "neither read nor write the cache"),
     Flag("ragmetrics_clear_cache", "empty the cache folder first"),
+    Flag(
+        "ragmetrics_dry_run",
+        "count the generator calls rag_answers would make (cached answers excluded) and skip "
+        "its tests instead of generating",
+    ),
+    Flag(
+        "ragmetrics_record_answers",
+        "generate the answers with the live pipeline and rewrite ragmetrics_answers "
+        "(also: RAGMETRICS_RECORD_ANSWERS=1)",
+    ),
 )
-FLAG_UPDATE_BASELINE, FLAG_NO_CACHE, FLAG_CLEAR_CACHE = (f.flag for f in FLAGS)
+FLAG_UPDATE_BASELINE, FLAG_NO_CACHE, FLAG_CLEAR_CACHE = (f.flag for f in FLAGS[:3])
 
 
 def configured(getoption: Callable[..., Any], getini: Callable[[str], Any]) -> bool:

@@ -25,7 +25,9 @@ from pytest_ragmetrics.vocabulary import Layer
 if TYPE_CHECKING:
     from pytest_ragmetrics.data.model import Dataset
 
-REPORT_FIELDS = ("queries", "baseline_per_query")  # optional, for the HTML report
+# Optional, never in the baseline: the HTML report's per-query fields, and for answer-layer
+# evaluations what they cost (calls, cache hits, tokens) and the judge's measured noise.
+REPORT_FIELDS = ("queries", "baseline_per_query", "cost", "judge_noise")
 DIGITS = 6  # stored values are rounded so baseline diffs in code review stay readable
 
 

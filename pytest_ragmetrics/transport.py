@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
-from pytest_ragmetrics.errors import RagMetricsError
+from pytest_ragmetrics.errors import BudgetError, RagMetricsError
 from pytest_ragmetrics.executors.base import LocalExecutor
 
 T = TypeVar("T")
@@ -97,6 +97,173 @@ class ChatReply:
 
     text: str
     usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What answering cost: requests sent (``calls``), answers taken from the cache instead
+    (``cache_hits``), and the tokens the endpoint reported in its ``usage`` (``unmetered``:
+    calls whose reply reported none)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    unmetered: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt plus completion tokens reported."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(
+            self.calls + other.calls,
+            self.cache_hits + other.cache_hits,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.unmetered + other.unmetered,
+        )
+
+    def __sub__(self, other: Cost) -> Cost:
+        return Cost(
+            self.calls - other.calls,
+            self.cache_hits - other.cache_hits,
+            self.prompt_tokens - other.prompt_tokens,
+            self.completion_tokens - other.completion_tokens,
+            self.unmetered - other.unmetered,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        """A JSON-ready dict (with ``total_tokens``)."""
+        return {
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "unmetered": self.unmetered,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Cost:
+        """Rebuild from :meth:`to_dict` output (unknown keys ignored, missing ones 0)."""
+        names = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "unmetered")
+        return cls(*(int(data.get(name) or 0) for name in names))
+
+    def describe(self) -> str:
+        """``12 calls (288 cached), 4,210 tokens (3,900 prompt + 310 completion)``."""
+        text = f"{self.calls} calls ({self.cache_hits} cached)"
+        if self.calls or self.total_tokens:
+            text += (
+                f", {self.total_tokens:,} tokens ({self.prompt_tokens:,} prompt + "
+                f"{self.completion_tokens:,} completion)"
+            )
+        if self.unmetered:
+            text += f"; {self.unmetered} calls reported no usage"
+        return text
+
+
+class Budget:
+    """A token budget shared by every client given it (generator and judges alike).
+
+    Before a request is sent its tokens are estimated and reserved: the prompt at the highest
+    tokens-per-character ratio seen so far in replies' ``usage`` (plus 10 %; one token per 3
+    characters before any reply), the completion at ``max_tokens`` (256 when unbounded). A
+    request whose reservation would take the total over ``tokens`` is not sent and raises
+    :class:`~pytest_ragmetrics.errors.BudgetError`. When the reply comes, the reservation is
+    replaced by the reported usage (kept as estimated when the server reports none). So the
+    budget holds as long as no prompt has more tokens per character than those before it.
+    """
+
+    def __init__(self, tokens: int, *, option: str = "ragmetrics_judge_budget") -> None:
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
+            raise BudgetError(f"{option}: the budget must be a positive number of tokens")
+        self.tokens = tokens
+        self.option = option
+        self.spent = 0
+        self.calls = 0
+        self._reserved = 0
+        self._ratio = 1 / 3  # prompt tokens per character, the highest seen
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Budget({self.tokens}, spent={self.spent})"
+
+    def estimate(self, messages: Sequence[Message], max_tokens: object) -> tuple[int, int]:
+        """(characters of the messages, tokens reserved for a request of them)."""
+        chars = sum(len(str(m.get("content", ""))) for m in messages) + 16 * len(messages)
+        limit = max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else 256
+        with self._lock:
+            ratio = self._ratio
+        return chars, math.ceil(chars * ratio * 1.1) + limit
+
+    def reserve(self, estimate: int, who: str) -> None:
+        """Reserve ``estimate`` tokens for one request of ``who``, or raise BudgetError."""
+        with self._lock:
+            if self.spent + self._reserved + estimate > self.tokens:
+                raise BudgetError(
+                    f"{who}: stopped before exceeding the token budget ({self.option} = "
+                    f"{self.tokens:,}): {self.spent:,} tokens used by {self.calls} "
+                    + ("call" if self.calls == 1 else "calls")
+                    + (f", {self._reserved:,} reserved in flight" if self._reserved else "")
+                    + f", and the next call needs about {estimate:,}. Nothing more is sent; "
+                    "what was computed is cached, so raising the budget and rerunning pays "
+                    "only for the rest"
+                )
+            self._reserved += estimate
+
+    def settle(self, estimate: int, usage: Usage | None, chars: int) -> None:
+        """Replace a reservation by what the call used (no usage: the estimate stands), and
+        learn the prompt's tokens per character."""
+        used = usage.total_tokens if usage is not None else None
+        with self._lock:
+            self._reserved -= estimate
+            self.spent += estimate if used is None else used
+            self.calls += 1
+            if usage is not None and usage.prompt_tokens and chars:
+                self._ratio = max(self._ratio, usage.prompt_tokens / chars)
+
+    def release(self, estimate: int) -> None:
+        """Drop a reservation whose request failed before any reply."""
+        with self._lock:
+            self._reserved -= estimate
+
+
+class Meter:
+    """Counts one client's requests, cache hits and reported tokens (thread-safe), and holds
+    the :class:`Budget` its requests draw on, if any."""
+
+    def __init__(self, budget: Budget | None = None) -> None:
+        self.budget = budget
+        self._cost = Cost()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Meter({self._cost.describe()})"
+
+    @property
+    def cost(self) -> Cost:
+        """The counts so far."""
+        return self._cost
+
+    def hit(self, count: int = 1) -> None:
+        """Count answers taken from the cache."""
+        with self._lock:
+            self._cost = self._cost + Cost(cache_hits=count)
+
+    def record(self, usage: Usage | None) -> None:
+        """Count one request and the usage its reply reported."""
+        prompt = usage.prompt_tokens if usage is not None else None
+        completion = usage.completion_tokens if usage is not None else None
+        metered = prompt is not None or completion is not None
+        with self._lock:
+            self._cost = self._cost + Cost(
+                calls=1,
+                prompt_tokens=prompt or 0,
+                completion_tokens=completion or 0,
+                unmetered=0 if metered else 1,
+            )
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -203,8 +370,10 @@ class ChatClient:
         concurrency: int = 1,
         use_env_proxy: bool = False,
         sleep: Callable[[float], None] = time.sleep,
+        meter: Meter | None = None,
     ) -> None:
         self.naming = naming
+        self.meter = meter if meter is not None else Meter()
         base_url = base_url or os.environ.get(naming.url_env)
         model = model or os.environ.get(naming.model_env)
         _check_settings(naming, base_url, model, timeout, max_retries, backoff, max_backoff)
@@ -237,7 +406,25 @@ class ChatClient:
 
     def complete(self, messages: Sequence[Message], **parameters: Any) -> ChatReply:
         """Send ``messages`` (with sampling ``parameters`` such as temperature, seed,
-        max_tokens); the reply text and its usage. Retried as the class says."""
+        max_tokens); the reply text and its usage. Retried as the class says. The request is
+        counted on :attr:`meter`; with a budget, it is not sent when it would exceed it."""
+        budget = self.meter.budget
+        chars, estimate = (0, 0)
+        if budget is not None:
+            chars, estimate = budget.estimate(messages, parameters.get("max_tokens"))
+            budget.reserve(estimate, f"{self.naming.label} ({self.url})")
+        try:
+            reply = self._complete(messages, parameters)
+        except BaseException:
+            if budget is not None:
+                budget.release(estimate)
+            raise
+        if budget is not None:
+            budget.settle(estimate, reply.usage, chars)
+        self.meter.record(reply.usage)
+        return reply
+
+    def _complete(self, messages: Sequence[Message], parameters: Mapping[str, Any]) -> ChatReply:
         body = json.dumps(
             {"model": self.model, "messages": list(messages), "stream": False, **parameters}
         ).encode("utf-8")

@@ -25,4 +25,12 @@ DEFAULT_PLUGIN_METRICS: tuple[str, ...] = (
     "mrr_at_10",
     "map_at_100",
 )
-ANSWER_METRICS: tuple[str, ...] = ("groundedness", "answer_relevance")
+# Every answer-layer metric; the first two are shown when none is configured (the others need a
+# reference or the contexts the generator was given).
+ANSWER_METRICS: tuple[str, ...] = (
+    "groundedness",
+    "answer_relevance",
+    "answer_correctness",
+    "context_relevance",
+)
+DEFAULT_ANSWER_METRICS: tuple[str, ...] = ANSWER_METRICS[:2]

@@ -67,6 +67,7 @@ def compare_to_baseline(
         verdict.reasons = reasons
         return verdict
     pairs = _Pairs(entry, current, [q for q in cur_pq if q in base_pq])
+    noise = (current.get("judge_noise") or {}).get("noise") or {}
     for metric, now in current["metrics"].items():
         before = entry.get("metrics", {}).get(metric)
         if before is not None and now is not None:
@@ -80,6 +81,7 @@ def compare_to_baseline(
                     alpha,
                     seed,
                     unjudged_drops,
+                    noise.get(metric),
                 )
             )
     statuses = {m.status for m in verdict.metrics}
@@ -119,6 +121,10 @@ class _Pairs:
             if not deltas[i] < 0:
                 break
             q = self.shared[int(i)]
+            if not (self.base_rank or self.current_rank):
+                # No ranks to show (an answer-layer evaluation): -1 says so.
+                worst.append((q, float(deltas[i]), -1, -1))
+                continue
             ranks = (int(self.base_rank.get(q, 0) or 0), int(self.current_rank.get(q, 0) or 0))
             worst.append((q, float(deltas[i]), *ranks))
         return worst
@@ -203,6 +209,7 @@ def _metric_verdict(
     alpha: float | None,
     seed: int,
     unjudged_drops: str = "fail",
+    noise: float | None = None,
 ) -> MetricVerdict:
     b, c = pairs.values(metric)
     comparison: PairedComparison | None = compare_paired(b, c, seed=seed) if pairs.shared else None
@@ -217,6 +224,13 @@ def _metric_verdict(
             note = (
                 f"dropped {delta:+.4f} but not significantly (p = "
                 f"{comparison.p_value:.4f} ≥ alpha {alpha:g})"
+            )
+        elif noise is not None and -delta <= noise + 1e-12:
+            # The judge's verdicts on the same answers moved this much between repeats.
+            status = "ok"
+            note = (
+                f"dropped {delta:+.4f}, within judge noise (the mean moved by up to "
+                f"{noise:.4f} between repeated judgings of the same answers)"
             )
     elif delta > allowed + 1e-12:
         status = "improved"

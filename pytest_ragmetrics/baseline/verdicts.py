@@ -260,7 +260,10 @@ class Verdict:
 
 
 def _moved(query: str, delta: float, before: int, after: int) -> str:
-    """How a query's first relevant document moved, e.g. '1234: rank 1 → 7 (Δ -0.613)'."""
+    """How a query's first relevant document moved, e.g. '1234: rank 1 → 7 (Δ -0.613)';
+    just the query and Δ when there are no ranks (-1: an answer-layer evaluation)."""
+    if before < 0 or after < 0:
+        return f"{query} (Δ {delta:+.3f})"
     if before == after and before > 0:
         return f"{query}: first relevant still at rank {before}, others fell (Δ {delta:+.3f})"
     return f"{query}: rank {_rank_text(before)} → {_rank_text(after)} (Δ {delta:+.3f})"

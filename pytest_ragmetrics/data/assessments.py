@@ -90,6 +90,48 @@ class Claim:
         )
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """One yes/no verdict on something other than a claim: a context's relevance to the
+    question (``subject`` = the context id) or the answer's agreement with its reference
+    (``subject`` = ``"reference"`` or ``"label"``). ``value`` None: not judged. ``score`` and
+    ``reply`` are the raw material (a similarity, the model's words, the label compared)."""
+
+    subject: str
+    value: bool | None
+    score: float | None = None
+    reply: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.value is not None and not isinstance(self.value, bool):
+            raise JudgeError(
+                f"verdict on {self.subject!r}: value must be true, false or null, got "
+                f"{self.value!r}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "subject": self.subject,
+            "value": self.value,
+            "score": self.score,
+            "reply": self.reply,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Verdict:
+        """Rebuild from :meth:`to_dict` output."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("subject"), str):
+            raise JudgeError(f"a verdict must be an object with a 'subject', got {data!r:.80}")
+        score = data.get("score")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+            raise JudgeError(f"verdict on {data['subject']!r}: 'score' must be a number")
+        reply = data.get("reply")
+        if reply is not None and not isinstance(reply, str):
+            raise JudgeError(f"verdict on {data['subject']!r}: 'reply' must be a string")
+        return cls(data["subject"], data.get("value"), score, reply)
+
+
 Relevance = bool | int | None
 
 
@@ -112,8 +154,19 @@ class AnswerAssessment:
     judge: Mapping[str, Any] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict)
     query: str = ""
+    # Agreement with the reference answer (None: no reference or not judged).
+    correctness: Verdict | None = None
+    # One verdict per context the generator was given: relevant to the question?
+    context_verdicts: tuple[Verdict, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "context_verdicts", tuple(self.context_verdicts))
+        for verdict in (self.correctness, *self.context_verdicts):
+            if verdict is not None and not isinstance(verdict, Verdict):
+                raise JudgeError(
+                    f"query {self.query_id!r}: correctness and context_verdicts must be "
+                    f"Verdict objects, got {type(verdict).__name__}"
+                )
         if not isinstance(self.query_id, str) or not self.query_id:
             raise JudgeError(f"query_id must be a non-empty string, got {self.query_id!r}")
         if not isinstance(self.answer, str):
@@ -190,6 +243,20 @@ class AnswerAssessment:
         lo, hi = self.relevance_scale
         return (value - lo) / (hi - lo)
 
+    @property
+    def answer_correctness(self) -> float:
+        """1/0 for agreeing or not with the reference; NaN when not judged."""
+        verdict = self.correctness
+        if verdict is None or verdict.value is None:
+            return math.nan
+        return 1.0 if verdict.value else 0.0
+
+    @property
+    def context_relevance(self) -> float:
+        """Relevant contexts / judged contexts; NaN when no context was judged."""
+        judged = [v.value for v in self.context_verdicts if v.value is not None]
+        return sum(judged) / len(judged) if judged else math.nan
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the format recorded-verdict files use, one per line)."""
         return {
@@ -202,6 +269,8 @@ class AnswerAssessment:
             "relevance_scale": None if self.relevance_scale is None else list(self.relevance_scale),
             "judge": dict(self.judge),
             "raw": dict(self.raw),
+            "correctness": None if self.correctness is None else self.correctness.to_dict(),
+            "context_verdicts": [v.to_dict() for v in self.context_verdicts],
         }
 
     @classmethod
@@ -247,6 +316,12 @@ class AnswerAssessment:
             judge=dict(data.get("judge") or {}),
             raw=dict(data.get("raw") or {}),
             query=query,
+            correctness=None
+            if data.get("correctness") is None
+            else Verdict.from_dict(data["correctness"]),
+            context_verdicts=tuple(
+                Verdict.from_dict(v) for v in data.get("context_verdicts") or []
+            ),
         )
 
     def with_query_id(self, query_id: str) -> AnswerAssessment:
@@ -260,6 +335,8 @@ class AnswerAssessment:
             self.judge,
             self.raw,
             self.query,
+            self.correctness,
+            self.context_verdicts,
         )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
+from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, Verdict
 from pytest_ragmetrics.data.model import FloatArray
 from pytest_ragmetrics.encoders import ModelSource, load_sentence_transformer, resolve_model
 from pytest_ragmetrics.errors import JudgeError, RetrieverError
@@ -34,6 +34,13 @@ from pytest_ragmetrics.judges.base import (
 # the tuning half, seed 0): on the other half kappa 0.32, accuracy 0.66 (n = 169) -- a weak
 # judge; other seeds choose 0.63-0.73 with kappa 0.29-0.38 (tests/test_calibration.py, slow).
 DEFAULT_THRESHOLD = 0.66
+# The other two questions, by cosine of whole texts: agreement of an answer with its reference
+# (0.7: not calibrated, no free-text references to tune it on yet), and relevance of a context to
+# the question: chosen by benchmarks/calibrate_context_relevance.py against SciFact's qrels (dense
+# top 3 of the 300 test claims, tuned on odd claims): on the even claims kappa 0.341, accuracy
+# 0.724 (n = 450; 0.5 gave kappa 0.127).
+DEFAULT_AGREEMENT_THRESHOLD = 0.7
+DEFAULT_CONTEXT_THRESHOLD = 0.6
 RUBRIC = (
     "Split the answer into sentences; each sentence is a claim. Split every context into "
     "sentences. Embed all of them with the model (mean pooling, L2-normalised). A claim is "
@@ -96,8 +103,14 @@ class EmbeddingJudge(JudgeBase):
         batch_size: int = 64,
         encoder: Encoder | None = None,
         model_name: str | None = None,
+        agreement_threshold: float = DEFAULT_AGREEMENT_THRESHOLD,
+        context_threshold: float = DEFAULT_CONTEXT_THRESHOLD,
     ) -> None:
         _check_cosine("threshold", threshold)
+        _check_cosine("agreement_threshold", agreement_threshold)
+        _check_cosine("context_threshold", context_threshold)
+        self.agreement_threshold = float(agreement_threshold)
+        self.context_threshold = float(context_threshold)
         if relevance_threshold is not None:
             _check_cosine("relevance_threshold", relevance_threshold)
         self._threshold = float(threshold)
@@ -281,6 +294,95 @@ class EmbeddingJudge(JudgeBase):
             "claims": _best_matches(claims, sentences, vectors[:n], vectors[n : n + m]),
             "relevance": similarity,
         }
+
+    # -- the other questions ------------------------------------------------------------------
+
+    def question_identity(self, task: str) -> dict[str, Any]:
+        """The identity of the agreement or context question (model, rule, threshold)."""
+        threshold = self.agreement_threshold if task == "agreement" else self.context_threshold
+        what = (
+            "the answer agrees with the reference when cosine(answer, reference)"
+            if task == "agreement"
+            else "a context is relevant when cosine(question, context)"
+        )
+        return make_identity(
+            f"{self.name}-{task}",
+            self.model_name,
+            f"{what} >= threshold (whole texts, L2-normalised embeddings)",
+            {"model_digest": self._base_parameters["model_digest"], "threshold": threshold},
+        )
+
+    def similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """cosine(a, b) per pair of whole texts, every distinct text embedded once (cached)."""
+        found: list[float | None] = []
+        for a, b in pairs:
+            value = self._similarities.peek({"task": "pair", "a": a, "b": b})
+            found.append(float(value) if isinstance(value, (int, float)) else None)
+        missing = [i for i, v in enumerate(found) if v is None]
+        if missing:
+            unique = list(dict.fromkeys(t for i in missing for t in pairs[i]))
+            vectors = self.embed(unique)
+            row = {t: k for k, t in enumerate(unique)}
+            for i in missing:
+                a, b = pairs[i]
+                value = round(float(vectors[row[a]] @ vectors[row[b]]), 6)
+                self._similarities.put({"task": "pair", "a": a, "b": b}, value)
+                found[i] = value
+        return [float(v) for v in found if v is not None]
+
+    def judge_agreement(self, items: Sequence[tuple[str, str, str]]) -> list[Verdict]:
+        """Per (question, answer, reference): agrees when cosine(answer, reference) is at
+        least ``agreement_threshold``."""
+        scores = self.similarities([(a, r) for _, a, r in items])
+        return [self._pair_verdict("reference", s, self.agreement_threshold) for s in scores]
+
+    def judge_contexts(self, items: Sequence[tuple[str, Contexts]]) -> list[list[Verdict]]:
+        """Per (question, contexts): each context relevant when cosine(question, context) is
+        at least ``context_threshold``."""
+        asked = [(q, normalise_contexts(c)) for q, c in items]
+        scores = iter(self.similarities([(q, text) for q, pairs in asked for _, text in pairs]))
+        return [
+            [self._pair_verdict(cid, next(scores), self.context_threshold) for cid, _ in pairs]
+            for _, pairs in asked
+        ]
+
+    def _pair_verdict(self, subject: str, score: float, threshold: float) -> Verdict:
+        value = score >= threshold
+        return Verdict(
+            subject, value, score, f"cosine {score:.4f} {'>=' if value else '<'} {threshold}"
+        )
+
+    def assess_batch(
+        self, items: Sequence[tuple[str, str, str, Contexts]]
+    ) -> list[AnswerAssessment]:
+        """:meth:`assess` for many (query id, query, answer, contexts) at once: every claim
+        and context sentence of every answer embedded in shared batches (what
+        :func:`~pytest_ragmetrics.judges.answers.assess_answers` uses)."""
+        requests = [(split_sentences(answer), contexts) for _, _, answer, contexts in items]
+        claims = self.judge_claims_many(requests)
+        relevance: list[float | None] = [None] * len(items)
+        if self.relevance_threshold is not None:
+            wanted = [i for i, (_, q, a, _) in enumerate(items) if q.strip() and a.strip()]
+            scores = self.similarities([(items[i][1], items[i][2]) for i in wanted])
+            for i, score in zip(wanted, scores, strict=True):
+                relevance[i] = score
+        identity = self.identity()
+        out: list[AnswerAssessment] = []
+        for (qid, query, answer, _), found, similarity in zip(
+            items, claims, relevance, strict=True
+        ):
+            addresses: bool | None = None
+            raw: dict[str, Any] = {}
+            if similarity is not None and self.relevance_threshold is not None:
+                addresses = similarity >= self.relevance_threshold
+                raw["relevance"] = (
+                    f"cosine(question, answer) {similarity:.4f} "
+                    f"{'>=' if addresses else '<'} {self.relevance_threshold}"
+                )
+            out.append(
+                AnswerAssessment(qid, answer, tuple(found), addresses, None, identity, raw, query)
+            )
+        return out
 
 
 def _best_matches(

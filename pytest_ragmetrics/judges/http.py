@@ -9,13 +9,14 @@ stored or raised.
 
 from __future__ import annotations
 
+import copy as copy_module
 import functools
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
+from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, Verdict
 from pytest_ragmetrics.errors import JudgeError
 from pytest_ragmetrics.judges.base import (
     SPLITTER_VERSION,
@@ -26,9 +27,10 @@ from pytest_ragmetrics.judges.base import (
     checked_requests,
     make_identity,
     naming_query,
+    normalise_contexts,
     split_sentences,
 )
-from pytest_ragmetrics.transport import ChatClient, Naming
+from pytest_ragmetrics.transport import Budget, ChatClient, Cost, Meter, Naming
 
 ENV_URL = "RAGMETRICS_JUDGE_URL"
 ENV_MODEL = "RAGMETRICS_JUDGE_MODEL"
@@ -46,6 +48,14 @@ SUPPORT_TEMPLATE = (
 RELEVANCE_TEMPLATE = (
     "Question: {query}\n\nAnswer: {answer}\n\n"
     "Does this answer address the question? Answer yes or no."
+)
+AGREEMENT_TEMPLATE = (
+    "Question: {query}\n\nReference answer: {reference}\n\nAnswer: {answer}\n\n"
+    "Does the answer agree with the reference answer? Answer yes or no."
+)
+CONTEXT_TEMPLATE = (
+    "Question: {query}\n\nPassage: {passage}\n\n"
+    "Is this passage relevant to the question? Answer yes or no."
 )
 _VERDICT = re.compile(r"^\W*(?:(?:final\s+)?answer\W*)?(yes|no)\b", re.IGNORECASE)
 
@@ -138,6 +148,10 @@ class HttpJudge(JudgeBase):
         use_env_proxy: bool = False,
         concurrency: int = 1,
         sleep: Callable[[float], None] = time.sleep,
+        temperature: float = 0.0,
+        budget: Budget | None = None,
+        agreement_template: str = AGREEMENT_TEMPLATE,
+        context_template: str = CONTEXT_TEMPLATE,
     ) -> None:
         self._client = ChatClient(
             base_url,
@@ -151,21 +165,58 @@ class HttpJudge(JudgeBase):
             concurrency=concurrency,
             use_env_proxy=use_env_proxy,
             sleep=sleep,
+            meter=Meter(budget),
         )
+        self._agreement = agreement_template
+        self._context = context_template
         _check_questions(unparseable, support_template, relevance_template)
         self._system = system_prompt
         self._support = support_template
         self._relevance = relevance_template
         self._unparseable = unparseable
         self._judge_relevance = judge_relevance
-        self._params = {"temperature": 0.0, "seed": int(seed), "max_tokens": int(max_tokens)}
+        self._params = {
+            "temperature": float(temperature),
+            "seed": int(seed),
+            "max_tokens": int(max_tokens),
+        }
+        self._cache = cache
+        self._set_identity()
+
+    def _set_identity(self) -> None:
         self._identity = make_identity(
             self.name,
             self.model,
-            _rubric(system_prompt, support_template, relevance_template),
-            {**self._params, "splitter": SPLITTER_VERSION, "judge_relevance": judge_relevance},
+            _rubric(self._system, self._support, self._relevance),
+            {
+                **self._params,
+                "splitter": SPLITTER_VERSION,
+                "judge_relevance": self._judge_relevance,
+            },
         )
-        self._verdicts = VerdictCache(cache, self._identity)
+        self._verdicts = VerdictCache(self._cache, self._identity)
+
+    def with_seed(self, seed: int) -> HttpJudge:
+        """The same judge asking with another seed (another identity, its own cache entries):
+        what ``repeats`` uses to measure how much verdicts vary."""
+        copy = copy_module.copy(self)
+        copy._params = {**self._params, "seed": int(seed)}
+        copy._set_identity()
+        return copy
+
+    @property
+    def seed(self) -> int:
+        return int(self._params["seed"])
+
+    @property
+    def meter(self) -> Meter:
+        """Requests, cache hits and tokens so far (shared with :meth:`with_seed` copies)."""
+        return self._client.meter
+
+    @property
+    def cost(self) -> Cost:
+        """:attr:`meter`'s counts."""
+        return self._client.meter.cost
 
     def __repr__(self) -> str:
         return f"HttpJudge(url={self.url!r}, model={self.model!r})"
@@ -284,14 +335,24 @@ class HttpJudge(JudgeBase):
             verdicts.append(claims_out)
         return verdicts
 
-    def _support_verdict(self, prompt: str) -> dict[str, Any]:
+    def _cached_verdict(self, task: str, prompt: str, what: str) -> dict[str, Any]:
+        """The verdict on ``prompt`` from the cache (counted as a hit) or the endpoint."""
+        asked = [False]
+
+        def ask() -> dict[str, Any]:
+            asked[0] = True
+            return self._verdict(prompt, what)
+
         raw: dict[str, Any] = self._verdicts.get(
-            {"task": "support", "prompt": prompt},
-            functools.partial(self._verdict, prompt, "claim support"),
-            valid=_is_verdict,
+            {"task": task, "prompt": prompt}, ask, valid=_is_verdict
         )
-        self._check_parsed(raw, "claim support")
+        if not asked[0]:
+            self._client.meter.hit()
+        self._check_parsed(raw, what)
         return raw
+
+    def _support_verdict(self, prompt: str) -> dict[str, Any]:
+        return self._cached_verdict("support", prompt, "claim support")
 
     def _support_verdicts(self, prompts: list[str]) -> dict[str, dict[str, Any]]:
         """Cached or fresh verdicts for ``prompts``, ``concurrency`` in flight at a time."""
@@ -320,11 +381,88 @@ class HttpJudge(JudgeBase):
                 addresses, raw["relevance"] = False, "empty answer"
             else:
                 prompt = self._relevance.format(query=query, answer=answer)
-                reply = self._verdicts.get(
-                    {"task": "relevance", "prompt": prompt},
-                    lambda: self._verdict(prompt, "answer relevance"),
-                    valid=_is_verdict,
-                )
-                self._check_parsed(reply, "answer relevance")
+                reply = self._cached_verdict("relevance", prompt, "answer relevance")
                 addresses, raw["relevance"] = reply["verdict"], reply["reply"]
         return claims, addresses, raw
+
+    # -- the other questions: agreement with a reference, relevance of a context ---------------
+
+    def question_identity(self, task: Literal["agreement", "context"]) -> dict[str, Any]:
+        """The identity of one of the other questions (what its calibration is keyed by)."""
+        template = self._agreement if task == "agreement" else self._context
+        return make_identity(
+            f"{self.name}-{task}",
+            self.model,
+            f"system: {self._system}\n\n{task} question: {template}",
+            dict(self._params),
+        )
+
+    def _ask_all(self, task: str, prompts: list[str], what: str) -> dict[str, dict[str, Any]]:
+        unique = list(dict.fromkeys(prompts))
+        replies = self._client.map(functools.partial(self._cached_verdict, task, what=what), unique)
+        return dict(zip(unique, replies, strict=True))
+
+    def judge_agreement(self, items: Sequence[tuple[str, str, str]]) -> list[Verdict]:
+        """Per (question, answer, reference): "does the answer agree with the reference?"
+        (``concurrency`` questions in flight, each distinct question asked once)."""
+        prompts = [self._agreement.format(query=q, answer=a, reference=r) for q, a, r in items]
+        replies = self._ask_all("agreement", prompts, "reference agreement")
+        return [
+            Verdict("reference", replies[p]["verdict"], None, replies[p]["reply"]) for p in prompts
+        ]
+
+    def judge_contexts(
+        self, items: Sequence[tuple[str, Sequence[str] | Mapping[str, str]]]
+    ) -> list[list[Verdict]]:
+        """Per (question, contexts): for each context, "is this passage relevant to the
+        question?"."""
+        asked = [
+            [(cid, self._context.format(query=q, passage=text)) for cid, text in
+             normalise_contexts(contexts)]
+            for q, contexts in items
+        ]  # fmt: skip
+        replies = self._ask_all(
+            "context", [p for pairs in asked for _, p in pairs], "context relevance"
+        )
+        return [
+            [Verdict(cid, replies[p]["verdict"], None, replies[p]["reply"]) for cid, p in pairs]
+            for pairs in asked
+        ]
+
+    # -- a dry run --------------------------------------------------------------------------
+
+    def questions_for(
+        self,
+        query: str,
+        answer: str,
+        contexts: Sequence[str] | Mapping[str, str],
+        *,
+        reference: str | None = None,
+        tasks: Sequence[str] = ("support", "relevance", "agreement", "context"),
+    ) -> list[tuple[str, str]]:
+        """The (task, prompt) questions judging this answer would ask (nothing is sent)."""
+        pairs = normalise_contexts(contexts)
+        asked: list[tuple[str, str]] = []
+        if "support" in tasks and pairs:
+            context = self._context_text(pairs)
+            asked += [
+                ("support", self._support.format(claim=c, context=context))
+                for c in split_sentences(answer)
+            ]
+        if "relevance" in tasks and self._judge_relevance and query.strip() and answer.strip():
+            asked.append(("relevance", self._relevance.format(query=query, answer=answer)))
+        if "agreement" in tasks and reference is not None:
+            prompt = self._agreement.format(query=query, answer=answer, reference=reference)
+            asked.append(("agreement", prompt))
+        if "context" in tasks:
+            asked += [("context", self._context.format(query=query, passage=t)) for _, t in pairs]
+        return asked
+
+    def pending(self, questions: Sequence[tuple[str, str]]) -> int:
+        """How many distinct ``questions`` (from :meth:`questions_for`) are not in the cache:
+        the requests judging would send (before retries)."""
+        unique = dict.fromkeys(questions)
+        return sum(
+            self._verdicts.peek({"task": task, "prompt": prompt}, valid=_is_verdict) is None
+            for task, prompt in unique
+        )

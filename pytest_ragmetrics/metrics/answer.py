@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -10,7 +11,7 @@ import numpy as np
 from pytest_ragmetrics.data.assessments import AnswerAssessment
 from pytest_ragmetrics.data.model import as_str_array
 from pytest_ragmetrics.errors import MetricError
-from pytest_ragmetrics.vocabulary import ANSWER_METRICS
+from pytest_ragmetrics.vocabulary import ANSWER_METRICS, DEFAULT_ANSWER_METRICS
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.metrics.evaluation import Evaluation
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 def evaluate_answers(
     assessments: Iterable[AnswerAssessment],
-    metrics: Sequence[str] | str = ANSWER_METRICS,
+    metrics: Sequence[str] | str = DEFAULT_ANSWER_METRICS,
 ) -> Evaluation:
     """An answer-layer :class:`Evaluation` of judge assessments, one row per answer.
 
@@ -28,6 +29,11 @@ def evaluate_answers(
     0 would punish an answer that asserts nothing and 1 would reward it. Such answers are
     counted in ``details["no_claims"]`` and named in ``notes``, so they are shown, never
     silently averaged in.
+
+    ``answer_correctness`` = 1/0: the answer agrees with its reference (a label matched
+    exactly after normalisation, or a judge's verdict on free text); NaN without a reference.
+    ``context_relevance`` = contexts judged relevant to the question / contexts judged, per
+    query; NaN when none was judged.
 
     ``answer_relevance`` = 1/0 for a yes/no verdict, or the ordinal score scaled to [0, 1]
     by the rubric's ``relevance_scale`` (lowest → 0, highest → 1); NaN when not judged.
@@ -48,6 +54,8 @@ def evaluate_answers(
     columns = {
         "groundedness": [a.groundedness for a in items],
         "answer_relevance": [a.answer_relevance for a in items],
+        "answer_correctness": [a.answer_correctness for a in items],
+        "context_relevance": [a.context_relevance for a in items],
     }
     values = np.array([columns[m] for m in wanted], dtype=np.float64).T.reshape(
         len(items), len(wanted)
@@ -61,6 +69,11 @@ def evaluate_answers(
             [a.addresses_question is not None for a in items], dtype=np.int64
         ),
     }
+    if "context_relevance" in wanted:
+        details["contexts"] = np.array([len(a.context_verdicts) for a in items], dtype=np.int64)
+        details["relevant_contexts"] = np.array(
+            [sum(v.value is True for v in a.context_verdicts) for a in items], dtype=np.int64
+        )
     return Evaluation(
         as_str_array([a.query_id for a in items]),
         tuple(wanted),
@@ -118,4 +131,16 @@ def _notes(items: list[AnswerAssessment], wanted: list[str]) -> list[str]:
             f"{no_relevance} of {len(items)} answers have no relevance verdict: "
             "answer_relevance is not applicable to them and they are left out of its mean"
         )
+    for metric, what in (
+        ("answer_correctness", "no correctness verdict (no reference, or not judged)"),
+        ("context_relevance", "no judged context"),
+    ):
+        if metric in wanted:
+            missing = [a.query_id for a in items if math.isnan(getattr(a, metric))]
+            if missing:
+                shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+                notes.append(
+                    f"{len(missing)} of {len(items)} answers have {what} ({shown}): {metric} "
+                    "is not applicable to them and they are left out of its mean"
+                )
     return notes

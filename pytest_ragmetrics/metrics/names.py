@@ -82,6 +82,8 @@ _builtin(
 _builtin("infap", "none", "retrieval", "inferred average precision (trec_eval's infAP)")
 _builtin("groundedness", "none", "answer", "supported claims / judged claims")
 _builtin("answer_relevance", "none", "answer", "does the answer address the question")
+_builtin("answer_correctness", "none", "answer", "does the answer agree with the reference")
+_builtin("context_relevance", "none", "answer", "relevant contexts / judged contexts")
 
 _NAME = re.compile(r"^(?P<family>[a-z][a-z0-9_]*?)(?:(?:_at_|@)(?P<k>[^_@]*))?$")
 # trec_eval / pytrec_eval / ranx spellings, accepted and turned into ours.

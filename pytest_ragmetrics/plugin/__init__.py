@@ -16,14 +16,18 @@ from pytest_ragmetrics.errors import RagMetricsError
 from pytest_ragmetrics.options import FLAGS, OPTIONS, configured
 from pytest_ragmetrics.plugin.fixtures import (
     judged_rankings,
+    rag_answers,
     rag_cache,
     rag_corpus,
     rag_dataset,
     rag_eval,
+    rag_generator,
     rag_judge,
+    rag_pipeline,
     rag_qrels,
     rag_queries,
     rag_query,
+    rag_references,
     rag_retriever,
     rag_run,
 )
@@ -38,14 +42,18 @@ from pytest_ragmetrics.plugin.worker import REPORT_ATTRIBUTE
 
 __all__ = [
     "judged_rankings",
+    "rag_answers",
     "rag_cache",
     "rag_corpus",
     "rag_dataset",
     "rag_eval",
+    "rag_generator",
     "rag_judge",
+    "rag_pipeline",
     "rag_qrels",
     "rag_queries",
     "rag_query",
+    "rag_references",
     "rag_retriever",
     "rag_run",
 ]

@@ -3,6 +3,7 @@ run, ``rag_eval``, ``rag_query`` and ``judged_rankings``."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -123,10 +124,12 @@ def rag_judge(request: pytest.FixtureRequest) -> Any:
     session = rag_session(request.config)
     if session.settings.judge is None:
         pytest.fail(JUDGE_HINT, pytrace=False)
-    return without_traceback(lambda: configured_judge(session.settings, session.cache()))
+    return without_traceback(
+        lambda: configured_judge(session.settings, session.cache(), session.budget())
+    )
 
 
-def configured_judge(settings: Settings, cache: Any = None) -> Any:
+def configured_judge(settings: Settings, cache: Any = None, budget: Any = None) -> Any:
     """The judge the ragmetrics_judge* settings describe (the rag_judge fixture's default)."""
     from pytest_ragmetrics.judges.factory import build_judge
 
@@ -134,6 +137,8 @@ def configured_judge(settings: Settings, cache: Any = None) -> Any:
     options: dict[str, Any] = {}
     if settings.judge_concurrency is not None:
         options["concurrency"] = settings.judge_concurrency
+    if budget is not None and settings.judge == "http":
+        options["budget"] = budget
     return build_judge(
         settings.judge,
         cache=cache,
@@ -142,6 +147,114 @@ def configured_judge(settings: Settings, cache: Any = None) -> Any:
         verdicts=settings.judge_verdicts,
         **options,
     )
+
+
+GENERATOR_HINT = """rag_generator is not configured. Set ragmetrics_generator_url and
+ragmetrics_generator_model (or RAGMETRICS_GENERATOR_URL and RAGMETRICS_GENERATOR_MODEL) for an
+OpenAI-compatible chat endpoint, or override it (or rag_pipeline) in your conftest.py:
+
+    @pytest.fixture(scope="session")
+    def rag_generator():
+        from pytest_ragmetrics.generation import FunctionGenerator
+        return FunctionGenerator(my_generate, name="my-llm", version="1")  # (query, contexts)"""
+
+
+@pytest.fixture(scope="session")
+def rag_generator(request: pytest.FixtureRequest) -> Any:
+    """The generator of the default rag_pipeline: an OpenAI-compatible chat endpoint
+    (ragmetrics_generator_url/_model), or your override."""
+    session = rag_session(request.config)
+    settings = session.settings
+    if not (settings.generator_url or os.environ.get("RAGMETRICS_GENERATOR_URL")):
+        pytest.fail(GENERATOR_HINT, pytrace=False)
+
+    def build() -> Any:
+        from pytest_ragmetrics.generation import ChatGenerator
+
+        return ChatGenerator(
+            settings.generator_url,
+            settings.generator_model,
+            concurrency=settings.generator_concurrency or 1,
+            budget=session.budget(),
+        )
+
+    return without_traceback(build)
+
+
+@pytest.fixture(scope="session")
+def rag_pipeline(request: pytest.FixtureRequest) -> Any:
+    """The pipeline under test, query -> (answer, contexts): the recorded answers of
+    ragmetrics_answers when that file exists (unless recording), else rag_retriever's top
+    ragmetrics_top_n documents given to rag_generator. Override it with any function
+    ``pipeline(query) -> (answer, contexts)`` (with an ``identity()`` to cache its answers)."""
+    settings = rag_session(request.config).settings
+    path = settings.answers
+    if path is not None and path.exists() and not settings.record_answers:
+        from pytest_ragmetrics.generation import RecordedAnswers
+
+        return without_traceback(lambda: RecordedAnswers(path))
+    retriever = request.getfixturevalue("rag_retriever")
+    corpus = request.getfixturevalue("rag_corpus")
+    generator = request.getfixturevalue("rag_generator")
+
+    def build() -> Any:
+        from pytest_ragmetrics.generation import RetrieveThenGenerate
+
+        return RetrieveThenGenerate(retriever, corpus, generator, top_n=settings.top_n)
+
+    return without_traceback(build)
+
+
+@pytest.fixture(scope="session")
+def rag_answers(request: pytest.FixtureRequest, rag_pipeline: Any, rag_queries: Queries) -> Any:
+    """Every query's answer from rag_pipeline, computed once per session (per worker under
+    xdist, the answers shared through the cache), an :class:`AnswerSet` with its cost. With
+    --ragmetrics-dry-run the tests using it are skipped, saying how many calls they would
+    make; with --ragmetrics-record-answers the answers are written to ragmetrics_answers."""
+    session = rag_session(request.config)
+    settings = session.settings
+    queries = dict(rag_queries.items())
+    cache = session.cache()
+    if settings.dry_run:
+        from pytest_ragmetrics.generation import plan_answers
+
+        plan = without_traceback(lambda: plan_answers(rag_pipeline, queries, cache))
+        pytest.skip(f"dry run: {plan.describe()}")
+
+    def run() -> Any:
+        from pytest_ragmetrics.generation import answer_all
+
+        answers = answer_all(rag_pipeline, queries, cache=cache)
+        if settings.record_answers and settings.answers is not None:
+            answers.write(settings.answers)
+        return answers
+
+    return without_traceback(run)
+
+
+@pytest.fixture(scope="session")
+def rag_references(request: pytest.FixtureRequest, rag_dataset: Dataset) -> Any:
+    """The dataset's reference answers (``answers.jsonl``, or ``{split}_answers.jsonl`` in
+    the FlagEmbedding layout), by query id."""
+    session = rag_session(request.config)
+    pair = session.selection_of(rag_dataset)
+    if pair is None:
+        pytest.fail("rag_references: no dataset is configured (ragmetrics_dataset)", pytrace=False)
+
+    def load() -> Any:
+        from pytest_ragmetrics.data.answers import load_references
+
+        return load_references(pair.path, pair.split)
+
+    found = without_traceback(load)
+    if found is None:
+        pytest.fail(
+            f"rag_references: {pair.path} has no answers.jsonl (nor {pair.split}_answers.jsonl); "
+            'add one line per query: {"query_id": ..., "answer": "reference text"} and/or '
+            '"label": "..."',
+            pytrace=False,
+        )
+    return found
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from pytest_ragmetrics.metrics.retrieval import evaluate
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
 from pytest_ragmetrics.pooling import Supplement, supplemented_note
 from pytest_ragmetrics.records import EvaluationRecord, dataset_identity, identity_of, stable_json
-from pytest_ragmetrics.vocabulary import ANSWER_METRICS, Layer
+from pytest_ragmetrics.vocabulary import DEFAULT_ANSWER_METRICS, Layer
 
 
 def parse_thresholds(
@@ -112,7 +112,9 @@ class RagEval:
     def _record(self, recorded: EvaluationRecord, **sources: Any) -> None:
         if self._report_fields is not None:
             fields = self._report_fields(recorded, **sources)
-            recorded = dataclasses.replace(recorded, report_fields=dict(fields))
+            recorded = dataclasses.replace(
+                recorded, report_fields={**recorded.report_fields, **fields}
+            )
         self.recorded.append(recorded)
         if self._on_record is not None:
             self._on_record(recorded)
@@ -204,17 +206,39 @@ class RagEval:
         name: str | None = None,
         *,
         metrics: Iterable[str] | str | None = None,
+        cost: Mapping[str, Any] | None = None,
+        noise: Any = None,
     ) -> Evaluation:
         """Evaluate answer assessments and record them; returns the result.
 
         The metrics are the answer-layer ones in ragmetrics_metrics and the thresholds, plus
         ``metrics``; both groundedness and answer_relevance when none is configured.
+        ``assessments`` may be a :class:`~pytest_ragmetrics.judges.answers.JudgedAnswers`
+        (its judge cost and noise are then recorded too). ``cost`` maps a part ("generator",
+        "judge") to its :class:`~pytest_ragmetrics.transport.Cost`: shown in the notes and the
+        JSON report. ``noise`` (a :class:`~pytest_ragmetrics.judges.noise.JudgeNoise`) is
+        shown too, and a baseline drop within it is not a regression.
         """
+        from pytest_ragmetrics.judges.answers import JudgedAnswers
         from pytest_ragmetrics.metrics.answer import evaluate_answers
 
+        parts = dict(cost or {})
+        if isinstance(assessments, JudgedAnswers):
+            parts.setdefault("judge", assessments.cost)
+            noise = noise if noise is not None else assessments.noise
+            assessments = assessments.assessments
         items = list(assessments)
-        names = self._metrics_for("answer", metrics, default=ANSWER_METRICS)
+        names = self._metrics_for("answer", metrics, default=DEFAULT_ANSWER_METRICS)
         evaluation = evaluate_answers(items, names)
+        fields: dict[str, Any] = {}
+        if parts:
+            fields["cost"] = {part: c.to_dict() for part, c in parts.items()}
+            evaluation.notes.append(
+                "cost: " + "; ".join(f"{part} {c.describe()}" for part, c in parts.items())
+            )
+        if noise is not None:
+            fields["judge_noise"] = noise.to_dict()
+            evaluation.notes.append(noise.describe())
         judges: dict[str, Any] = {}
         for item in items:
             judge = getattr(item, "judge", None)
@@ -232,6 +256,7 @@ class RagEval:
             identity=identity,
             dataset=None,
             thresholds={m: v for m, v in self._thresholds.items() if m in evaluation.metrics},
+            report_fields=fields,
         )
         self._record(recorded, assessments=items)
         return evaluation

@@ -34,6 +34,7 @@ class RagSession:
         self._dataset_errors: dict[str, Exception] = {}
         self._baseline: BaselineStore | None = None
         self._cache: Cache | None = None
+        self._budget: Any = None
         self._run_evaluations: dict[str, Evaluation] = {}
         # Which tests exist (for stale baseline entries): every test pytest collected, and
         # whether the collection covered whole files and the whole suite.
@@ -133,6 +134,16 @@ class RagSession:
 
             self._baseline = BaselineStore.load(self.settings.baseline)
         return self._baseline
+
+    def budget(self) -> Any:
+        """The token budget (ragmetrics_judge_budget) shared by the generator and the judge of
+        this process, or None."""
+        tokens = self.settings.judge_budget
+        if tokens is not None and self._budget is None:
+            from pytest_ragmetrics.transport import Budget
+
+            self._budget = Budget(tokens)
+        return self._budget
 
     def cache(self) -> Cache:
         if self._cache is None:

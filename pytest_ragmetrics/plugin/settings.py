@@ -63,6 +63,14 @@ class Settings:
     junit_properties: bool = False
     min_judge_kappa: float | None = None
     calibration: Path = Path(".ragmetrics/calibration.json")
+    judge_budget: int | None = None
+    generator_url: str | None = None
+    generator_model: str | None = None
+    generator_concurrency: int | None = None
+    top_n: int = 3
+    answers: Path | None = None
+    dry_run: bool = False
+    record_answers: bool = False
 
     def __post_init__(self) -> None:
         if not self.datasets and self.dataset is not None:
@@ -131,6 +139,10 @@ def build_settings(
     values["update_baseline"] = bool(flags.get("update_baseline"))
     values["use_cache"] = not flags.get("no_cache")
     values["clear_cache"] = bool(flags.get("clear_cache"))
+    values["dry_run"] = bool(flags.get("dry_run"))
+    values["record_answers"] = bool(flags.get("record_answers")) or (
+        os.environ.get("RAGMETRICS_RECORD_ANSWERS", "").strip().lower() in ("1", "true", "yes")
+    )
     if flags.get("strict"):
         values["strict"] = True
     settings = Settings(**values)
@@ -426,5 +438,7 @@ def settings_from_pytest(config: Any) -> Settings:
             "update_baseline": config.getoption("ragmetrics_update_baseline"),
             "no_cache": config.getoption("ragmetrics_no_cache"),
             "clear_cache": config.getoption("ragmetrics_clear_cache"),
+            "dry_run": config.getoption("ragmetrics_dry_run"),
+            "record_answers": config.getoption("ragmetrics_record_answers"),
         },
     )

@@ -1256,6 +1256,8 @@ def _rank_move(
     """'1 → 3' for the first relevant document's rank before and now (— when unknown)."""
     item = listed.get(qid, {})
     before, after = _int(item.get("rank_before")), _int(item.get("rank_after"))
+    if (before or 0) < 0 or (after or 0) < 0:
+        return ""  # no ranks: an answer-layer evaluation
     record = _map(records.get(qid))
     relevant = _map(record.get("relevant"))
     if before is None and isinstance(record.get("baseline_ranking"), list):
