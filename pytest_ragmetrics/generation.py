@@ -25,8 +25,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pytest_ragmetrics.cache import Cache, canonical_json
 from pytest_ragmetrics.data.answers import GeneratedAnswer, read_answers, write_answers
-from pytest_ragmetrics.errors import GeneratorError, RagMetricsError
-from pytest_ragmetrics.executors.base import LocalExecutor
+from pytest_ragmetrics.errors import ConfigError, GeneratorError, RagMetricsError
+from pytest_ragmetrics.executors.base import Executor, LocalExecutor, resolve_executor
 from pytest_ragmetrics.progress import progress
 from pytest_ragmetrics.transport import Budget, ChatClient, ChatReply, Cost, Meter, Naming
 
@@ -411,6 +411,7 @@ def answer_all(
     cache: Cache | None = None,
     concurrency: int | None = None,
     description: str = "generating answers",
+    executor: str | Executor | None = None,
 ) -> AnswerSet:
     """Every query's answer, once: from the cache when it holds it, else from the pipeline
     (``concurrency`` at a time, default the pipeline's), stored for the next run.
@@ -418,6 +419,11 @@ def answer_all(
     Each answer is computed under its cache entry's lock, so parallel processes (xdist
     workers) asking for the same answer pay for one generation. The error of the first
     failing query (in query order) is raised, naming the query.
+
+    ``executor="ray"`` (or a :class:`~pytest_ragmetrics.executors.RayExecutor`) generates the
+    answers the cache lacks on a Ray cluster's actors, each holding a copy of the pipeline,
+    ``concurrency`` at a time; the answers are stored in the same cache entries here, so a
+    rerun, with or without Ray, generates nothing.
     """
     if isinstance(pipeline, RecordedAnswers):
         answers = pipeline.answers_for(queries)
@@ -438,39 +444,9 @@ def answer_all(
             cost[0] = cost[0] + extra
 
     def compute(qid: str) -> dict[str, Any]:
-        query = queries[qid]
-        try:
-            if staged:
-                reply = pipeline.generate(query, contexts[qid])
-                answer, pairs = reply.text, contexts[qid]
-                usage = reply.usage
-            else:
-                result = pipeline(query)
-                if not (isinstance(result, tuple) and len(result) == 2):
-                    raise GeneratorError(
-                        f"rag_pipeline returned {type(result).__name__}; return (answer, contexts)"
-                    )
-                answer, pairs, usage = result[0], _as_contexts(result[1], qid), None
-        except RagMetricsError as exc:
-            raise type(exc)(f"answering query {qid!r}: {exc}") from None
-        if not isinstance(answer, str):
-            raise GeneratorError(f"answering query {qid!r}: the answer is not text")
-        prompt = usage.prompt_tokens if usage else None
-        completion = usage.completion_tokens if usage else None
-        count(
-            Cost(
-                calls=1,
-                prompt_tokens=prompt or 0,
-                completion_tokens=completion or 0,
-                unmetered=0 if usage else 1,
-            )
-        )
-        return {
-            "answer": answer,
-            "contexts": [list(p) for p in pairs],
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-        }
+        stored = _generate_one((pipeline, staged, qid, queries[qid], contexts.get(qid)))
+        count(_cost_of(stored))
+        return stored
 
     def one(qid: str) -> GeneratedAnswer:
         key = keys[qid]
@@ -484,7 +460,7 @@ def answer_all(
             stored = fresh()
         else:
             stored = cache.json(ANSWER_CACHE_KIND, key, fresh, valid=_is_stored)
-        if not computed[0]:
+        if not computed[0] and qid not in generated:
             count(Cost(cache_hits=1))
         with lock:
             advance(1)
@@ -497,6 +473,103 @@ def answer_all(
             stored.get("completion_tokens"),
         )
 
+    resolved = resolve_executor(executor, "answer_all")
+    generated: dict[str, Any] = {}
+    if not isinstance(resolved, LocalExecutor):
+        generated = _generate_elsewhere(
+            resolved, pipeline, staged, queries, keys, contexts, cache, limit
+        )
+        for stored in generated.values():
+            count(_cost_of(stored))
     with progress(description, len(queries)) as advance:
         answers = LocalExecutor(limit).map(one, list(queries))
     return AnswerSet(tuple(answers), cost[0], _identity_of(pipeline))
+
+
+def _generate_one(item: tuple[Any, bool, str, str, Any]) -> dict[str, Any]:
+    """One answer as the cache stores it: what an executor sends to its workers (picklable
+    when the pipeline is)."""
+    pipeline, staged, qid, query, contexts = item
+    try:
+        if staged:
+            reply = pipeline.generate(query, contexts)
+            answer, pairs, usage = reply.text, contexts, reply.usage
+        else:
+            result = pipeline(query)
+            if not (isinstance(result, tuple) and len(result) == 2):
+                raise GeneratorError(
+                    f"rag_pipeline returned {type(result).__name__}; return (answer, contexts)"
+                )
+            answer, pairs, usage = result[0], _as_contexts(result[1], qid), None
+    except RagMetricsError as exc:
+        raise type(exc)(f"answering query {qid!r}: {exc}") from None
+    if not isinstance(answer, str):
+        raise GeneratorError(f"answering query {qid!r}: the answer is not text")
+    return {
+        "answer": answer,
+        "contexts": [list(p) for p in pairs],
+        "prompt_tokens": usage.prompt_tokens if usage else None,
+        "completion_tokens": usage.completion_tokens if usage else None,
+        "metered": usage is not None,
+    }
+
+
+class _GenerationStage:
+    """The generation half of a :class:`RetrieveThenGenerate`: what Ray workers receive."""
+
+    def __init__(self, generator: Any) -> None:
+        self.generator = generator
+
+    def generate(self, query: str, contexts: Contexts) -> ChatReply:
+        reply: ChatReply = self.generator.generate(query, [text for _, text in contexts])
+        return reply
+
+
+def _constant(value: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    return lambda: value
+
+
+def _cost_of(stored: Mapping[str, Any]) -> Cost:
+    return Cost(
+        calls=1,
+        prompt_tokens=stored.get("prompt_tokens") or 0,
+        completion_tokens=stored.get("completion_tokens") or 0,
+        unmetered=0 if stored.get("metered", True) else 1,
+    )
+
+
+def _generate_elsewhere(
+    executor: Executor,
+    pipeline: Any,
+    staged: bool,
+    queries: Mapping[str, str],
+    keys: Mapping[str, Any],
+    contexts: Mapping[str, Any],
+    cache: Cache | None,
+    limit: int,
+) -> dict[str, Any]:
+    """Generate on ``executor`` the answers the cache lacks and store them in it, so that the
+    local pass that follows finds every answer there; what was generated, by query id."""
+    if cache is None or not cache.enabled:
+        raise ConfigError(
+            "answer_all(executor=...): answers generated on a cluster come back through the "
+            "cache; give a cache (or drop executor= to generate here)"
+        )
+    missing = [
+        qid
+        for qid in queries
+        if keys[qid] is not None
+        and cache.get_json(ANSWER_CACHE_KIND, keys[qid], valid=_is_stored) is None
+    ]
+    # A retriever (its index, its model) stays here: the workers get only the generation stage.
+    shipped = (
+        _GenerationStage(pipeline.generator)
+        if isinstance(pipeline, RetrieveThenGenerate)
+        else pipeline
+    )
+    items = [(shipped, staged, qid, queries[qid], contexts.get(qid)) for qid in missing]
+    results = executor.map(_generate_one, items, concurrency=limit)
+    generated = dict(zip(missing, results, strict=True))
+    for qid, stored in generated.items():
+        cache.json(ANSWER_CACHE_KIND, keys[qid], _constant(stored), valid=_is_stored)
+    return generated

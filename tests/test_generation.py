@@ -271,3 +271,46 @@ def test_answer_set_write_is_atomic_jsonl(tmp_path: Path) -> None:
     answers.write(path)
     assert read_answers(path) == list(answers)
     assert not list(path.parent.glob("*.tmp*"))
+
+
+class InProcessExecutor:
+    """An executor that is not the local one: items go through ``map`` as they would to a
+    cluster (the Ray one is tested in test_ray.py)."""
+
+    kind = "elsewhere"
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+
+    def map(self, function: Any, items: Any, *, concurrency: int | None = None) -> list[Any]:
+        self.items += list(items)
+        return [function(item) for item in items]
+
+
+def test_answers_generated_elsewhere_land_in_the_cache_the_local_path_reads(
+    tmp_path: Path,
+) -> None:
+    fn = Counting()
+    pipeline = RetrieveThenGenerate(retriever(), CORPUS, fn, top_n=1)
+    local = answer_all(RetrieveThenGenerate(retriever(), CORPUS, Counting(), top_n=1), QUERIES)
+    cache = Cache(tmp_path)
+    executor = InProcessExecutor()
+    remote = answer_all(pipeline, dict(list(QUERIES.items())[:2]), cache=cache, executor=executor)
+    assert len(executor.items) == 2 and fn.calls == 2
+    assert remote.cost.calls == 2 and remote.cost.cache_hits == 0
+    # The third query is the only one the cluster still has to answer; then a local rerun
+    # answers everything from the cache.
+    again = answer_all(pipeline, QUERIES, cache=cache, executor=executor)
+    assert len(executor.items) == 3 and fn.calls == 3
+    assert again.cost.calls == 1 and again.cost.cache_hits == 2
+    rerun = answer_all(pipeline, QUERIES, cache=cache)
+    assert fn.calls == 3 and rerun.cost.cache_hits == 3
+    assert [(a.query_id, a.answer, a.contexts) for a in rerun.answers] == [
+        (a.query_id, a.answer, a.contexts) for a in local.answers
+    ]
+
+
+def test_generating_elsewhere_needs_a_cache_to_bring_the_answers_back() -> None:
+    pipeline = RetrieveThenGenerate(retriever(), CORPUS, Counting(), top_n=1)
+    with pytest.raises(Exception, match="come back through the cache"):
+        answer_all(pipeline, QUERIES, executor=InProcessExecutor())

@@ -432,6 +432,34 @@ def test_assess_many_on_ray_gives_the_local_assessments(ray_executor: RayExecuto
     assert [a.groundedness for a in remote] == [a.groundedness for a in local]
 
 
+def test_answers_generated_on_ray_are_the_local_answers_and_cached(
+    ray_executor: RayExecutor, tmp_path: Path
+) -> None:
+    from pytest_ragmetrics.cache import Cache
+    from pytest_ragmetrics.data.model import Corpus
+    from pytest_ragmetrics.generation import RetrieveThenGenerate, answer_all
+    from pytest_ragmetrics.retrievers import from_function
+
+    corpus = Corpus(["d1", "d2"], ["Cats", "Rain"], ["Cats purr.", "Storms bring rain."])
+    queries = {"q1": "why do cats purr", "q2": "when does it rain", "q3": "cats and rain"}
+
+    def pipeline() -> RetrieveThenGenerate:
+        retriever = from_function(lambda text: ["d1", "d2"], corpus=corpus, name="fixed")
+        return RetrieveThenGenerate(
+            retriever, corpus, lambda q, c: f"{q.upper()} | {c[0]}", top_n=1
+        )
+
+    local = answer_all(pipeline(), queries)
+    cache = Cache(tmp_path)
+    remote = answer_all(pipeline(), queries, cache=cache, executor=ray_executor, concurrency=2)
+    assert [(a.query_id, a.answer, a.contexts) for a in remote.answers] == [
+        (a.query_id, a.answer, a.contexts) for a in local.answers
+    ]
+    assert remote.cost.calls == 3
+    rerun = answer_all(pipeline(), queries, cache=cache)  # no Ray: all from the cache
+    assert rerun.cost.calls == 0 and rerun.cost.cache_hits == 3
+
+
 def test_assess_many_rejects_malformed_answers() -> None:
     with pytest.raises(JudgeError, match="answer 1 is str; give \\(query, answer, contexts\\)"):
         assess_many(object(), [("q", "a", ["c"]), "just text"])  # type: ignore[arg-type]
