@@ -64,8 +64,8 @@ def test_recorded_pipeline_then_the_regression_demo(scifact_cache: Path, tmp_pat
     assert 0.3 < trivial < 0.6
     worse = run(tmp_path, scifact_cache, worse=True)
     assert worse.returncode == 1, worse.stdout[-4000:]
-    assert f"'{NAME}' (test_pipeline.py::test_claim_verification_pipeline) regressed" in (
-        worse.stdout
-    )
+    # The example suite runs two datasets, so the test id names the pair it ran on.
+    test_id = "test_pipeline.py::test_claim_verification_pipeline[scifact-test]"
+    assert f"'{NAME}' ({test_id}) regressed" in worse.stdout
     assert "--ragmetrics-update-baseline" in worse.stdout
     assert "Traceback" not in worse.stdout
