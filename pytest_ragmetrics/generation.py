@@ -253,7 +253,7 @@ class RetrieveThenGenerate:
 
     def generate(self, query: str, contexts: Contexts) -> ChatReply:
         """The generator's answer from these contexts."""
-        return self.generator.generate(query, [text for _, text in contexts])
+        return _GenerationStage(self.generator).generate(query, contexts)
 
     def __call__(self, query: str) -> tuple[str, list[str]]:
         """Answer one query: (answer, context texts)."""
