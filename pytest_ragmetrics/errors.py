@@ -56,6 +56,11 @@ class JudgeError(RagMetricsError):
     """A judge could not be built or returned an invalid verdict."""
 
 
+class DryRun(Exception):
+    """Raised instead of sending requests in a dry run (``--ragmetrics-dry-run``); its
+    message says what would have been sent. Not a failure: the plugin skips the test with it."""
+
+
 class RagMetricsWarning(UserWarning):
     """Something is suspicious but the numbers can still be computed.
 

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from pytest_ragmetrics import dryrun
 from pytest_ragmetrics.cache import Cache, canonical_json
 from pytest_ragmetrics.data.answers import GeneratedAnswer, read_answers, write_answers
-from pytest_ragmetrics.errors import ConfigError, GeneratorError, RagMetricsError
+from pytest_ragmetrics.errors import ConfigError, DryRun, GeneratorError, RagMetricsError
 from pytest_ragmetrics.executors.base import Executor, LocalExecutor, resolve_executor
 from pytest_ragmetrics.progress import progress
 from pytest_ragmetrics.transport import Budget, ChatClient, ChatReply, Cost, Meter, Naming
@@ -396,12 +397,28 @@ def plan_answers(pipeline: Any, queries: Mapping[str, str], cache: Cache | None)
         pipeline.answers_for(queries)
         return AnswerPlan(0, len(queries))
     keys, _ = _keys(pipeline, queries)
+    return _plan(keys, cache)
+
+
+def _plan(keys: Mapping[str, dict[str, Any] | None], cache: Cache | None) -> AnswerPlan:
     cached = 0
     if cache is not None and cache.enabled:
         for key in keys.values():
             if key is not None and cache.get_json(ANSWER_CACHE_KIND, key, valid=_is_stored):
                 cached += 1
-    return AnswerPlan(len(queries) - cached, cached)
+    return AnswerPlan(len(keys) - cached, cached)
+
+
+def _answer_of(qid: str, query: str, stored: Mapping[str, Any]) -> GeneratedAnswer:
+    """A generated answer from its cache entry."""
+    return GeneratedAnswer(
+        qid,
+        query,
+        stored["answer"],
+        tuple((str(c), str(t)) for c, t in stored["contexts"]),
+        stored.get("prompt_tokens"),
+        stored.get("completion_tokens"),
+    )
 
 
 def answer_all(
@@ -435,6 +452,10 @@ def answer_all(
         )
     staged = _staged(pipeline)
     keys, contexts = _keys(pipeline, queries)
+    if dryrun.active():
+        plan = _plan(keys, cache)
+        if plan.calls:
+            raise DryRun(f"dry run: {plan.describe()}")
     limit = concurrency or int(getattr(pipeline, "concurrency", 1) or 1)
     lock = threading.Lock()
     cost = [Cost()]
@@ -464,14 +485,7 @@ def answer_all(
             count(Cost(cache_hits=1))
         with lock:
             advance(1)
-        return GeneratedAnswer(
-            qid,
-            queries[qid],
-            stored["answer"],
-            tuple((str(c), str(t)) for c, t in stored["contexts"]),
-            stored.get("prompt_tokens"),
-            stored.get("completion_tokens"),
-        )
+        return _answer_of(qid, queries[qid], stored)
 
     resolved = resolve_executor(executor, "answer_all")
     generated: dict[str, Any] = {}

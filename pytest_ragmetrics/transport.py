@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TypeVar
 
-from pytest_ragmetrics.errors import BudgetError, RagMetricsError
+from pytest_ragmetrics import dryrun
+from pytest_ragmetrics.errors import BudgetError, DryRun, RagMetricsError
 from pytest_ragmetrics.executors.base import LocalExecutor
 
 T = TypeVar("T")
@@ -407,7 +408,13 @@ class ChatClient:
     def complete(self, messages: Sequence[Message], **parameters: Any) -> ChatReply:
         """Send ``messages`` (with sampling ``parameters`` such as temperature, seed,
         max_tokens); the reply text and its usage. Retried as the class says. The request is
-        counted on :attr:`meter`; with a budget, it is not sent when it would exceed it."""
+        counted on :attr:`meter`; with a budget, it is not sent when it would exceed it. In a
+        dry run (:mod:`~pytest_ragmetrics.dryrun`) nothing is sent: DryRun is raised."""
+        if dryrun.active():
+            raise DryRun(
+                f"dry run: the {self.naming.label} would send a request to {self.url} (model "
+                f"{self.model!r}); nothing was sent"
+            )
         budget = self.meter.budget
         chars, estimate = (0, 0)
         if budget is not None:

@@ -230,7 +230,7 @@ def test_http_judge_agreement_and_context_questions_with_cost(tmp_path: Path) ->
     assert [a.answer_correctness for a in first.assessments] == [1.0, 0.0]
     assert [a.context_relevance for a in first.assessments] == [0.5, 1.0]
     assert sum("Does the answer agree with the reference answer?" in p for p in prompts) == 2
-    assert sum("Is this passage relevant to the question?" in p for p in prompts) == 3
+    assert sum("Is this passage relevant to the question" in p for p in prompts) == 3
     assert first.cost == Cost(calls=5, unmetered=5)
     assert second.cost == Cost(cache_hits=5)
     assert second.assessments == first.assessments
@@ -241,7 +241,8 @@ def test_http_judge_counts_tokens_and_stops_at_the_budget(tmp_path: Path) -> Non
     body["usage"] = {"prompt_tokens": 50, "completion_tokens": 1}
     with serve([Reply(body=body) for _ in range(20)]) as server:
         budget = Budget(120)
-        judge = HttpJudge(server.url, "tiny", budget=budget)
+        short = "Q: {query}\nP: {passage}\nRelevant? yes or no."
+        judge = HttpJudge(server.url, "tiny", budget=budget, context_template=short)
         items = [("q", f"passage {i}") for i in range(5)]
         # The first reply shows ~50 prompt tokens per question: a second would pass 120.
         with pytest.raises(BudgetError, match=r"HTTP judge .*51 tokens used by 1 call, and"):
@@ -408,9 +409,12 @@ def test_dry_run_counts_the_judge_requests_then_none(tmp_path: Path) -> None:
         assert server.count == 0
         judged = judge_answers(judge, answers, references=references, metrics=metrics)
         sent = server.count
-        assert plan_judging(judge, answers, references=references, metrics=metrics) == 0
-    assert planned == sent == judged.cost.calls == 8
-    assert plan_judging(embedding_judge(), answers, metrics=metrics) is None
+        again = plan_judging(judge, answers, references=references, metrics=metrics)
+    assert planned.requests == sent == judged.cost.calls == 8
+    assert (planned.cached, again.requests, again.cached) == (0, 0, 8)
+    assert "8 requests to send" in planned.describe()
+    local = plan_judging(embedding_judge(), answers, metrics=metrics)
+    assert local.local and "sends no requests" in local.describe()
 
 
 def test_judge_answers_passes_claims_of_and_a_relevance_judge() -> None:

@@ -23,14 +23,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from pytest_ragmetrics import dryrun
 from pytest_ragmetrics.data.answers import GeneratedAnswer, Reference, answer_label
 from pytest_ragmetrics.data.assessments import AnswerAssessment, Verdict
-from pytest_ragmetrics.errors import JudgeError
-from pytest_ragmetrics.judges.base import Contexts, Judge
+from pytest_ragmetrics.errors import DryRun, JudgeError
+from pytest_ragmetrics.judges.base import Contexts, Judge, check_repeats
 from pytest_ragmetrics.judges.many import assess_many
 from pytest_ragmetrics.judges.noise import JudgeNoise, measure_noise
 from pytest_ragmetrics.transport import Cost
 from pytest_ragmetrics.vocabulary import ANSWER_METRICS
+
+# Judges (by name) that judge here, sending no request.
+LOCAL_JUDGES = ("embedding", "recorded")
+LOCAL_RELEVANCE_JUDGES = ("embedding-relevance", "recorded-relevance")
 
 
 @runtime_checkable
@@ -53,6 +58,61 @@ class ContextJudge(Protocol):
 
 def _judge_name(judge: Any) -> str:
     return str(getattr(judge, "name", None) or type(judge).__name__)
+
+
+# What decides answer_correctness against label references: no judge, an exact rule (so no
+# calibration applies to it; the version changes with the rule).
+LABEL_MATCH = {
+    "name": "label-match",
+    "exact": True,
+    "rule": "the longest known label the answer starts with, as whole words, after "
+    "normalise_label (NFKC, case-folded, non-alphanumeric runs as one space, a lead-in "
+    "Verdict:/Answer:/Label:/Final answer: skipped) equals the reference's label",
+    "version": 1,
+}
+
+
+def _identity(judge: Any) -> dict[str, Any]:
+    get = getattr(judge, "identity", None)
+    return dict(get()) if callable(get) else {"name": _judge_name(judge)}
+
+
+def _question(judge: Any, task: str) -> dict[str, Any]:
+    """The identity of the ``task`` question ("agreement" or "context") as ``judge`` asks it."""
+    from pytest_ragmetrics.judges.relevance import RelevanceJudge
+
+    if task == "context" and isinstance(judge, RelevanceJudge):
+        return _identity(judge)
+    get = getattr(judge, "question_identity", None)
+    if callable(get):
+        return dict(get(task))
+    return {"name": f"{_judge_name(judge)}-{task}", "judge": _identity(judge)}
+
+
+def question_identities(
+    judge: Any,
+    answers: Sequence[GeneratedAnswer],
+    *,
+    references: Mapping[str, Reference] | None = None,
+    metrics: Sequence[str] = ANSWER_METRICS,
+    context_judge: Any = None,
+) -> dict[str, dict[str, Any]]:
+    """Per metric whose verdicts come from a question other than the judge's own (claim
+    support and answer relevance), that question's identity: what decides
+    answer_correctness (:data:`LABEL_MATCH` when every reference judged is a label, else the
+    agreement question) and context_relevance (the context question of ``context_judge`` or
+    ``judge``). Recorded with the evaluation, so that a changed threshold or prompt shows as
+    a configuration change, and used by the κ gate (each question has its own calibration)."""
+    out: dict[str, dict[str, Any]] = {}
+    if "answer_correctness" in metrics and references:
+        judged = [references[a.query_id] for a in answers if a.query_id in references]
+        if any(r.label is None for r in judged):
+            out["answer_correctness"] = _question(judge, "agreement")
+        elif judged:
+            out["answer_correctness"] = dict(LABEL_MATCH)
+    if "context_relevance" in metrics:
+        out["context_relevance"] = _question(context_judge or judge, "context")
+    return out
 
 
 def label_verdict(answer: str, reference: Reference, labels: Sequence[str]) -> Verdict:
@@ -118,14 +178,36 @@ def context_verdicts(judge: Any, items: Sequence[GeneratedAnswer]) -> list[list[
         pairs = [
             RelevancePair(a.query, text, a.query_id, cid) for a in items for cid, text in a.contexts
         ]
-        found = iter(judge.judge_relevance(pairs))
+        verdicts = list(judge.judge_relevance(pairs))
+        if len(verdicts) != len(pairs):
+            raise JudgeError(
+                f"judge {_judge_name(judge)!r}: judge_relevance returned {len(verdicts)} verdicts "
+                f"for {len(pairs)} (question, context) pairs"
+            )
+        found = iter(verdicts)
         return [
             [Verdict(cid, v.relevant, v.score, v.verdict) for cid, _ in a.contexts
              for v in (next(found),)]
             for a in items
         ]  # fmt: skip
     if isinstance(judge, ContextJudge):
-        return judge.judge_contexts([(a.query, dict(a.contexts)) for a in items])
+        found_lists = judge.judge_contexts([(a.query, [t for _, t in a.contexts]) for a in items])
+        if len(found_lists) != len(items):
+            raise JudgeError(
+                f"judge {_judge_name(judge)!r}: judge_contexts returned {len(found_lists)} "
+                f"verdict lists for {len(items)} answers"
+            )
+        out: list[list[Verdict]] = []
+        for a, got in zip(items, found_lists, strict=True):
+            if len(got) != len(a.contexts):
+                raise JudgeError(
+                    f"judge {_judge_name(judge)!r}: judge_contexts returned {len(got)} verdicts "
+                    f"for the {len(a.contexts)} contexts of query {a.query_id!r}"
+                )
+            # The judge saw the contexts in order; the verdicts are named by their ids.
+            named = zip(a.contexts, got, strict=True)
+            out.append([dataclasses.replace(v, subject=cid) for (cid, _), v in named])
+        return out
     raise JudgeError(
         f"judge {_judge_name(judge)!r} cannot judge context_relevance: it has neither "
         "judge_relevance(pairs) nor judge_contexts(items); use a relevance judge "
@@ -195,12 +277,32 @@ def _with_correctness(
 @dataclass(frozen=True)
 class JudgedAnswers:
     """Assessments of generated answers (from the judge as configured), what judging them
-    cost (requests, cache hits, tokens; zero for a judge that does not count), and, with
-    ``repeats`` > 1, the judge's measured noise."""
+    cost (requests, cache hits, tokens; zero for a judge that does not count), with
+    ``repeats`` > 1 the judge's measured noise, and what decided the verdicts: ``questions``
+    (per metric asked by another question than the judge's own, that question's identity; see
+    :func:`question_identities`), ``claims_of`` (the name of the function that picked the
+    part of each answer groundedness judged, if any) and ``pipeline`` (the identity of the
+    pipeline that produced the answers, when they came as an AnswerSet)."""
 
     assessments: tuple[AnswerAssessment, ...]
     cost: Cost = field(default_factory=Cost)
     noise: JudgeNoise | None = None
+    questions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    claims_of: str | None = None
+    pipeline: Mapping[str, Any] = field(default_factory=dict)
+
+    def identity(self, metrics: Iterable[str]) -> dict[str, Any]:
+        """What an evaluation of ``metrics`` records besides the judge's identity."""
+        wanted = set(metrics)
+        out: dict[str, Any] = {}
+        questions = {m: dict(q) for m, q in self.questions.items() if m in wanted}
+        if questions:
+            out["questions"] = questions
+        if self.claims_of and wanted & {"groundedness"}:
+            out["claims_of"] = self.claims_of
+        if self.pipeline:
+            out["pipeline"] = dict(self.pipeline)
+        return out
 
 
 def _cost_of(judge: Any) -> Cost:
@@ -208,11 +310,26 @@ def _cost_of(judge: Any) -> Cost:
     return cost if isinstance(cost, Cost) else Cost()
 
 
+def _function_name(fn: Callable[..., Any] | None) -> str | None:
+    if fn is None:
+        return None
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return f"{module}.{name}" if module else name
+
+
+def configured_repeats(judge: Any, repeats: int | None) -> int:
+    """``repeats`` if given, else the judge's own ``repeats`` (ragmetrics_judge_repeats for
+    the rag_judge fixture's), else 1; checked to be a positive integer."""
+    if repeats is None:
+        repeats = getattr(judge, "repeats", 1)
+    return check_repeats(repeats)
+
+
 def repeat_judges(judge: Judge, repeats: int) -> tuple[list[Judge], list[int]]:
     """The judges of ``repeats`` judgings: ``judge`` and, when it has ``with_seed``, copies
     with the next seeds (else the same deterministic judge again); and their seeds."""
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise JudgeError(f"repeats must be a positive integer, got {repeats!r}")
+    check_repeats(repeats)
     with_seed = getattr(judge, "with_seed", None)
     seed = getattr(judge, "seed", 0)
     if not callable(with_seed) or not isinstance(seed, int):
@@ -227,15 +344,32 @@ def judge_answers(
     *,
     references: Mapping[str, Reference] | None = None,
     metrics: Sequence[str] = ANSWER_METRICS,
-    repeats: int = 1,
+    repeats: int | None = None,
     concurrency: int | None = None,
     claims_of: Callable[[str], str] | None = None,
     context_judge: Any = None,
 ) -> JudgedAnswers:
-    """:func:`assess_answers`, counting the judge's cost, ``repeats`` times when asked (an HTTP
-    judge re-asks with the next seeds; see :mod:`~pytest_ragmetrics.judges.noise`). The
-    assessments returned are the first judging's (the judge as configured)."""
+    """:func:`assess_answers`, counting the judge's cost, ``repeats`` times (default: the
+    judge's own ``repeats``, else 1; an HTTP judge re-asks with the next seeds; see
+    :mod:`~pytest_ragmetrics.judges.noise`). The assessments returned are the first
+    judging's (the judge as configured).
+
+    In a dry run (:mod:`~pytest_ragmetrics.dryrun`, ``--ragmetrics-dry-run``) nothing is
+    judged: :class:`~pytest_ragmetrics.errors.DryRun` is raised, saying what judging would
+    send (:func:`plan_judging`)."""
     items = list(answers)
+    repeats = configured_repeats(judge, repeats)
+    if dryrun.active():
+        plan = plan_judging(
+            judge,
+            items,
+            references=references,
+            metrics=metrics,
+            claims_of=claims_of,
+            context_judge=context_judge,
+            repeats=repeats,
+        )
+        raise DryRun(f"dry run: {plan.describe()}")
     judges, seeds = repeat_judges(judge, repeats)
     before = _cost_of(judge)
     runs = [
@@ -251,7 +385,18 @@ def judge_answers(
         for j in judges
     ]
     noise = measure_noise(runs, list(metrics), seeds) if repeats > 1 else None
-    return JudgedAnswers(tuple(runs[0]), _cost_of(judge) - before, noise)
+    questions = question_identities(
+        judge, items, references=references, metrics=metrics, context_judge=context_judge
+    )
+    pipeline = getattr(answers, "identity", None)
+    return JudgedAnswers(
+        tuple(runs[0]),
+        _cost_of(judge) - before,
+        noise,
+        questions,
+        _function_name(claims_of),
+        dict(pipeline) if isinstance(pipeline, Mapping) else {},
+    )
 
 
 _TASKS = {
@@ -262,25 +407,78 @@ _TASKS = {
 }
 
 
+@dataclass(frozen=True)
+class JudgingPlan:
+    """What judging would send: ``requests`` (questions not in the judge's cache, over every
+    repeat), ``cached`` questions; None for a judge that cannot tell; ``local`` when the
+    judge sends nothing anywhere (the embedding judge, recorded verdicts)."""
+
+    judge: str
+    answers: int
+    requests: int | None
+    cached: int = 0
+    local: bool = False
+
+    def describe(self) -> str:
+        if self.local:
+            return f"judge {self.judge!r} sends no requests (it judges here)"
+        if self.requests is None:
+            return (
+                f"judge {self.judge!r} cannot tell what it would ask (it has no "
+                "questions_for/pending): its requests are not counted"
+            )
+        return (
+            f"judge {self.judge!r}: {self.requests} requests to send, {self.cached} questions "
+            f"in its cache ({self.answers} answers)"
+        )
+
+
 def plan_judging(
     judge: Judge,
     answers: Iterable[GeneratedAnswer],
     *,
     references: Mapping[str, Reference] | None = None,
     metrics: Sequence[str] = ANSWER_METRICS,
-) -> int | None:
-    """A dry run: how many requests :func:`assess_answers` would send (questions not in the
-    judge's cache), for a judge that can tell (the HTTP judge); None for others (the embedding
-    judge sends none). Label references need no question."""
-    questions_for = getattr(judge, "questions_for", None)
-    pending = getattr(judge, "pending", None)
-    if not callable(questions_for) or not callable(pending):
-        return None
+    claims_of: Callable[[str], str] | None = None,
+    context_judge: Any = None,
+    repeats: int | None = None,
+) -> JudgingPlan:
+    """A dry run of :func:`judge_answers` with the same arguments: how many requests it
+    would send (distinct questions not in the judge's cache, for each repeat's seed), for a
+    judge that can tell (the HTTP judge: ``questions_for`` and ``pending``). Nothing is sent.
+    Label references need no question; the embedding and recorded judges send none."""
+    items = list(answers)
+    name = _judge_name(judge)
+    repeats = configured_repeats(judge, repeats)
     tasks = [t for m in metrics for t in _TASKS.get(m, ())]
-    asked: list[tuple[str, str]] = []
-    for a in answers:
-        reference = (references or {}).get(a.query_id)
-        text = reference.text if reference is not None and reference.label is None else None
-        asked += questions_for(a.query, a.answer, dict(a.contexts), reference=text, tasks=tasks)
-    count: int = pending(asked)
-    return count
+    separate_context = context_judge is not None and "context" in tasks
+    if separate_context:
+        tasks.remove("context")
+        if getattr(context_judge, "name", None) not in LOCAL_RELEVANCE_JUDGES:
+            # A relevance judge of its own asks its own questions: not counted here.
+            return JudgingPlan(_judge_name(context_judge), len(items), None)
+    if getattr(judge, "name", None) in LOCAL_JUDGES:
+        return JudgingPlan(name, len(items), 0, local=True)
+    if not all(callable(getattr(judge, m, None)) for m in ("questions_for", "pending")):
+        return JudgingPlan(name, len(items), None)
+    judges, _ = repeat_judges(judge, repeats)
+    about_claims = [t for t in tasks if t in ("support", "relevance")]
+    about_answer = [t for t in tasks if t in ("agreement", "context")]
+    requests = cached = 0
+    for j in judges:
+        ask: Any = j
+        asked: list[tuple[str, str]] = []
+        for a in items:
+            reference = (references or {}).get(a.query_id)
+            text = reference.text if reference is not None and reference.label is None else None
+            judged = claims_of(a.answer) if claims_of is not None else a.answer
+            # As assess_answers asks: claims and relevance of the judged part, the rest of
+            # the whole answer.
+            asked += ask.questions_for(a.query, judged, dict(a.contexts), tasks=about_claims)
+            asked += ask.questions_for(
+                a.query, a.answer, dict(a.contexts), reference=text, tasks=about_answer
+            )
+        pending = int(ask.pending(asked))
+        requests += pending
+        cached += len(dict.fromkeys(asked)) - pending
+    return JudgingPlan(name, len(items), requests, cached)

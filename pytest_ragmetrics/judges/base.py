@@ -143,6 +143,14 @@ def naming_query(query_id: str) -> contextlib.AbstractContextManager[None]:
     return naming(f"judging query {query_id!r}")
 
 
+def check_repeats(repeats: object) -> int:
+    """``repeats`` if it is a positive integer (how many times judging is repeated to measure
+    the judge's noise), else a JudgeError."""
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise JudgeError(f"repeats must be a positive integer, got {repeats!r}")
+    return repeats
+
+
 def check_text(value: object, what: str) -> str:
     """``value`` if it is a string, else a JudgeError naming ``what``."""
     if not isinstance(value, str):

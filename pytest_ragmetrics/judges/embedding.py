@@ -9,7 +9,7 @@ import copy as copy_module
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from pytest_ragmetrics.judges.base import (
     Contexts,
     JudgeBase,
     VerdictCache,
+    check_repeats,
     checked_requests,
     make_identity,
     naming_query,
@@ -50,6 +51,9 @@ RUBRIC = (
     "relevance_threshold is set: the cosine similarity of the question and the whole answer "
     "is at least relevance_threshold (yes/no); otherwise it is not judged."
 )
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.judges.relevance import EmbeddingRelevanceJudge
 
 Encoder = Callable[[list[str]], Any]
 
@@ -105,10 +109,12 @@ class EmbeddingJudge(JudgeBase):
         model_name: str | None = None,
         agreement_threshold: float = DEFAULT_AGREEMENT_THRESHOLD,
         context_threshold: float = DEFAULT_CONTEXT_THRESHOLD,
+        repeats: int = 1,
     ) -> None:
         _check_cosine("threshold", threshold)
         _check_cosine("agreement_threshold", agreement_threshold)
         _check_cosine("context_threshold", context_threshold)
+        self.repeats = check_repeats(repeats)
         self.agreement_threshold = float(agreement_threshold)
         self.context_threshold = float(context_threshold)
         if relevance_threshold is not None:
@@ -298,18 +304,30 @@ class EmbeddingJudge(JudgeBase):
     # -- the other questions ------------------------------------------------------------------
 
     def question_identity(self, task: str) -> dict[str, Any]:
-        """The identity of the agreement or context question (model, rule, threshold)."""
-        threshold = self.agreement_threshold if task == "agreement" else self.context_threshold
-        what = (
-            "the answer agrees with the reference when cosine(answer, reference)"
-            if task == "agreement"
-            else "a context is relevant when cosine(question, context)"
-        )
+        """The identity of the agreement question (model, rule, threshold) or of the context
+        question (:attr:`context_judge`'s: what ``ragmetrics calibrate --question relevance
+        --judge embedding`` calibrates and saves)."""
+        if task == "context":
+            return self.context_judge.identity()
         return make_identity(
-            f"{self.name}-{task}",
+            f"{self.name}-agreement",
             self.model_name,
-            f"{what} >= threshold (whole texts, L2-normalised embeddings)",
-            {"model_digest": self._base_parameters["model_digest"], "threshold": threshold},
+            "the answer agrees with the reference when cosine(answer, reference) >= threshold "
+            "(whole texts, L2-normalised embeddings)",
+            {
+                "model_digest": self._base_parameters["model_digest"],
+                "threshold": self.agreement_threshold,
+            },
+        )
+
+    @property
+    def context_judge(self) -> EmbeddingRelevanceJudge:
+        """The relevance judge that answers the context question: cosine(question, context)
+        at or above ``context_threshold``, with this judge's model and cache."""
+        from pytest_ragmetrics.judges.relevance import EmbeddingRelevanceJudge
+
+        return EmbeddingRelevanceJudge(
+            threshold=self.context_threshold, cache=self._similarities.cache, embedder=self
         )
 
     def similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
@@ -338,13 +356,20 @@ class EmbeddingJudge(JudgeBase):
 
     def judge_contexts(self, items: Sequence[tuple[str, Contexts]]) -> list[list[Verdict]]:
         """Per (question, contexts): each context relevant when cosine(question, context) is
-        at least ``context_threshold``."""
+        at least ``context_threshold`` (asked of :attr:`context_judge`)."""
+        from pytest_ragmetrics.judges.relevance import RelevancePair
+
         asked = [(q, normalise_contexts(c)) for q, c in items]
-        scores = iter(self.similarities([(q, text) for q, pairs in asked for _, text in pairs]))
+        found = iter(
+            self.context_judge.judge_relevance(
+                [RelevancePair(q, text) for q, pairs in asked for _, text in pairs]
+            )
+        )
         return [
-            [self._pair_verdict(cid, next(scores), self.context_threshold) for cid, _ in pairs]
+            [Verdict(cid, v.relevant, v.score, v.verdict) for cid, _ in pairs
+             for v in (next(found),)]
             for _, pairs in asked
-        ]
+        ]  # fmt: skip
 
     def _pair_verdict(self, subject: str, score: float, threshold: float) -> Verdict:
         value = score >= threshold

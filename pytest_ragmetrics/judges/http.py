@@ -14,7 +14,7 @@ import functools
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, Verdict
 from pytest_ragmetrics.errors import JudgeError
@@ -24,6 +24,7 @@ from pytest_ragmetrics.judges.base import (
     Contexts,
     JudgeBase,
     VerdictCache,
+    check_repeats,
     checked_requests,
     make_identity,
     naming_query,
@@ -31,6 +32,9 @@ from pytest_ragmetrics.judges.base import (
     split_sentences,
 )
 from pytest_ragmetrics.transport import Budget, ChatClient, Cost, Meter, Naming
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.judges.relevance import HttpRelevanceJudge
 
 ENV_URL = "RAGMETRICS_JUDGE_URL"
 ENV_MODEL = "RAGMETRICS_JUDGE_MODEL"
@@ -52,10 +56,6 @@ RELEVANCE_TEMPLATE = (
 AGREEMENT_TEMPLATE = (
     "Question: {query}\n\nReference answer: {reference}\n\nAnswer: {answer}\n\n"
     "Does the answer agree with the reference answer? Answer yes or no."
-)
-CONTEXT_TEMPLATE = (
-    "Question: {query}\n\nPassage: {passage}\n\n"
-    "Is this passage relevant to the question? Answer yes or no."
 )
 _VERDICT = re.compile(r"^\W*(?:(?:final\s+)?answer\W*)?(yes|no)\b", re.IGNORECASE)
 
@@ -151,7 +151,9 @@ class HttpJudge(JudgeBase):
         temperature: float = 0.0,
         budget: Budget | None = None,
         agreement_template: str = AGREEMENT_TEMPLATE,
-        context_template: str = CONTEXT_TEMPLATE,
+        context_template: str | None = None,
+        context_system_prompt: str | None = None,
+        repeats: int = 1,
     ) -> None:
         self._client = ChatClient(
             base_url,
@@ -168,7 +170,12 @@ class HttpJudge(JudgeBase):
             meter=Meter(budget),
         )
         self._agreement = agreement_template
+        # The context question is the relevance judge's (same prompts by default), asked
+        # through this judge's client: `ragmetrics calibrate --question relevance --judge http`
+        # calibrates exactly the question context_relevance asks.
         self._context = context_template
+        self._context_system = context_system_prompt
+        self.repeats = check_repeats(repeats)
         _check_questions(unparseable, support_template, relevance_template)
         self._system = system_prompt
         self._support = support_template
@@ -195,6 +202,33 @@ class HttpJudge(JudgeBase):
             },
         )
         self._verdicts = VerdictCache(self._cache, self._identity)
+        self._context_judge = self._relevance_judge()
+
+    def _relevance_judge(self) -> HttpRelevanceJudge:
+        from pytest_ragmetrics.judges.relevance import (
+            RELEVANCE_TEMPLATE,
+            HttpRelevanceJudge,
+        )
+        from pytest_ragmetrics.judges.relevance import (
+            SYSTEM_PROMPT as RELEVANCE_SYSTEM_PROMPT,
+        )
+
+        return HttpRelevanceJudge(
+            seed=self.seed,
+            max_tokens=int(self._params["max_tokens"]),
+            temperature=float(self._params["temperature"]),
+            unparseable=self._unparseable,
+            system_prompt=self._context_system or RELEVANCE_SYSTEM_PROMPT,
+            template=self._context or RELEVANCE_TEMPLATE,
+            cache=self._cache,
+            client=self._client,
+        )
+
+    @property
+    def context_judge(self) -> HttpRelevanceJudge:
+        """The relevance judge that answers the context question, through this judge's
+        endpoint, concurrency, cost meter and budget."""
+        return self._context_judge
 
     def with_seed(self, seed: int) -> HttpJudge:
         """The same judge asking with another seed (another identity, its own cache entries):
@@ -388,12 +422,14 @@ class HttpJudge(JudgeBase):
     # -- the other questions: agreement with a reference, relevance of a context ---------------
 
     def question_identity(self, task: Literal["agreement", "context"]) -> dict[str, Any]:
-        """The identity of one of the other questions (what its calibration is keyed by)."""
-        template = self._agreement if task == "agreement" else self._context
+        """The identity of one of the other questions (what its calibration is keyed by):
+        the agreement question's prompts and parameters, or :attr:`context_judge`'s."""
+        if task == "context":
+            return self._context_judge.identity()
         return make_identity(
-            f"{self.name}-{task}",
+            f"{self.name}-agreement",
             self.model,
-            f"system: {self._system}\n\n{task} question: {template}",
+            f"system: {self._system}\n\nagreement question: {self._agreement}",
             dict(self._params),
         )
 
@@ -415,19 +451,20 @@ class HttpJudge(JudgeBase):
         self, items: Sequence[tuple[str, Sequence[str] | Mapping[str, str]]]
     ) -> list[list[Verdict]]:
         """Per (question, contexts): for each context, "is this passage relevant to the
-        question?"."""
-        asked = [
-            [(cid, self._context.format(query=q, passage=text)) for cid, text in
-             normalise_contexts(contexts)]
-            for q, contexts in items
-        ]  # fmt: skip
-        replies = self._ask_all(
-            "context", [p for pairs in asked for _, p in pairs], "context relevance"
+        question?" (asked of :attr:`context_judge`)."""
+        from pytest_ragmetrics.judges.relevance import RelevancePair
+
+        asked = [(q, normalise_contexts(contexts)) for q, contexts in items]
+        found = iter(
+            self._context_judge.judge_relevance(
+                [RelevancePair(q, text) for q, pairs in asked for _, text in pairs]
+            )
         )
         return [
-            [Verdict(cid, replies[p]["verdict"], None, replies[p]["reply"]) for cid, p in pairs]
-            for pairs in asked
-        ]
+            [Verdict(cid, v.relevant, v.score, v.verdict) for cid, _ in pairs
+             for v in (next(found),)]
+            for _, pairs in asked
+        ]  # fmt: skip
 
     # -- a dry run --------------------------------------------------------------------------
 
@@ -455,14 +492,19 @@ class HttpJudge(JudgeBase):
             prompt = self._agreement.format(query=query, answer=answer, reference=reference)
             asked.append(("agreement", prompt))
         if "context" in tasks:
-            asked += [("context", self._context.format(query=query, passage=t)) for _, t in pairs]
+            from pytest_ragmetrics.judges.relevance import RelevancePair
+
+            ask = self._context_judge.prompt
+            asked += [("context", ask(RelevancePair(query, t))) for _, t in pairs]
         return asked
 
     def pending(self, questions: Sequence[tuple[str, str]]) -> int:
         """How many distinct ``questions`` (from :meth:`questions_for`) are not in the cache:
         the requests judging would send (before retries)."""
         unique = dict.fromkeys(questions)
-        return sum(
-            self._verdicts.peek({"task": task, "prompt": prompt}, valid=_is_verdict) is None
-            for task, prompt in unique
-        )
+        return sum(not self._is_cached(task, prompt) for task, prompt in unique)
+
+    def _is_cached(self, task: str, prompt: str) -> bool:
+        if task == "context":
+            return self._context_judge.is_prompt_cached(prompt)
+        return self._verdicts.peek({"task": task, "prompt": prompt}, valid=_is_verdict) is not None

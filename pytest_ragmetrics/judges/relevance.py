@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pytest_ragmetrics.data.textfile import read_jsonl, resolve
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
@@ -35,6 +35,9 @@ from pytest_ragmetrics.judges.base import (
     make_identity,
     naming,
 )
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.transport import ChatClient
 
 PathLike = str | os.PathLike[str]
 
@@ -344,11 +347,15 @@ class HttpRelevanceJudge:
         use_env_proxy: bool = False,
         concurrency: int = 1,
         sleep: Callable[[float], None] = time.sleep,
+        temperature: float = 0.0,
+        client: ChatClient | None = None,
     ) -> None:
         from pytest_ragmetrics.judges.http import ENV_API_KEY, NAMING
         from pytest_ragmetrics.transport import ChatClient
 
-        self._client = ChatClient(
+        # ``client``: an HTTP judge's own, so that its context-relevance questions share its
+        # endpoint, concurrency, cost meter and budget (the endpoint arguments are then unused).
+        self._client = client or ChatClient(
             base_url,
             model,
             naming=NAMING,
@@ -378,7 +385,11 @@ class HttpRelevanceJudge:
         self._template = template
         self._unparseable = unparseable
         self._max_chars = max_passage_chars
-        self._params = {"temperature": 0.0, "seed": int(seed), "max_tokens": int(max_tokens)}
+        self._params = {
+            "temperature": float(temperature),
+            "seed": int(seed),
+            "max_tokens": int(max_tokens),
+        }
         rubric = "\n\n".join(
             [
                 f"system: {system_prompt}",
@@ -452,9 +463,9 @@ class HttpRelevanceJudge:
             return self._ask(prompt)
 
         with naming(f"judging the relevance of {pair.label}"):
-            raw: dict[str, Any] = self._replies.get(
-                {"task": "passage-relevance", "prompt": prompt}, compute, valid=_is_reply
-            )
+            raw: dict[str, Any] = self._replies.get(_http_inputs(prompt), compute, valid=_is_reply)
+            if not asked:
+                self._client.meter.hit()
             if raw["verdict"] is None and self._unparseable == "error":
                 raise JudgeError(
                     f"HTTP relevance judge: model {self.model!r} replied {raw['reply'][:120]!r} "
@@ -477,6 +488,15 @@ class HttpRelevanceJudge:
         """One question per pair, ``concurrency`` in flight; verdicts in pair order and the
         error raised is the first failing pair's."""
         return self._client.map(self._one, relevance_pairs(pairs))
+
+    def is_prompt_cached(self, prompt: str) -> bool:
+        """Whether the reply to ``prompt`` (:meth:`prompt` of a pair) is in the cache:
+        judging that pair would send nothing."""
+        return self._replies.peek(_http_inputs(prompt), valid=_is_reply) is not None
+
+
+def _http_inputs(prompt: str) -> dict[str, Any]:
+    return {"task": "passage-relevance", "prompt": prompt}
 
 
 # -- recorded -------------------------------------------------------------------------------
