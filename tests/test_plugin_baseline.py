@@ -87,7 +87,7 @@ def test_worse_retriever_fails_with_statistics_and_advice(
             "*95% bootstrap CI of Δ [[]-1.0000, -1.0000[]]; paired randomization test p = *",
             "*queries: 4 worse, 0 better, 0 unchanged*",
             "*most regressed: q1: rank 1 → 3 (Δ -1.000); q2: rank 1 → 3*",
-            "*configuration changed: retriever: *worse*false* → *worse*true*",
+            "*configuration changed: retriever.worse: false → true*",
             "What to do: fix the regression, or if the new numbers are intended, bless them with "
             "--ragmetrics-update-baseline and commit what it lists (.ragmetrics/baseline.json "
             "and the dataset digests beside it).",

@@ -79,12 +79,18 @@ def rag_judge(rag_cache):
 """
 
 
-def project(pytester: pytest.Pytester, conftest_extra: str = GENERATOR, ini: str = INI) -> None:
+def project(
+    pytester: pytest.Pytester,
+    conftest_extra: str = GENERATOR,
+    ini: str = INI,
+    *,
+    judge: bool = True,
+    tests: str = TESTS,
+) -> None:
     from plugin_project import CONFTEST
 
-    make_project(
-        pytester, ini=ini, tests=TESTS, conftest=CONFTEST + conftest_extra + words_judge_conftest()
-    )
+    conftest = CONFTEST + conftest_extra + (words_judge_conftest() if judge else "")
+    make_project(pytester, ini=ini, tests=tests, conftest=conftest)
     (pytester.path / "data" / "answers.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in REFERENCES)
     )
@@ -138,9 +144,66 @@ def test_dry_run_counts_the_calls_and_generates_nothing(pytester: pytest.Pyteste
     result = pytester.runpytest("--ragmetrics-dry-run", "-rs", "-p", "no:randomly")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*dry run: 4 generator calls to make, 0 answers in the cache*"])
+    assert not (pytester.path / ".ragmetrics" / "baseline.json").exists()
     pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
+    # Every answer cached and an offline judge: nothing would be spent, so the test runs.
     again = pytester.runpytest("--ragmetrics-dry-run", "-rs", "-p", "no:randomly")
-    again.stdout.fnmatch_lines(["*dry run: 0 generator calls to make, 4 answers in the cache*"])
+    again.assert_outcomes(passed=1)
+
+
+HTTP_JUDGE_INI = """
+ragmetrics_top_n = "2"
+ragmetrics_judge = "http"
+ragmetrics_judge_model = "tiny"
+ragmetrics_judge_url = "{url}"
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_dry_run_counts_the_judge_requests_and_sends_none(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    with serve(answer=lambda prompt: "yes") as server:
+        project(pytester, ini=HTTP_JUDGE_INI.format(url=server.url), judge=False)
+        first = pytester.runpytest("--ragmetrics-dry-run", "-rs", "-p", "no:randomly", *workers)
+        first.assert_outcomes(skipped=1)
+        first.stdout.fnmatch_lines(["*dry run: 4 generator calls to make, 0 answers*"])
+        # Generate (the function generator) but do not judge: a test that only generates.
+        answer_only = TESTS.replace("judged = judge_answers", "return\n        judged = x")
+        project(pytester, ini=HTTP_JUDGE_INI.format(url=server.url), judge=False, tests=answer_only)
+        pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
+        assert server.count == 0
+        project(pytester, ini=HTTP_JUDGE_INI.format(url=server.url), judge=False)
+        # The answers are cached now: the test runs up to judging, which counts its questions.
+        planned = pytester.runpytest("--ragmetrics-dry-run", "-rs", "-p", "no:randomly", *workers)
+        planned.assert_outcomes(skipped=1)
+        text = planned.stdout.str()
+        assert server.count == 0
+        assert "judge 'http': " in text and "requests to send, 0 questions in its cache" in text
+        count = int(text.split("judge 'http': ")[1].split(" requests")[0])
+        real = pytester.runpytest("-p", "no:randomly")
+        real.assert_outcomes(passed=1)
+        assert server.count == count > 0  # the dry run counted what the real run sent
+        # Everything in the judge's cache: a dry run sends nothing and runs the test.
+        pytester.runpytest("--ragmetrics-dry-run", "-p", "no:randomly").assert_outcomes(passed=1)
+        assert server.count == count
+
+
+def test_dry_run_stops_any_request_a_test_makes(pytester: pytest.Pytester) -> None:
+    direct = """
+    def test_direct(rag_judge):
+        rag_judge.assess("what do cats do", "Cats purr.", ["cats purr"])
+    """
+    with serve(answer=lambda prompt: "yes") as server:
+        project(pytester, ini=HTTP_JUDGE_INI.format(url=server.url), judge=False, tests=direct)
+        result = pytester.runpytest("--ragmetrics-dry-run", "-rs", "-p", "no:randomly")
+        assert server.count == 0
+        result.assert_outcomes(skipped=1)
+        result.stdout.fnmatch_lines(
+            ["*dry run: the HTTP judge would send a request to *(model 'tiny'); nothing was sent*"]
+        )
+        pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
+        assert server.count == 2  # the claim and the answer's relevance
 
 
 def test_an_unconfigured_generator_says_how(pytester: pytest.Pytester) -> None:
@@ -198,3 +261,128 @@ def test_options_are_declared() -> None:
     ):
         assert name in OPTION
     assert {"ragmetrics_dry_run", "ragmetrics_record_answers"} <= {f.name for f in FLAGS}
+
+
+# -- what decided each answer metric: recorded, compared, and gated metric by metric ---------
+
+GATED_TESTS = """
+    import pytest
+    from pytest_ragmetrics.judges.answers import judge_answers
+
+    def rationale(answer):
+        return answer.split(". ", 1)[-1]
+
+    @pytest.mark.rag_threshold(answer_correctness=0.9, context_relevance=0.99)
+    def test_pipeline(rag_eval, rag_answers, rag_judge, rag_references):
+        metrics = ["answer_correctness", "groundedness", "context_relevance"]
+        judged = judge_answers(rag_judge, rag_answers, references=rag_references,
+                               metrics=metrics, claims_of=rationale)
+        rag_eval.answers(judged, name="pipeline", metrics=metrics)
+"""
+
+
+def words_judge(**thresholds: float) -> Any:
+    from pytest_ragmetrics.judges import EmbeddingJudge
+
+    def unused(texts: list[str]) -> Any:
+        raise AssertionError("not called")
+
+    return EmbeddingJudge(encoder=unused, model_name="words", **thresholds)
+
+
+def save_kappa(path: Any, identity: dict[str, Any], kappa: float) -> None:
+    from pytest_ragmetrics.judges.calibration import CalibrationResult, save_calibration
+
+    save_calibration(
+        path,
+        CalibrationResult(
+            judge=identity, labels={"n": 20}, n=20, accuracy=0.9, kappa=kappa,
+            confusion={"tp": 9, "fp": 1, "fn": 1, "tn": 9},
+        ),
+    )  # fmt: skip
+
+
+def test_the_questions_behind_each_metric_are_recorded(pytester: pytest.Pytester) -> None:
+    from pytest_ragmetrics.judges.answers import LABEL_MATCH
+
+    project(pytester, tests=GATED_TESTS)
+    path = pytester.path / "report.json"
+    pytester.runpytest(f"--ragmetrics-json={path}", "-p", "no:randomly")
+    identity = json.loads(path.read_text())["evaluations"][0]["identity"]
+    judge = words_judge(context_threshold=0.2, agreement_threshold=0.5)
+    assert identity["judge"] == judge.identity()
+    # q3's reference is free text: the agreement question decides answer_correctness.
+    assert identity["questions"]["answer_correctness"] == judge.question_identity("agreement")
+    assert identity["questions"]["context_relevance"] == judge.context_judge.identity()
+    assert identity["questions"]["context_relevance"]["parameters"]["threshold"] == 0.2
+    assert identity["claims_of"] == "test_rag.rationale"
+    assert identity["pipeline"]["generator"]["name"] == "first-context"
+    assert identity["pipeline"]["top_n"] == 2
+    # Label references only: an exact rule, no judge.
+    (pytester.path / "data" / "answers.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in REFERENCES[:2])
+    )
+    pytester.runpytest(f"--ragmetrics-json={path}", "-p", "no:randomly")
+    identity = json.loads(path.read_text())["evaluations"][0]["identity"]
+    assert identity["questions"]["answer_correctness"] == LABEL_MATCH
+
+
+def test_a_changed_context_threshold_is_a_configuration_change(
+    pytester: pytest.Pytester,
+) -> None:
+    project(pytester)
+    pytester.runpytest("--ragmetrics-update-baseline", "-p", "no:randomly").assert_outcomes(
+        passed=1
+    )
+    conftest = pytester.path / "conftest.py"
+    conftest.write_text(
+        conftest.read_text().replace("context_threshold=0.2", "context_threshold=0.3")
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.stdout.fnmatch_lines(
+        ["*configuration changed since the baseline: "
+         "questions.context_relevance.parameters.threshold: 0.2 → 0.3*"]
+    )  # fmt: skip
+
+
+def test_each_answer_metric_has_its_own_kappa_gate(pytester: pytest.Pytester) -> None:
+    project(pytester, tests=GATED_TESTS, ini=INI + 'ragmetrics_min_judge_kappa = "0.5"\n')
+    calibration = pytester.path / ".ragmetrics" / "calibration.json"
+    judge = words_judge(context_threshold=0.2, agreement_threshold=0.5)
+    save_kappa(calibration, judge.identity(), 0.8)
+    save_kappa(calibration, judge.question_identity("agreement"), 0.7)
+    # The context question is not calibrated: context_relevance (0.375 < 0.99) may not fail;
+    # answer_correctness (0.667 < 0.9) is calibrated and fails.
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert "answer_correctness = 0.6667 < threshold 0.9" in text
+    assert "context_relevance = 0.3750 < threshold" not in text
+    result.stdout.fnmatch_lines(
+        ["*context_relevance not enforced: judge 'embedding-relevance' has no calibration in "
+         "*calibration.json (run `ragmetrics calibrate --question relevance --save`)*"]
+    )  # fmt: skip
+    # With the agreement question below the bound too, nothing of answer_correctness is
+    # enforced either; groundedness still is (no threshold: the test passes).
+    save_kappa(calibration, judge.question_identity("agreement"), 0.1)
+    again = pytester.runpytest("-p", "no:randomly")
+    again.assert_outcomes(passed=1)
+    again.stdout.fnmatch_lines(
+        ["*answer_correctness not enforced: judge 'embedding-agreement' has Cohen's kappa "
+         "0.100 < ragmetrics_min_judge_kappa 0.5*"]
+    )  # fmt: skip
+
+
+def test_label_references_are_enforced_without_any_calibration(
+    pytester: pytest.Pytester,
+) -> None:
+    project(pytester, tests=GATED_TESTS, ini=INI + 'ragmetrics_min_judge_kappa = "0.5"\n')
+    (pytester.path / "data" / "answers.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in REFERENCES[:2])
+    )
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*answer_correctness = 0.5000 < threshold 0.9*"])
+    result.stdout.fnmatch_lines(
+        ["*groundedness not enforced: judge 'embedding' has no calibration*"]
+    )

@@ -4,6 +4,7 @@ when the dataset or the scoring rules differ."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,7 @@ def compare_to_baseline(
     seed: int = DEFAULT_SEED,
     dataset_change: Mapping[str, str] | None = None,
     unjudged_drops: str = "fail",
+    not_enforced: Mapping[str, str] | None = None,
 ) -> Verdict:
     """Compare one recorded evaluation with its baseline entry.
 
@@ -41,6 +43,8 @@ def compare_to_baseline(
     regressed retrieval metric says how many unjudged documents its top k holds now and in
     the baseline, and whether its judged-only form dropped too; when it did not (the drop
     comes from newly retrieved unjudged documents), ``unjudged_drops="pass"`` lets it pass.
+    A drop of a metric in ``not_enforced`` (metric -> why: its judge's κ gate) is shown, with
+    the reason, but is no regression.
     """
     if unjudged_drops not in UNJUDGED_DROPS:
         raise BaselineError(
@@ -83,6 +87,12 @@ def compare_to_baseline(
                     unjudged_drops,
                     noise.get(metric),
                 )
+            )
+    for i, found in enumerate(verdict.metrics):
+        reason = (not_enforced or {}).get(found.metric)
+        if reason and found.status == "regressed":
+            verdict.metrics[i] = dataclasses.replace(
+                found, status="ok", note=f"dropped {found.delta:+.4f}, not enforced: {reason}"
             )
     statuses = {m.status for m in verdict.metrics}
     verdict.status = (
@@ -255,16 +265,31 @@ def _metric_verdict(
 
 
 def _identity_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """What differs between two identities, leaf by leaf (``questions.context_relevance.
+    parameters.threshold: 0.6 → 0.5``); '' when nothing does."""
     if before == after:
         return ""
-    keys = sorted(set(before) | set(after))
-    changed = []
-    for key in keys:
-        if key == "k" and (before.get(key) is None or after.get(key) is None):
-            continue  # an unknown k (a run read from a file records none) is not a change
-        if before.get(key) != after.get(key):
-            changed.append(f"{key}: {_short(before.get(key))} → {_short(after.get(key))}")
-    return "; ".join(changed)
+    changed: list[str] = []
+    _changed_leaves(before, after, "", changed)
+    shown = changed[:SHOWN_CHANGES]
+    more = len(changed) - len(shown)
+    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+
+
+SHOWN_CHANGES = 6
+
+
+def _changed_leaves(before: Any, after: Any, path: str, changed: list[str]) -> None:
+    if isinstance(before, Mapping) and isinstance(after, Mapping):
+        for key in sorted(set(before) | set(after), key=str):
+            if key == "k" and not path and (before.get(key) is None or after.get(key) is None):
+                continue  # an unknown k (a run read from a file records none) is not a change
+            if key == "rubric_sha256" and before.get("rubric") != after.get("rubric"):
+                continue  # the rubric itself is shown
+            if before.get(key) != after.get(key):
+                _changed_leaves(before.get(key), after.get(key), f"{path}{key}.", changed)
+        return
+    changed.append(f"{path.rstrip('.')}: {_short(before)} → {_short(after)}")
 
 
 def _short(value: Any) -> str:

@@ -354,9 +354,10 @@ def judge_answers(
     :mod:`~pytest_ragmetrics.judges.noise`). The assessments returned are the first
     judging's (the judge as configured).
 
-    In a dry run (:mod:`~pytest_ragmetrics.dryrun`, ``--ragmetrics-dry-run``) nothing is
-    judged: :class:`~pytest_ragmetrics.errors.DryRun` is raised, saying what judging would
-    send (:func:`plan_judging`)."""
+    In a dry run (:mod:`~pytest_ragmetrics.dryrun`, ``--ragmetrics-dry-run``) judging that
+    would send requests does not happen: :class:`~pytest_ragmetrics.errors.DryRun` is raised,
+    saying how many (:func:`plan_judging`), or that the judge cannot tell; a judge that
+    judges here, or finds every question in its cache, judges as usual."""
     items = list(answers)
     repeats = configured_repeats(judge, repeats)
     if dryrun.active():
@@ -369,7 +370,8 @@ def judge_answers(
             context_judge=context_judge,
             repeats=repeats,
         )
-        raise DryRun(f"dry run: {plan.describe()}")
+        if not plan.local and plan.requests != 0:
+            raise DryRun(f"dry run: {plan.describe()}; nothing was sent")
     judges, seeds = repeat_judges(judge, repeats)
     before = _cost_of(judge)
     runs = [
@@ -451,6 +453,9 @@ def plan_judging(
     name = _judge_name(judge)
     repeats = configured_repeats(judge, repeats)
     tasks = [t for m in metrics for t in _TASKS.get(m, ())]
+    if {"support", "relevance"} & set(tasks):
+        # The judge's assess answers both of its own questions (relevance when it judges it).
+        tasks += [t for t in ("support", "relevance") if t not in tasks]
     separate_context = context_judge is not None and "context" in tasks
     if separate_context:
         tasks.remove("context")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ragmetrics.errors import RagMetricsError
+from pytest_ragmetrics.errors import DryRun, RagMetricsError
 from pytest_ragmetrics.options import FLAGS, OPTIONS, configured
 from pytest_ragmetrics.plugin.fixtures import (
     judged_rankings,
@@ -139,6 +139,13 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = session.settings  # validates now: a bad value is a UsageError at start-up
         if settings.clear_cache and not is_worker:
             controller.clear_cache()
+        if settings.dry_run:
+            # Generation, judging and every request through our transport count instead of
+            # running, in this process (each xdist worker configures its own).
+            from pytest_ragmetrics import dryrun
+
+            dryrun.start()
+            config.add_cleanup(dryrun.stop)
 
 
 def _settings(config: pytest.Config) -> Any:
@@ -275,11 +282,25 @@ def _finish_item(item: pytest.Item, *, errored: bool) -> list[str]:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, Any, Any]:
+    """A dry run stopping a fixture (it would have generated or asked a judge) skips the test."""
+    try:
+        return (yield)
+    except DryRun as exc:
+        message = str(exc)
+    pytest.skip(message)
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
-    """After the test body: thresholds and baseline; our errors fail without a traceback."""
+    """After the test body: thresholds and baseline; our errors fail without a traceback; a
+    dry run stopping the body (it would have judged or sent a request) skips the test."""
     message: str | None = None
     try:
         result = yield
+    except DryRun as exc:
+        skipped = str(exc)
+        pytest.skip(skipped)
     except RagMetricsError as exc:
         _finish_item(item, errored=True)
         message = str(exc)

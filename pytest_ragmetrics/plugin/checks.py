@@ -48,12 +48,24 @@ def check_evaluation(
 ) -> tuple[EvaluationOutcome, list[str]]:
     """One evaluation's outcome and the failure messages it gives its test."""
     settings = session.settings
-    gate = _judge_gate(record, session)
+    gated = gated_metrics(record, session)
+    gate = ""
+    if gated and set(gated) >= set(record.evaluation.metrics):
+        # Nothing of this evaluation may fail its test: one gate for all of it.
+        reasons = list(dict.fromkeys(gated.values()))
+        gate = reasons[0] if len(reasons) == 1 else "; ".join(f"{m}: {r}" for m, r in gated.items())
+        gated = {}
     results = tuple(
         ThresholdResult.check(metric, record.evaluation.mean.get(metric, float("nan")), bound)
         for metric, bound in record.thresholds.items()
     )
-    failures = [] if gate else [_threshold_message(record, r) for r in results if not r.passed]
+    failures = (
+        []
+        if gate
+        else [
+            _threshold_message(record, r) for r in results if not r.passed and r.metric not in gated
+        ]
+    )
     entry = session.baseline().get(record.test, record.name)
     change = session.explain_dataset_change(record, entry) if entry else {}
     verdict = compare_to_baseline(
@@ -63,8 +75,9 @@ def check_evaluation(
         alpha=settings.alpha,
         dataset_change=change,
         unjudged_drops=settings.unjudged_drops,
+        not_enforced=gated,
     )
-    outcome = EvaluationOutcome(results, verdict, gate)
+    outcome = EvaluationOutcome(results, verdict, gate, not_enforced=gated)
     if settings.update_baseline or gate:
         return outcome, failures
     baseline_path = settings.display(settings.baseline)
@@ -135,24 +148,42 @@ def _with_late_thresholds(
     return record.with_thresholds(added), failures
 
 
-def _judge_gate(record: EvaluationRecord, session: RagSession) -> str:
-    """Why this answer evaluation may not fail the test ('' when it may)."""
-    settings = session.settings
-    bound = settings.min_judge_kappa
+def gated_metrics(record: EvaluationRecord, session: RagSession) -> dict[str, str]:
+    """Per answer-layer metric of ``record`` that may not fail its test, why: the calibrated
+    κ of the question that decided it is unknown or below ``ragmetrics_min_judge_kappa``.
+    Each metric has its question: the judge's own (claim support, answer relevance) for
+    groundedness and answer_relevance, the agreement question for answer_correctness against
+    free-text references, the context question for context_relevance (the evaluation's
+    ``identity["questions"]``). Label references are matched by an exact rule: never gated."""
+    bound = session.settings.min_judge_kappa
     if record.layer != "answer" or bound is None:
-        return ""
+        return {}
+    questions = record.identity.get("questions") or {}
     judge = record.identity.get("judge")
-    if not judge:
+    reasons: dict[str, str] = {}
+    for metric in record.evaluation.metrics:
+        reason = _question_gate(questions.get(metric, judge), bound, session)
+        if reason:
+            reasons[metric] = reason
+    return reasons
+
+
+def _question_gate(identity: object, bound: float, session: RagSession) -> str:
+    """Why verdicts of the question with this identity may not fail a test ('' when they may)."""
+    settings = session.settings
+    if not isinstance(identity, Mapping) or not identity:
         return (
             f"no single judge identity is known, and ragmetrics_min_judge_kappa = {bound:g} "
             "requires a calibrated judge: thresholds and baseline are not enforced"
         )
-    kappa = session.judge_kappa(judge)
-    name = judge.get("name", "judge") if isinstance(judge, Mapping) else "judge"
+    if identity.get("exact"):
+        return ""
+    kappa = session.judge_kappa(identity)
+    name = identity.get("name", "judge")
     if kappa is None:
         return (
-            f"judge {name!r} has no calibration in {settings.calibration} (run `ragmetrics "
-            "calibrate --save`); thresholds and baseline are not enforced"
+            f"judge {name!r} has no calibration in {settings.calibration} (run "
+            f"`{_calibrate_command(str(name))}`); thresholds and baseline are not enforced"
         )
     if kappa < bound:
         return (
@@ -160,3 +191,12 @@ def _judge_gate(record: EvaluationRecord, session: RagSession) -> str:
             f"{bound:g}; thresholds and baseline are not enforced"
         )
     return ""
+
+
+def _calibrate_command(name: str) -> str:
+    """The command that calibrates the question a judge of this name asks."""
+    if name.endswith("-relevance"):
+        return "ragmetrics calibrate --question relevance --save"
+    if name.endswith("-agreement"):
+        return "ragmetrics calibrate --question agreement --save"
+    return "ragmetrics calibrate --save"

@@ -209,17 +209,14 @@ def rag_pipeline(request: pytest.FixtureRequest) -> Any:
 def rag_answers(request: pytest.FixtureRequest, rag_pipeline: Any, rag_queries: Queries) -> Any:
     """Every query's answer from rag_pipeline, computed once per session (per worker under
     xdist, the answers shared through the cache), an :class:`AnswerSet` with its cost. With
-    --ragmetrics-dry-run the tests using it are skipped, saying how many calls they would
-    make; with --ragmetrics-record-answers the answers are written to ragmetrics_answers."""
+    --ragmetrics-dry-run, answers still to generate skip the tests using it, saying how many
+    calls that would take (with every answer cached or recorded, the tests run on until
+    judging, which then says what it would send); with --ragmetrics-record-answers the
+    answers are written to ragmetrics_answers."""
     session = rag_session(request.config)
     settings = session.settings
     queries = dict(rag_queries.items())
     cache = session.cache()
-    if settings.dry_run:
-        from pytest_ragmetrics.generation import plan_answers
-
-        plan = without_traceback(lambda: plan_answers(rag_pipeline, queries, cache))
-        pytest.skip(f"dry run: {plan.describe()}")
 
     def run() -> Any:
         from pytest_ragmetrics.generation import answer_all

@@ -214,7 +214,8 @@ class RagEval:
         The metrics are the answer-layer ones in ragmetrics_metrics and the thresholds, plus
         ``metrics``; both groundedness and answer_relevance when none is configured.
         ``assessments`` may be a :class:`~pytest_ragmetrics.judges.answers.JudgedAnswers`
-        (its judge cost and noise are then recorded too). ``cost`` maps a part ("generator",
+        (its judge cost and noise are then recorded too, and its questions, claims_of and
+        pipeline join the judge in the evaluation's identity). ``cost`` maps a part ("generator",
         "judge") to its :class:`~pytest_ragmetrics.transport.Cost`: shown in the notes and the
         JSON report. ``noise`` (a :class:`~pytest_ragmetrics.judges.noise.JudgeNoise`) is
         shown too, and a baseline drop within it is not a regression.
@@ -223,10 +224,12 @@ class RagEval:
         from pytest_ragmetrics.metrics.answer import evaluate_answers
 
         parts = dict(cost or {})
+        judged: JudgedAnswers | None = None
         if isinstance(assessments, JudgedAnswers):
-            parts.setdefault("judge", assessments.cost)
-            noise = noise if noise is not None else assessments.noise
-            assessments = assessments.assessments
+            judged = assessments
+            parts.setdefault("judge", judged.cost)
+            noise = noise if noise is not None else judged.noise
+            assessments = judged.assessments
         items = list(assessments)
         names = self._metrics_for("answer", metrics, default=DEFAULT_ANSWER_METRICS)
         evaluation = evaluate_answers(items, names)
@@ -249,6 +252,11 @@ class RagEval:
             identity = {"judge": next(iter(judges.values()))}
         elif judges:
             identity = {"judges": list(judges.values())}
+        if judged is not None:
+            # The questions behind answer_correctness and context_relevance, what groundedness
+            # judged of each answer, and the pipeline that answered: a change to any of them
+            # shows as a configuration change, and each question has its own kappa gate.
+            identity.update(judged.identity(evaluation.metrics))
         recorded = EvaluationRecord(
             test=self.test,
             name=self._name(name, "answers"),

@@ -49,16 +49,19 @@ class ThresholdResult:
 class EvaluationOutcome:
     """What the end-of-test checks found for one evaluation.
 
-    ``gate`` says why an answer evaluation may not fail its test (its judge's calibrated κ is
-    unknown or below ``ragmetrics_min_judge_kappa``); empty when it may. ``update`` says what
-    ``--ragmetrics-update-baseline`` did to its entry (``added``, ``updated``, ``unchanged``);
-    empty without an update.
+    ``gate`` says why an answer evaluation may not fail its test at all (the calibrated κ of
+    the judge behind every metric is unknown or below ``ragmetrics_min_judge_kappa``); empty
+    when it may. ``not_enforced`` names the metrics of an evaluation that may fail on its
+    other metrics but not on these (each answer-layer metric has its own question, and so its
+    own κ), with the reason. ``update`` says what ``--ragmetrics-update-baseline`` did to its
+    entry (``added``, ``updated``, ``unchanged``); empty without an update.
     """
 
     thresholds: tuple[ThresholdResult, ...] = ()
     baseline: Verdict | None = None
     gate: str = ""
     update: str = ""
+    not_enforced: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -67,7 +70,7 @@ class EvaluationOutcome:
         baseline = self.baseline.status if self.baseline is not None else "-"
         if self.gate:
             text = f"{baseline} (not enforced)"
-        elif any(not t.passed for t in self.thresholds):
+        elif any(not t.passed and t.metric not in self.not_enforced for t in self.thresholds):
             text = (
                 "below threshold"
                 if baseline in ("-", "ok", "new")
@@ -93,6 +96,8 @@ class EvaluationOutcome:
             out["gate"] = self.gate
         if self.update:
             out["update"] = self.update
+        if self.not_enforced:
+            out["not_enforced"] = dict(self.not_enforced)
         return out
 
     @classmethod
@@ -105,6 +110,7 @@ class EvaluationOutcome:
             None if baseline is None else Verdict.from_dict(baseline),
             data.get("gate", ""),
             data.get("update", ""),
+            dict(data.get("not_enforced") or {}),
         )
 
 
@@ -174,6 +180,8 @@ class SessionOutcome:
             outcome = checked.outcome
             if outcome.gate:
                 notes[f"{label}: {outcome.gate}"] = None
+            for name, why in outcome.not_enforced.items():
+                notes[f"{label}: {name} not enforced: {why}"] = None
             verdict = outcome.baseline
             if verdict is None:
                 continue
