@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 from pytest_ragmetrics import dryrun
 from pytest_ragmetrics.cache import Cache, canonical_json
 from pytest_ragmetrics.data.answers import GeneratedAnswer, read_answers, write_answers
+from pytest_ragmetrics.data.textfile import repaired_text
 from pytest_ragmetrics.errors import ConfigError, DryRun, GeneratorError, RagMetricsError
 from pytest_ragmetrics.executors.base import Executor, LocalExecutor, resolve_executor
 from pytest_ragmetrics.progress import progress
@@ -293,6 +294,16 @@ class RecordedAnswers:
                 f"{os.fspath(self.path)}: no recorded answer for {len(missing)} of "
                 f"{len(queries)} queries ({shown}); regenerate the recording"
             )
+        # An answer recorded for another wording of the question answers another question.
+        changed = [q for q, text in queries.items() if self._by_id[q].query not in ("", text)]
+        if changed:
+            first = changed[0]
+            raise GeneratorError(
+                f"{os.fspath(self.path)}: {len(changed)} of {len(queries)} recorded answers "
+                f"were given to another question than the dataset's (first: query {first!r} "
+                f"recorded {self._by_id[first].query[:80]!r}, now {queries[first][:80]!r}); "
+                "regenerate the recording"
+            )
         return [self._by_id[q] for q in queries]
 
     def __call__(self, query: str) -> tuple[str, list[str]]:
@@ -450,6 +461,13 @@ def answer_all(
             f"rag_pipeline {pipeline!r} is not a pipeline: give a function query -> (answer, "
             "contexts), a RetrieveThenGenerate or RecordedAnswers"
         )
+    for qid, text in queries.items():
+        if not isinstance(text, str) or repaired_text(text) != text:
+            raise GeneratorError(
+                f"query {qid!r} is not text"
+                if not isinstance(text, str)
+                else f"query {qid!r} holds a lone surrogate (not Unicode text): {text[:60]!r}"
+            )
     staged = _staged(pipeline)
     keys, contexts = _keys(pipeline, queries)
     if dryrun.active():
@@ -520,8 +538,8 @@ def _generate_one(item: tuple[Any, bool, str, str, Any]) -> dict[str, Any]:
     if not isinstance(answer, str):
         raise GeneratorError(f"answering query {qid!r}: the answer is not text")
     return {
-        "answer": answer,
-        "contexts": [list(p) for p in pairs],
+        "answer": repaired_text(answer),
+        "contexts": [[cid, repaired_text(text)] for cid, text in pairs],
         "prompt_tokens": usage.prompt_tokens if usage else None,
         "completion_tokens": usage.completion_tokens if usage else None,
         "metered": usage is not None,

@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from pytest_ragmetrics import dryrun
+from pytest_ragmetrics.data.textfile import repaired_text
 from pytest_ragmetrics.errors import BudgetError, DryRun, RagMetricsError
 from pytest_ragmetrics.executors.base import LocalExecutor
 
@@ -572,7 +573,7 @@ class ChatClient:
                 f"malformed reply from {self.url}: message content is "
                 f"{type(content).__name__}, not text"
             )
-        return ChatReply(content, parse_usage(data))
+        return ChatReply(repaired_text(content), parse_usage(data))
 
     # -- many at once ---------------------------------------------------------------------
 

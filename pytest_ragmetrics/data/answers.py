@@ -74,6 +74,24 @@ class GeneratedAnswer:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
 
+    def __post_init__(self) -> None:
+        contexts = tuple(tuple(pair) for pair in self.contexts)
+        object.__setattr__(self, "contexts", contexts)
+        seen: set[str] = set()
+        for pair in contexts:
+            if len(pair) != 2 or not all(isinstance(part, str) for part in pair):
+                raise DataFormatError(
+                    f"query {self.query_id!r}: each context must be an (id, text) pair of "
+                    f"strings, got {pair!r:.80}"
+                )
+            if pair[0] in seen:
+                # Verdicts are named by context id: two contexts with one id would share one.
+                raise DataFormatError(
+                    f"query {self.query_id!r}: context id {pair[0]!r} appears twice; give each "
+                    "context its own id"
+                )
+            seen.add(pair[0])
+
     @property
     def context_texts(self) -> list[str]:
         """The contexts' texts, in order."""
@@ -134,7 +152,10 @@ class GeneratedAnswer:
                     where,
                     line,
                 )
-        return cls(qid, query, answer, tuple(contexts), tokens[0], tokens[1])
+        try:
+            return cls(qid, query, answer, tuple(contexts), tokens[0], tokens[1])
+        except DataFormatError as exc:
+            raise DataFormatError(exc.reason, where, line) from None
 
 
 def read_answers(path: PathLike) -> list[GeneratedAnswer]:
@@ -228,6 +249,13 @@ def read_references(path: PathLike) -> References:
         if not (text and text.strip()) and not (label and label.strip()):
             raise DataFormatError(
                 f"query {qid!r}: a reference needs a non-empty 'answer' (free text) or 'label'",
+                p,
+                line,
+            )
+        if label is not None and label.strip() and not normalise_label(label):
+            raise DataFormatError(
+                f"query {qid!r}: label {label!r} has no letter or digit, so no answer can "
+                "match it (labels are compared after normalise_label)",
                 p,
                 line,
             )

@@ -100,6 +100,16 @@ def read_jsonl(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
         yield lineno, value
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def repaired_text(text: str) -> str:
+    """``text`` with every lone surrogate (JSON's "\\ud800", which is not Unicode and cannot be
+    written as UTF-8) replaced by U+FFFD: for text from outside (a generator's answer, a
+    model's reply), so that it can be cached, recorded and reported."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 # A \uD800-\uDFFF escape: valid in pairs (an astral character), not alone.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 

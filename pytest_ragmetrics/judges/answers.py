@@ -24,7 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from pytest_ragmetrics import dryrun
-from pytest_ragmetrics.data.answers import GeneratedAnswer, Reference, answer_label
+from pytest_ragmetrics.data.answers import (
+    GeneratedAnswer,
+    Reference,
+    answer_label,
+    normalise_label,
+)
 from pytest_ragmetrics.data.assessments import AnswerAssessment, Verdict
 from pytest_ragmetrics.errors import DryRun, JudgeError
 from pytest_ragmetrics.judges.base import Contexts, Judge, check_repeats
@@ -119,9 +124,11 @@ def label_verdict(answer: str, reference: Reference, labels: Sequence[str]) -> V
     """The exact-match verdict of ``answer`` against a label reference."""
     assert reference.label is not None
     given = answer_label(answer, [*labels, reference.label])
+    # Compared normalised: "NOT ENOUGH INFO" and "Not-enough info" are one label.
+    agrees = given is not None and normalise_label(given) == normalise_label(reference.label)
     return Verdict(
         "label",
-        given == reference.label,
+        agrees,
         None,
         f"answer gives {given!r}, reference {reference.label!r}"
         if given is not None
