@@ -52,6 +52,15 @@ def _names(path: Path, file_id: FileId) -> bool:
     return (info.st_dev, info.st_ino) == file_id
 
 
+def identity_of(thing: Any) -> dict[str, Any]:
+    """What identifies a retriever, judge, generator or pipeline in cache keys and records: its
+    ``identity()``, or lacking one, its name."""
+    get = getattr(thing, "identity", None)
+    if callable(get):
+        return dict(get())
+    return {"name": getattr(thing, "name", None) or type(thing).__name__}
+
+
 def canonical_json(value: Any) -> str:
     """Deterministic JSON (sorted keys, no spaces) of an identity."""
     return json.dumps(

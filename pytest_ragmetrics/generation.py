@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pytest_ragmetrics import dryrun
-from pytest_ragmetrics.cache import Cache, canonical_json
+from pytest_ragmetrics.cache import Cache, canonical_json, identity_of
 from pytest_ragmetrics.data.answers import GeneratedAnswer, read_answers, write_answers
 from pytest_ragmetrics.data.textfile import repaired_text
 from pytest_ragmetrics.errors import ConfigError, DryRun, GeneratorError, RagMetricsError
@@ -181,13 +181,6 @@ class ChatGenerator:
         return self.client.complete(self.messages(query, contexts), **self.parameters)
 
 
-def _identity_of(thing: Any) -> dict[str, Any]:
-    get = getattr(thing, "identity", None)
-    if callable(get):
-        return dict(get())
-    return {"name": getattr(thing, "name", None) or type(thing).__name__}
-
-
 class RetrieveThenGenerate:
     """The configured retriever's top ``top_n`` documents (``title + " " + text``, cut after
     ``max_context_chars`` characters when set) as the contexts of ``generator`` (a
@@ -228,7 +221,7 @@ class RetrieveThenGenerate:
         """Retriever identity, top_n and generator identity."""
         return {
             "pipeline": "retrieve-then-generate",
-            "retriever": _identity_of(self.retriever),
+            "retriever": identity_of(self.retriever),
             "top_n": self.top_n,
             "max_context_chars": self.max_context_chars,
             "generator": self.generator.identity(),
@@ -387,7 +380,7 @@ def _keys(
     """Per query its cache key (None: not cacheable) and, for a staged pipeline, contexts."""
     staged = _staged(pipeline)
     has_identity = callable(getattr(pipeline, "identity", None))
-    pipeline_sha = _sha256(_identity_of(pipeline)) if has_identity else None
+    pipeline_sha = _sha256(identity_of(pipeline)) if has_identity else None
     contexts = pipeline.contexts_for(queries) if staged else {}
     keys: dict[str, dict[str, Any] | None] = {}
     for qid, text in queries.items():
@@ -515,7 +508,7 @@ def answer_all(
             count(_cost_of(stored))
     with progress(description, len(queries)) as advance:
         answers = LocalExecutor(limit).map(one, list(queries))
-    return AnswerSet(tuple(answers), cost[0], _identity_of(pipeline))
+    return AnswerSet(tuple(answers), cost[0], identity_of(pipeline))
 
 
 def _generate_one(item: tuple[Any, bool, str, str, Any]) -> dict[str, Any]:

@@ -53,14 +53,6 @@ def dataset_identity(dataset: Dataset) -> dict[str, Any]:
     }
 
 
-def identity_of(thing: Any) -> dict[str, Any]:
-    """A retriever's or judge's identity: its ``identity()`` or, lacking one, its name."""
-    get = getattr(thing, "identity", None)
-    if callable(get):
-        return dict(get())
-    return {"name": getattr(thing, "name", None) or type(thing).__name__}
-
-
 def label(test: str, name: str) -> str:
     """How an evaluation is named in tables and messages: ``test_file.py::test [name]``."""
     return f"{test} [{name}]"

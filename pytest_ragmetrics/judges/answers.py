@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from pytest_ragmetrics import dryrun
+from pytest_ragmetrics.cache import identity_of
 from pytest_ragmetrics.data.answers import (
     GeneratedAnswer,
     Reference,
@@ -77,21 +78,16 @@ LABEL_MATCH = {
 }
 
 
-def _identity(judge: Any) -> dict[str, Any]:
-    get = getattr(judge, "identity", None)
-    return dict(get()) if callable(get) else {"name": _judge_name(judge)}
-
-
 def _question(judge: Any, task: str) -> dict[str, Any]:
     """The identity of the ``task`` question ("agreement" or "context") as ``judge`` asks it."""
     from pytest_ragmetrics.judges.relevance import RelevanceJudge
 
     if task == "context" and isinstance(judge, RelevanceJudge):
-        return _identity(judge)
+        return identity_of(judge)
     get = getattr(judge, "question_identity", None)
     if callable(get):
         return dict(get(task))
-    return {"name": f"{_judge_name(judge)}-{task}", "judge": _identity(judge)}
+    return {"name": f"{_judge_name(judge)}-{task}", "judge": identity_of(judge)}
 
 
 def question_identities(

@@ -267,8 +267,8 @@ def rag_run(
     ignore = pair is not None and pair.ignore_identical_ids
 
     def search() -> Run:
+        from pytest_ragmetrics.cache import identity_of
         from pytest_ragmetrics.data.model import Run
-        from pytest_ragmetrics.records import identity_of
 
         result = rag_retriever.search(rag_queries, settings.k + 1 if ignore else settings.k)
         if not isinstance(result, (Run, Mapping)):

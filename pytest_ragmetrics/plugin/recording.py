@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pytest_ragmetrics.cache import identity_of
 from pytest_ragmetrics.data.judged import JudgedRankings
 from pytest_ragmetrics.data.model import Dataset, Qrels, Run
 from pytest_ragmetrics.errors import ConfigError, MetricError
@@ -16,7 +17,7 @@ from pytest_ragmetrics.metrics.names import parse_metric, parse_metrics
 from pytest_ragmetrics.metrics.retrieval import evaluate
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
 from pytest_ragmetrics.pooling import Supplement, supplemented_note
-from pytest_ragmetrics.records import EvaluationRecord, dataset_identity, identity_of, stable_json
+from pytest_ragmetrics.records import EvaluationRecord, dataset_identity, stable_json
 from pytest_ragmetrics.vocabulary import DEFAULT_ANSWER_METRICS, Layer
 
 
