@@ -14,10 +14,10 @@ import json
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -315,10 +315,17 @@ def calibrate(
         }
         for item, v in zip(items, verdicts, strict=True)
     ]
-    measured = _Measured(items, verdicts, rows, meta, started)
+    measured = _Measured(
+        [item.supported for item in items],
+        [v.supported for v in verdicts],
+        [v.score for v in verdicts],
+        rows,
+        meta,
+        started,
+    )
     if threshold_judge is not None:
-        return measured.tuned(threshold_judge, n_tune, seed)
-    return measured.as_judged(judge)
+        return measured.tuned(lambda t: threshold_judge.with_threshold(t).identity(), n_tune, seed)
+    return measured.as_judged(judge.identity())
 
 
 def _labelled_items(
@@ -383,17 +390,19 @@ class _Identified(Protocol):
 
 
 class _Tunable(Protocol):
-    """A judge with a threshold calibration can tune (claim support or passage relevance)."""
+    """A judge with a threshold calibration can tune (passage relevance)."""
 
-    def with_threshold(self, threshold: float) -> Any: ...
+    def with_threshold(self, threshold: float) -> _Identified: ...
 
 
 @dataclass
 class _Measured:
-    """A judge's verdicts on labelled items, before they are turned into figures."""
+    """A judge's verdicts on labelled items, before they are turned into figures: per item the
+    human label, the judge's verdict (None: unjudged) and its score (None: none)."""
 
-    items: list[LabelledClaim]
-    verdicts: list[Claim]
+    human: list[bool]
+    judged: list[bool | None]
+    scores: list[float | None]
     rows: list[dict[str, Any]]
     labels: dict[str, Any]
     started: float
@@ -411,17 +420,17 @@ class _Measured:
             **more,
         )
 
-    def tuned(self, judge: _Tunable, n_tune: int, seed: int) -> CalibrationResult:
-        """The best threshold on a seeded tuning part, scored on the rest."""
-        human = np.array([item.supported for item in self.items], dtype=bool)
-        scores = np.array(
-            [-np.inf if v.score is None else v.score for v in self.verdicts], dtype=np.float64
-        )
-        order = np.random.default_rng(seed).permutation(len(self.items))
+    def tuned(
+        self, identity_at: Callable[[float], dict[str, Any]], n_tune: int, seed: int
+    ) -> CalibrationResult:
+        """The best threshold on a seeded tuning part, scored on the rest; the result's judge
+        is ``identity_at(threshold)`` (the judge's identity with the tuned threshold)."""
+        human = np.array(self.human, dtype=bool)
+        scores = np.array([-np.inf if s is None else s for s in self.scores], dtype=np.float64)
+        order = np.random.default_rng(seed).permutation(len(human))
         tuning_part, held_out = np.sort(order[:n_tune]), np.sort(order[n_tune:])
         threshold = _best_threshold(scores[tuning_part], human[tuning_part])
         predicted = scores >= threshold
-        tuned = judge.with_threshold(threshold)
         result = agreement(human[held_out].tolist(), predicted[held_out].tolist())
         tuning = agreement(human[tuning_part].tolist(), predicted[tuning_part].tolist())
         held = set(held_out.tolist())
@@ -429,18 +438,20 @@ class _Measured:
             row["judge"] = bool(predicted[i])
             row["part"] = "evaluation" if i in held else "tuning"
         return self._result(
-            tuned.identity(), result, threshold=threshold, unjudged=0, tuning=tuning, seed=seed
+            identity_at(threshold),
+            result,
+            threshold=threshold,
+            unjudged=0,
+            tuning=tuning,
+            seed=seed,
         )
 
-    def as_judged(self, judge: _Identified) -> CalibrationResult:
+    def as_judged(self, identity: dict[str, Any]) -> CalibrationResult:
         """The judge's own verdicts scored on every item it judged."""
-        human = np.array([item.supported for item in self.items], dtype=bool)
-        judged = [i for i, v in enumerate(self.verdicts) if v.supported is not None]
-        result = agreement(
-            human[judged].tolist(), [bool(self.verdicts[i].supported) for i in judged]
-        )
+        judged = [i for i, v in enumerate(self.judged) if v is not None]
+        result = agreement([self.human[i] for i in judged], [bool(self.judged[i]) for i in judged])
         return self._result(
-            judge.identity(), result, threshold=None, unjudged=len(self.items) - len(judged)
+            identity, result, threshold=None, unjudged=len(self.human) - len(judged)
         )
 
 
@@ -650,7 +661,6 @@ def calibrate_relevance(
                 for p, v in zip(chunk, found, strict=True)
             ]
             advance(len(chunk))
-    claims = [LabelledClaim(p.id, p.query, (p.passage,), p.relevant, p.label, 0) for p in items]
     digest = hashlib.sha256()
     for p in items:
         digest.update(json.dumps([p.id, p.relevant, p.label]).encode())
@@ -674,7 +684,15 @@ def calibrate_relevance(
         }
         for p, v in zip(items, verdicts, strict=True)
     ]
-    measured = _Measured(claims, verdicts, rows, meta, started)
+    measured = _Measured(
+        [p.relevant for p in items],
+        [v.supported for v in verdicts],
+        [v.score for v in verdicts],
+        rows,
+        meta,
+        started,
+    )
     if tunable:
-        return measured.tuned(judge, n_tune, seed)  # type: ignore[arg-type]
-    return measured.as_judged(judge)
+        tunable_judge = cast("_Tunable", judge)
+        return measured.tuned(lambda t: tunable_judge.with_threshold(t).identity(), n_tune, seed)
+    return measured.as_judged(judge.identity())
