@@ -1,12 +1,15 @@
-"""Calibration: kappa/accuracy math, the labels file, threshold tuning on a seeded half, the
-calibration file behind the kappa gate, `ragmetrics calibrate`, and SciFact figures (slow)."""
+"""Calibration: kappa/accuracy math, the labels files (claim support, answer-reference
+agreement), threshold tuning on a seeded half, the calibration file behind the kappa gate,
+`ragmetrics calibrate`, and SciFact figures (slow)."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import math
 import os
+import re
 import zlib
 from pathlib import Path
 from typing import Any
@@ -20,16 +23,21 @@ from scifact_data import CLAIM_LABELS as LABELS
 from pytest_ragmetrics.cli import main
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
 from pytest_ragmetrics.judges import (
+    AgreementLabels,
     CalibrationResult,
     EmbeddingJudge,
+    HttpJudge,
+    LabelledAnswer,
     LabelledClaim,
     RecordedJudge,
     agreement,
     calibrate,
+    calibrate_agreement,
     cohen_kappa,
     identity_hash,
     load_calibration,
     load_kappa,
+    read_agreement_labels,
     read_claim_labels,
     save_calibration,
 )
@@ -426,3 +434,187 @@ def test_embedding_judge_on_scifact(minilm_available: None, tmp_path: Path) -> N
     store = tmp_path / "calibration.json"
     save_calibration(store, result)
     assert load_kappa(store, EmbeddingJudge(threshold=result.threshold).identity()) == result.kappa
+
+
+# -- the agreement question: labels ---------------------------------------------------------
+
+GENERIC = {"id": "a1", "question": "q?", "answer": "x", "reference": "y", "label": "AGREE"}
+CLAIM = {
+    "claim_id": "7",
+    "doc_id": "70",
+    "claim": "the claim",
+    "context_sentences": ["s0.", "s1. ", "s2."],
+    "evidence_sentences": [2, 0],
+    "label": "SUPPORT",
+}
+
+
+def test_generic_agreement_labels(tmp_path: Path) -> None:
+    path = tmp_path / "agree.jsonl.gz"
+    rows = [
+        GENERIC,
+        {**GENERIC, "id": 2, "label": "disagree"},
+        {"answer": "x", "reference": "y", "label": True},  # no id, no question
+        {"answer": "x", "reference": "y", "question": None, "label": False},
+    ]
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in rows))
+    labels = read_agreement_labels(path)
+    assert labels.layout == "generic" and labels.left_out == 0 and labels.path == str(path)
+    assert [i.id for i in labels.items] == ["a1", "2", "line-3", "line-4"]
+    assert [i.agrees for i in labels.items] == [True, False, True, False]
+    assert [i.label for i in labels.items] == ["AGREE", "DISAGREE", "AGREE", "DISAGREE"]
+    assert labels.items[0] == LabelledAnswer("a1", "q?", "x", "y", True, "AGREE", 1)
+    assert labels.items[2].question == labels.items[3].question == ""
+
+
+def test_scifact_claim_support_as_agreement_labels(tmp_path: Path) -> None:
+    path = _labels(
+        tmp_path / "claims.jsonl",
+        [
+            CLAIM,
+            {**CLAIM, "doc_id": "71", "label": "NOINFO", "evidence_sentences": []},
+            {**CLAIM, "doc_id": "72", "label": "contradict", "evidence_sentences": [1]},
+        ],
+    )
+    labels = read_agreement_labels(path)
+    assert labels.layout == "scifact claim_support"
+    assert labels.left_out == 1 and "NOINFO" in labels.left_out_reason
+    first, second = labels.items
+    # question = answer = the claim; reference = the evidence sentences in order, one space.
+    assert first == LabelledAnswer("7:70", "the claim", "the claim", "s0. s2.", True, "SUPPORT", 1)
+    assert (second.id, second.reference, second.agrees, second.line) == ("7:72", "s1.", False, 3)
+
+
+@needs_scifact
+def test_scifact_dev_file_gives_209_agreement_items() -> None:
+    labels = read_agreement_labels(LABELS)
+    assert len(labels) == 209 and labels.left_out == 130
+    assert sum(i.agrees for i in labels.items) == 138
+    assert all(i.reference and i.answer == i.question for i in labels.items)
+
+
+@pytest.mark.parametrize(
+    ("rows", "line", "message"),
+    [
+        ([{**GENERIC, "answer": ""}], 1, "'answer' is not a non-empty string (a generic item)"),
+        ([GENERIC, {"id": "b", "answer": "x", "label": "AGREE"}], 2, "'reference' is missing"),
+        ([{**GENERIC, "label": "SUPPORT"}], 1, "'label' must be AGREE or DISAGREE"),
+        ([{k: v for k, v in GENERIC.items() if k != "label"}], 1, "'label' must be AGREE"),
+        ([{**GENERIC, "question": 3}], 1, "'question' must be a string"),
+        ([GENERIC, GENERIC], 2, "item id 'a1' already appears on line 1"),
+        ([{**GENERIC, "id": True}], 1, "'id' is not a string or integer"),
+        ([{**CLAIM, "evidence_sentences": [3]}], 1, "evidence sentence index 3 is out of range"),
+        ([{**CLAIM, "evidence_sentences": [-1]}], 1, "index -1 is out of range"),
+        ([{**CLAIM, "evidence_sentences": ["1"]}], 1, "must be a list of sentence indices"),
+        ([{**CLAIM, "evidence_sentences": []}], 1, "a SUPPORT item needs evidence sentences"),
+        ([CLAIM, {**CLAIM, "label": "NOINFO"}], 2, "item id '7:70' already appears on line 1"),
+        ([{k: v for k, v in CLAIM.items() if k != "doc_id"}], 1, "'doc_id' is missing"),
+        ([CLAIM, {**CLAIM, "doc_id": 9, "label": "MAYBE"}], 2, "SUPPORT, CONTRADICT or NOINFO"),
+        ([CLAIM, GENERIC], 2, "'claim_id' is missing (a scifact claim_support item)"),
+        ([{"text": "t", "label": "AGREE"}], 1, "cannot tell the layout"),
+        ([{**GENERIC, "claim": "c"}], 1, "cannot tell the layout"),
+        ([GENERIC, "[1]"], 2, "expected a JSON object"),
+    ],
+)
+def test_agreement_label_errors_name_file_and_line(
+    tmp_path: Path, rows: list[Any], line: int, message: str
+) -> None:
+    path = _labels(tmp_path / "agree.jsonl", rows)
+    with pytest.raises(DataFormatError, match=re.escape(message)) as info:
+        read_agreement_labels(path)
+    assert str(info.value).startswith(f"{path}:{line}: ")
+
+
+def test_agreement_labels_empty_or_all_noinfo(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    with pytest.raises(DataFormatError, match="no labelled items") as info:
+        read_agreement_labels(empty)
+    assert str(info.value).startswith(f"{empty}: ")
+    noinfo = _labels(tmp_path / "noinfo.jsonl", [{**CLAIM, "label": "NOINFO"}])
+    with pytest.raises(DataFormatError, match=r"no SUPPORT or CONTRADICT item .*1 NOINFO"):
+        read_agreement_labels(noinfo)
+
+
+# -- the agreement question: calibrating ----------------------------------------------------
+
+
+def toy_answers(n: int = 40) -> list[LabelledAnswer]:
+    """Agreeing answers repeat their reference; the others share half of its words."""
+    return [
+        LabelledAnswer(c.id, "q", c.claim, c.contexts[0], c.supported, "AGREE", k + 1)
+        for k, c in enumerate(toy_labels(n))
+    ]
+
+
+def test_agreement_threshold_is_tuned_and_the_result_keyed_by_the_agreement_question(
+    tmp_path: Path,
+) -> None:
+    judge = EmbeddingJudge(encoder=toy_encoder, model_name="toy", agreement_threshold=0.1)
+    items = toy_answers()
+    labels = AgreementLabels(tuple(items), "generic", 3, "why", str(tmp_path / "a.jsonl"))
+    result = calibrate_agreement(judge, labels, seed=3)
+    assert result.tuning is not None and result.n == 20 and result.tuning.n == 20
+    assert result.threshold is not None and 0.6 < result.threshold <= 1.0
+    assert result.kappa == 1.0
+    tuned = judge.with_agreement_threshold(result.threshold)
+    assert result.judge == tuned.question_identity("agreement")
+    assert result.judge["name"] == "embedding-agreement"
+    assert result.judge["parameters"]["threshold"] == result.threshold
+    # The copy changes the agreement question only.
+    assert judge.agreement_threshold == 0.1 and tuned.identity() == judge.identity()
+    assert tuned.question_identity("context") == judge.question_identity("context")
+    assert result.labels["question"] == "agreement"
+    assert result.labels["file"] == "a.jsonl" and result.labels["layout"] == "generic"
+    assert result.labels["left_out"] == 3 and result.labels["left_out_reason"] == "why"
+    assert result.labels["n"] == 40 and result.labels["positives"] == 20
+    assert {row["part"] for row in result.items} == {"tuning", "evaluation"}
+    store = tmp_path / "calibration.json"
+    save_calibration(store, result)
+    assert load_kappa(store, tuned.question_identity("agreement")) == 1.0
+    assert load_kappa(store, judge.question_identity("agreement")) is None  # 0.1: not calibrated
+    assert load_kappa(store, tuned.identity()) is None  # the support question is another one
+    fixed = calibrate_agreement(judge, items, tune=False)
+    assert fixed.tuning is None and fixed.n == 40 and fixed.kappa == 0.0  # 0.1: all agree
+    assert fixed.judge == judge.question_identity("agreement")
+    assert calibrate_agreement(judge, items, limit=10, tune=False).n == 10
+    with pytest.raises(JudgeError, match="cannot be split"):
+        calibrate_agreement(judge, items[:1])
+    with pytest.raises(JudgeError, match="limit must be at least 1"):
+        calibrate_agreement(judge, items, limit=0)
+    with pytest.raises(JudgeError, match="has no judge_agreement"):
+        calibrate_agreement(RecordedJudge(_verdicts(tmp_path / "v.jsonl", [], set(), set())), items)
+
+
+def _agree_if_same(prompt: str) -> str:
+    """Yes when the answer says 'same', 'perhaps' when it says 'unsure', else no."""
+    answer = next(line for line in prompt.splitlines() if line.startswith("Answer:"))
+    if "unsure" in answer:
+        return "perhaps"
+    return "Yes." if "same" in answer else "No."
+
+
+def test_http_judge_agreement_verdicts_are_scored_as_given(tmp_path: Path) -> None:
+    from fake_openai import serve
+
+    items = [
+        LabelledAnswer("a", "q", "the same", "r", True, "AGREE", 1),
+        LabelledAnswer("b", "q", "the same", "r2", False, "DISAGREE", 2),
+        LabelledAnswer("c", "q", "other", "r", False, "DISAGREE", 3),
+        LabelledAnswer("d", "q", "unsure", "r", True, "AGREE", 4),
+    ]
+    with serve(answer=_agree_if_same) as server:
+        judge = HttpJudge(server.url, "m", unparseable="unjudged", cache=tmp_path / "c")
+        result = calibrate_agreement(judge, items)
+        assert server.count == 4
+        assert result.threshold is None and result.tuning is None
+        assert result.unjudged == 1 and result.n == 3
+        assert result.confusion == {"tp": 1, "fp": 1, "fn": 0, "tn": 1}
+        assert result.judge == judge.question_identity("agreement")
+        assert [row["judge"] for row in result.items] == [True, True, False, None]
+        strict = HttpJudge(server.url, "m", cache=tmp_path / "c")  # unparseable = error
+        with pytest.raises(JudgeError, match=r"a\.jsonl:4: item 'd'.*'perhaps'"):
+            calibrate_agreement(
+                strict, AgreementLabels(tuple(items), "generic", path=str(tmp_path / "a.jsonl"))
+            )

@@ -409,6 +409,15 @@ class EmbeddingJudge(JudgeBase):
             )
         return out
 
+    def with_agreement_threshold(self, threshold: float) -> EmbeddingJudge:
+        """The same model and cache with another ``agreement_threshold`` (and so another
+        agreement question identity): what ``ragmetrics calibrate --question agreement``
+        tunes."""
+        _check_cosine("agreement_threshold", threshold)
+        copy = copy_module.copy(self)
+        copy.agreement_threshold = float(threshold)
+        return copy
+
 
 def _best_matches(
     claims: list[str],
