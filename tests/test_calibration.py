@@ -618,3 +618,161 @@ def test_http_judge_agreement_verdicts_are_scored_as_given(tmp_path: Path) -> No
             calibrate_agreement(
                 strict, AgreementLabels(tuple(items), "generic", path=str(tmp_path / "a.jsonl"))
             )
+
+
+def test_cli_agreement_http_table_and_save(tmp_path: Path) -> None:
+    from fake_openai import serve
+
+    labels = _labels(
+        tmp_path / "claims.jsonl",
+        [
+            {**CLAIM, "claim": "the same claim"},
+            {**CLAIM, "doc_id": "71", "label": "NOINFO", "evidence_sentences": []},
+            {**CLAIM, "doc_id": "72", "label": "CONTRADICT", "claim": "another claim"},
+        ],
+    )
+    store = tmp_path / "calibration.json"
+    with serve(answer=_agree_if_same) as server:
+        argv = ["--question", "agreement", "--judge", "http", "--labels", str(labels)]
+        argv += ["--url", server.url, "--model", "m", "--cache-dir", str(tmp_path / "c")]
+        code, table = run_cli(*argv, "--save", str(store))
+        assert code == 0 and server.count == 2
+        code, out = run_cli(*argv, "--format", "json")
+        assert code == 0 and server.count == 2  # from the cache
+    assert "human: agrees" in table and "judge: not agrees" in table
+    assert "left out: 1 items (NOINFO pairs have no evidence sentences" in table
+    data = json.loads(out)
+    assert data["kappa"] == 1.0 and data["n"] == 2
+    assert data["labels"]["question"] == "agreement" and data["labels"]["left_out"] == 1
+    judge = HttpJudge(server.url, "m")
+    assert load_kappa(store, judge.question_identity("agreement")) == 1.0
+    assert load_kappa(store, judge.identity()) is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--judge", "recorded", "--verdicts", "v"], "--judge recorded: the agreement question"),
+        (["--judge", "embedding", "--dataset", "d"], "--dataset: only with --question relevance"),
+        (["--judge", "embedding", "--run", "r"], "--run: only with --question relevance"),
+        (["--judge", "embedding", "--top", "3"], "--top: only with --question relevance"),
+        (["--judge", "embedding", "--max-chars", "9"], "--max-chars: only with --question rel"),
+        (["--judge", "http", "--threshold", "0.5"], "--threshold: not an option of --judge http"),
+    ],
+)
+def test_cli_agreement_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    labels = _labels(tmp_path / "agree.jsonl", [GENERIC])
+    code, _ = run_cli("--question", "agreement", *argv, "--labels", str(labels), "--no-cache")
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ragmetrics calibrate: error: ") and message in err, err
+    code, _ = run_cli("--question", "agreement", "--judge", "embedding")
+    assert code == 2 and "--labels FILE.jsonl: required for --question agreement" in (
+        capsys.readouterr().err
+    )
+
+
+def test_cli_agreement_bad_labels_name_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    labels = _labels(tmp_path / "agree.jsonl", [GENERIC, {**GENERIC, "id": "b", "label": "?"}])
+    code, _ = run_cli("--question", "agreement", "--judge", "embedding", "--labels", str(labels))
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"ragmetrics calibrate: error: {labels}:2: 'label' must be AGREE or DISAGREE (or "
+        "true/false), got '?'\n"
+    )
+
+
+@needs_scifact
+def test_cli_agreement_embedding_on_a_few_scifact_items(
+    minilm_available: None, tmp_path: Path
+) -> None:
+    argv = ["--question", "agreement", "--judge", "embedding", "--labels", str(LABELS)]
+    argv += ["--limit", "12", "--format", "json", "--cache-dir", str(tmp_path / "cache")]
+    code, out = run_cli(*argv)
+    assert code == 0
+    data = json.loads(out)
+    assert data["n"] == 6 and data["tuning"]["n"] == 6 and data["labels"]["n"] == 12
+    assert data["labels"]["left_out"] == 130
+    tuned = EmbeddingJudge().with_agreement_threshold(data["threshold"])
+    assert data["judge"] == tuned.question_identity("agreement")
+    # --threshold is the agreement threshold here (not the claim-support one).
+    code, fixed = run_cli(*argv, "--threshold", "0.5")
+    assert code == 0
+    result = json.loads(fixed)
+    assert result["n"] == 12 and result["tuning"] is None
+    assert result["judge"] == EmbeddingJudge(agreement_threshold=0.5).question_identity("agreement")
+
+
+# -- the context question: what `calibrate --question relevance` saves ------------------------
+
+
+def _tiny_beir(root: Path) -> tuple[Path, Path]:
+    """A BEIR folder (two questions, four documents; qrels judge relevant ones only) and a run
+    that retrieves two documents per question."""
+    data = root / "data"
+    (data / "qrels").mkdir(parents=True)
+    docs = {"d1": "cats purr", "d2": "dogs bark", "d3": "fish swim", "d4": "birds sing"}
+    (data / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": d, "title": "T", "text": t}) + "\n" for d, t in docs.items())
+    )
+    (data / "queries.jsonl").write_text(
+        json.dumps({"_id": "q1", "text": "which animal purrs"})
+        + "\n"
+        + json.dumps({"_id": "q2", "text": "which animal barks"})
+        + "\n"
+    )
+    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
+    run = root / "run.trec"
+    run.write_text("q1 Q0 d1 1 2 x\nq1 Q0 d3 2 1 x\nq2 Q0 d4 1 2 x\nq2 Q0 d2 2 1 x\n")
+    return data, run
+
+
+def test_context_question_calibration_is_keyed_by_question_identity_context(
+    tmp_path: Path,
+) -> None:
+    from pytest_ragmetrics.data.layouts import load_dataset
+    from pytest_ragmetrics.data.trec import read_run
+    from pytest_ragmetrics.judges.calibration import (
+        calibrate_relevance,
+        retrieved_relevance_labels,
+    )
+
+    data, run = _tiny_beir(tmp_path)
+    loaded = load_dataset(data, "test")
+    pairs, how = retrieved_relevance_labels(
+        read_run(run), loaded.qrels, loaded.queries, loaded.corpus, top=2, max_chars=6
+    )
+    assert [p.passage for p in pairs] == ["T cats", "T fish", "T bird", "T dogs"]
+    judge = EmbeddingJudge(encoder=toy_encoder, model_name="toy")
+    result = calibrate_relevance(judge.context_judge, pairs, negatives=how, seed=0)
+    assert result.threshold is not None
+    tuned = EmbeddingJudge(
+        encoder=toy_encoder, model_name="toy", context_threshold=result.threshold
+    )
+    assert result.judge == tuned.question_identity("context")
+    fixed = calibrate_relevance(judge.context_judge, pairs, tune=False)
+    assert fixed.judge == judge.question_identity("context") and fixed.n == 4
+
+
+def test_cli_relevance_on_a_run_saves_the_default_judges_context_question(
+    minilm_available: None, tmp_path: Path
+) -> None:
+    data, run = _tiny_beir(tmp_path)
+    store = tmp_path / "calibration.json"
+    code, out = run_cli(
+        "--question", "relevance", "--judge", "embedding", "--dataset", str(data),
+        "--run", str(run), "--top", "2", "--max-chars", "600", "--threshold", "0.6",
+        "--format", "json", "--save", str(store), "--cache-dir", str(tmp_path / "cache"),
+    )  # fmt: skip
+    assert code == 0
+    data_out = json.loads(out)
+    assert data_out["n"] == 4 and data_out["tuning"] is None
+    # The default embedding judge's context question (context_threshold 0.6) finds the record.
+    found = load_calibration(store, EmbeddingJudge().question_identity("context"))
+    assert found is not None and found.n == 4 and found.judge == data_out["judge"]
+    assert found.judge["name"] == "embedding-relevance"
+    assert found.judge["parameters"]["threshold"] == 0.6

@@ -36,7 +36,7 @@ from pytest_ragmetrics.judges.base import (
 from pytest_ragmetrics.progress import progress
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.data.model import Corpus, Qrels, Queries
+    from pytest_ragmetrics.data.model import Corpus, Qrels, Queries, Run
     from pytest_ragmetrics.judges.relevance import RelevanceJudge
 
 PathLike = str | os.PathLike[str]
@@ -515,7 +515,7 @@ def load_kappa(path: PathLike, judge_identity: Mapping[str, Any]) -> float | Non
 
 # -- the relevance question ------------------------------------------------------------------
 
-RELEVANCE_LABELS = ("RELEVANT", "JUDGED_NOT_RELEVANT", "SAMPLED_NEGATIVE")
+RELEVANCE_LABELS = ("RELEVANT", "JUDGED_NOT_RELEVANT", "SAMPLED_NEGATIVE", "UNJUDGED")
 
 
 @dataclass(frozen=True)
@@ -617,6 +617,88 @@ def relevance_labels(
         f"sampled ({per_positive} per positive, uniformly from the corpus documents not judged "
         f"for the query, seed {seed}); presumed non-relevant, and easier than real near-misses, "
         "so kappa is optimistic"
+    )
+
+
+def retrieved_relevance_labels(
+    run: Run,
+    qrels: Qrels,
+    queries: Queries,
+    corpus: Corpus,
+    *,
+    top: int = 3,
+    max_chars: int | None = None,
+    relevance_level: int = 1,
+    run_name: str = "the run",
+) -> tuple[list[LabelledPair], str]:
+    """Labelled pairs for the relevance question from what a retriever actually handed over:
+    each query's top ``top`` documents of ``run``, as passages ``title + " " + text`` cut after
+    ``max_chars`` characters (what a pipeline gives its generator, and so what
+    context_relevance judges); and how the labels were given.
+
+    A pair is relevant when the qrels grade it >= ``relevance_level``; otherwise it is a
+    negative: judged non-relevant, or unjudged (grade -1 too) and presumed non-relevant, as
+    trec_eval presumes. These are the hard negatives (near misses the retriever ranked high),
+    and an unjudged document that is in fact relevant counts against a judge that calls it
+    relevant, so kappa is a lower bound. Queries of the run the qrels do not judge at all are
+    left out (nothing says what is relevant to them).
+    """
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise JudgeError(f"top must be a positive integer, got {top!r}")
+    if max_chars is not None and (
+        isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1
+    ):
+        raise JudgeError(f"max_chars must be a positive integer, got {max_chars!r}")
+    passages = dict(zip(corpus.doc_ids.tolist(), corpus.passages(), strict=True))
+    pairs: list[LabelledPair] = []
+    unjudged_queries = 0
+    counts = dict.fromkeys(("RELEVANT", "JUDGED_NOT_RELEVANT", "UNJUDGED"), 0)
+    for qid in run.query_ids.tolist():
+        grades = qrels.judgments(qid)
+        if not grades:
+            unjudged_queries += 1
+            continue
+        try:
+            question = queries[qid]
+        except (KeyError, DataFormatError):
+            raise JudgeError(f"{run_name}: query {qid!r} is not among the queries") from None
+        for doc, _ in run.ranking(qid)[:top]:
+            if doc not in passages:
+                raise JudgeError(
+                    f"{run_name}: document {doc!r} (query {qid!r}) is not in the corpus"
+                )
+            grade = grades.get(doc)
+            if grade is not None and grade >= relevance_level:
+                label = "RELEVANT"
+            elif grade is not None and grade >= 0:
+                label = "JUDGED_NOT_RELEVANT"
+            else:
+                label = "UNJUDGED"
+            counts[label] += 1
+            text = passages[doc] if max_chars is None else passages[doc][:max_chars]
+            pairs.append(LabelledPair(qid, doc, question, text, label == "RELEVANT", label))
+    if not pairs:
+        raise JudgeError(f"{run_name}: no query of the run is judged by the qrels")
+    if not counts["RELEVANT"]:
+        raise JudgeError(
+            f"{run_name}: none of the top {top} documents is relevant at relevance level "
+            f"{relevance_level}: nothing to calibrate the judge's yes on"
+        )
+    judged_queries = len({p.query_id for p in pairs})
+    cut = "whole passages" if max_chars is None else f"passages cut after {max_chars} characters"
+    skipped = (
+        f"; left out: {unjudged_queries} of the run's queries, which the qrels do not judge"
+        if unjudged_queries
+        else ""
+    )
+    return pairs, (
+        f"pairs: the top {top} documents of {run_name} for {judged_queries} queries "
+        f"({cut}{skipped}); positives: the {counts['RELEVANT']} the qrels judge relevant "
+        f"(grade >= {relevance_level}); negatives: the other {len(pairs) - counts['RELEVANT']}, "
+        f"retrieved but not relevant ({counts['JUDGED_NOT_RELEVANT']} judged non-relevant, "
+        f"{counts['UNJUDGED']} unjudged and presumed non-relevant): hard negatives, and an "
+        "unjudged relevant document counts against a judge that calls it relevant, so kappa "
+        "is a lower bound"
     )
 
 
