@@ -1361,8 +1361,10 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         out.write(json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n")
         return 0
     tablefmt = "github" if args.format == "markdown" else "simple"
-    positive = "agrees" if args.question == "agreement" else "supported"
-    out.write(_calibration_tables(result, args.labels, tablefmt, positive))
+    if args.question == "agreement":
+        out.write(_calibration_tables(result, args.labels, tablefmt, "agrees", "disagrees"))
+    else:
+        out.write(_calibration_tables(result, args.labels, tablefmt))
     out.write(note)
     if args.save:
         out.write(f"\nsaved to {args.save} (judge {result.judge_key[:12]})\n")
@@ -1449,9 +1451,15 @@ def _calibrate_relevance(args: argparse.Namespace, options: dict[str, Any], out:
 
 
 def _calibration_tables(
-    result: CalibrationResult, labels: str, tablefmt: str, positive: str = "supported"
+    result: CalibrationResult,
+    labels: str,
+    tablefmt: str,
+    positive: str = "supported",
+    negative: str | None = None,
 ) -> str:
-    """The figures of a calibration, then its confusion matrix."""
+    """The figures of a calibration, then its confusion matrix (rows and columns named by
+    what a positive is, and a negative: "not <positive>" unless given)."""
+    negative = negative or f"not {positive}"
     from tabulate import tabulate
 
     identity = result.judge
@@ -1475,9 +1483,9 @@ def _calibration_tables(
     ]
     matrix = [
         [f"human: {positive}", str(c["tp"]), str(c["fn"])],
-        [f"human: not {positive}", str(c["fp"]), str(c["tn"])],
+        [f"human: {negative}", str(c["fp"]), str(c["tn"])],
     ]
-    headers = ["", f"judge: {positive}", f"judge: not {positive}"]
+    headers = ["", f"judge: {positive}", f"judge: {negative}"]
     return (
         tabulate(rows, tablefmt=tablefmt, disable_numparse=True)
         + "\n\n"

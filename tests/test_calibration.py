@@ -639,7 +639,8 @@ def test_cli_agreement_http_table_and_save(tmp_path: Path) -> None:
         assert code == 0 and server.count == 2
         code, out = run_cli(*argv, "--format", "json")
         assert code == 0 and server.count == 2  # from the cache
-    assert "human: agrees" in table and "judge: not agrees" in table
+    assert "human: agrees" in table and "human: disagrees" in table
+    assert "judge: agrees" in table and "judge: disagrees" in table
     assert "left out: 1 items (NOINFO pairs have no evidence sentences" in table
     data = json.loads(out)
     assert data["kappa"] == 1.0 and data["n"] == 2
