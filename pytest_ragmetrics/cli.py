@@ -1470,7 +1470,9 @@ def _calibration_tables(
             f"{result.seed}; figures below are on the other {result.n})"
         )
     else:
-        how = "-" if result.threshold is None else f"{result.threshold} (fixed)"
+        # A judge scored as it is: its own threshold, if it has one (in its identity).
+        fixed = (identity.get("parameters") or {}).get("threshold")
+        how = "-" if fixed is None else f"{fixed} (fixed)"
     rows = [
         ["judge", f"{identity.get('name')} ({identity.get('model')})"],
         ["labels", f"{labels} ({result.labels.get('n')} items)"],

@@ -777,3 +777,8 @@ def test_cli_relevance_on_a_run_saves_the_default_judges_context_question(
     assert found is not None and found.n == 4 and found.judge == data_out["judge"]
     assert found.judge["name"] == "embedding-relevance"
     assert found.judge["parameters"]["threshold"] == 0.6
+    code, table = run_cli(
+        "--question", "relevance", "--judge", "embedding", "--dataset", str(data),
+        "--run", str(run), "--threshold", "0.6", "--cache-dir", str(tmp_path / "cache"),
+    )  # fmt: skip
+    assert code == 0 and "threshold  0.6 (fixed)" in table
