@@ -1153,28 +1153,43 @@ def _cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+# The questions `calibrate` measures a judge on.
+QUESTIONS = ("support", "agreement", "relevance")
+
+
 def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "calibrate",
-        help="measure a judge's agreement with human support labels (accuracy, kappa)",
-        description="Judge every (claim, context) pair of a labels file (JSONL: claim, "
-        "context_sentences, label SUPPORT/CONTRADICT/NOINFO; supported = SUPPORT) and report "
-        "agreement with the labels: accuracy, Cohen's kappa, confusion matrix. A threshold "
-        "judge (embedding) gets its threshold tuned on a seeded half and is scored on the other "
-        "half. --save records the result for the ragmetrics_min_judge_kappa gate. "
-        "--question relevance measures a relevance judge instead (the one judge-pool uses) on "
-        "a dataset's judged pairs: relevant vs judged non-relevant, or, for qrels that judge "
-        "only relevant documents, vs negatives sampled from the corpus (the output says how).",
+        help="measure a judge's agreement with human labels (accuracy, kappa) on one of its "
+        "questions: claim support, answer-reference agreement, passage relevance",
+        description="Judge human-labelled items and report agreement with the labels: accuracy, "
+        "Cohen's kappa, confusion matrix. A threshold judge (embedding) gets its threshold "
+        "tuned on a seeded half and is scored on the other half. --save records the result, "
+        "keyed by the identity of the question as the judge asks it, for the "
+        "ragmetrics_min_judge_kappa gate. --question support (default): claim support against "
+        "--labels (JSONL: claim, context_sentences, label SUPPORT/CONTRADICT/NOINFO; supported "
+        "= SUPPORT). --question agreement: answer_correctness's question \"does the answer "
+        'agree with the reference?" against --labels (JSONL: answer, reference, label '
+        "AGREE/DISAGREE; or SciFact's claim_support, where the claim is the answer, its "
+        "evidence sentences the reference, SUPPORT agrees, CONTRADICT disagrees and NOINFO "
+        "pairs are left out). --question relevance: a relevance judge (judge-pool's, and "
+        "context_relevance's) on a dataset's qrels: relevant vs judged non-relevant, or, for "
+        "qrels that judge only relevant documents, vs negatives sampled from the corpus; with "
+        "--run, the top --top documents a retriever handed over instead (hard negatives; the "
+        "output says how the negatives were chosen).",
     )
     p.add_argument("--judge", required=True, choices=JUDGE_KINDS)
     p.add_argument(
         "--question",
-        choices=("support", "relevance"),
+        choices=QUESTIONS,
         default="support",
-        help="support: claim support against --labels (default); relevance: passage relevance "
+        help="support: claim support against --labels (default); agreement: answer-reference "
+        "agreement against --labels (embedding and http judges); relevance: passage relevance "
         "against --dataset's qrels",
     )
-    p.add_argument("--labels", metavar="FILE.jsonl", help="support: human labels")
+    p.add_argument(
+        "--labels", metavar="FILE.jsonl", help="support, agreement: human labels (.gz ok)"
+    )
     p.add_argument("--dataset", metavar="DIR", help="relevance: dataset folder (qrels and texts)")
     p.add_argument("--split", help="relevance: the split (default test)")
     p.add_argument(
@@ -1182,7 +1197,24 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         type=int,
         metavar="N",
         help="relevance, for qrels without judged non-relevant pairs: negatives sampled per "
-        "positive (default 1)",
+        "positive (default 1; not with --run)",
+    )
+    p.add_argument(
+        "--run",
+        metavar="RUN",
+        help="relevance: a TREC run; label each query's top --top documents by the qrels "
+        "(relevant, else non-relevant: judged so, or unjudged and presumed so, which makes "
+        "kappa a lower bound) instead of sampling negatives",
+    )
+    p.add_argument(
+        "--top", type=int, metavar="N", help="relevance with --run: documents per query (default 3)"
+    )
+    p.add_argument(
+        "--max-chars",
+        type=int,
+        metavar="C",
+        help="relevance: cut each passage (title + ' ' + text) after C characters, as a "
+        "pipeline cuts its contexts (the example pipeline: 600); default: whole passages",
     )
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument(
@@ -1195,7 +1227,8 @@ def _add_calibrate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     _add_cache_options(p, "verdict cache folder")
     _add_judge_options(
         p,
-        threshold="score this fixed threshold on all items instead of tuning one",
+        threshold="score this fixed threshold on all items instead of tuning one (agreement: "
+        "the agreement threshold; relevance: the relevance threshold)",
         verdicts="recorded assessments, query_id = item id (relevance: query_id, doc_id, "
         "relevant per line)",
     )
@@ -1246,21 +1279,56 @@ def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
     return given
 
 
+# The options of each question of `calibrate` (the others are a usage error for it).
+_QUESTION_OPTIONS: dict[str, tuple[str, ...]] = {
+    "support": ("labels",),
+    "agreement": ("labels",),
+    "relevance": ("dataset", "split", "negatives", "run", "top", "max_chars"),
+}
+
+
+def _check_question_options(args: argparse.Namespace) -> None:
+    """A ConfigError for a missing required option or an option of another question."""
+    if args.question == "relevance" and args.dataset is None:
+        raise ConfigError("--dataset DIR: required for --question relevance")
+    if args.question != "relevance" and args.labels is None:
+        raise ConfigError(f"--labels FILE.jsonl: required for --question {args.question}")
+    every = dict.fromkeys(name for names in _QUESTION_OPTIONS.values() for name in names)
+    for name in every:
+        if getattr(args, name) is not None and name not in _QUESTION_OPTIONS[args.question]:
+            owners = " or ".join(q for q, names in _QUESTION_OPTIONS.items() if name in names)
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"{flag}: only with --question {owners}")
+    if args.run is None and args.top is not None:
+        raise ConfigError("--top: only with --run (the documents a retriever handed over)")
+    if args.run is not None and args.negatives is not None:
+        raise ConfigError(
+            "--negatives: not with --run (the negatives are the retrieved documents the qrels "
+            "do not judge relevant)"
+        )
+    if args.question == "agreement" and args.judge not in ("embedding", "http"):
+        raise ConfigError(
+            f"--judge {args.judge}: the agreement question is asked by the embedding and http "
+            "judges only"
+        )
+
+
 def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.cache import Cache
-    from pytest_ragmetrics.judges.calibration import calibrate, save_calibration
+    from pytest_ragmetrics.judges.calibration import (
+        calibrate,
+        calibrate_agreement,
+        read_agreement_labels,
+        save_calibration,
+    )
     from pytest_ragmetrics.judges.factory import build_judge
     from pytest_ragmetrics.progress import stream_reporter, use_reporter
 
     options = _judge_options(args)
-    _require_positive(args, "concurrency", "limit", "negatives")
+    _require_positive(args, "concurrency", "limit", "negatives", "top", "max_chars")
+    _check_question_options(args)
     if args.question == "relevance":
         return _calibrate_relevance(args, options, out)
-    if args.labels is None:
-        raise ConfigError("--labels FILE.jsonl: required for --question support")
-    for flag in ("dataset", "split", "negatives"):
-        if getattr(args, flag) is not None:
-            raise ConfigError(f"--{flag}: only with --question relevance")
     if args.save:
         _refuse_overwriting(
             args.save,
@@ -1271,24 +1339,33 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     if args.judge == "http":
         # A weak model's off-script reply is counted as unjudged, not fatal, while calibrating.
         options["unparseable"] = "unjudged"
+    if args.question == "agreement" and "threshold" in options:
+        # --threshold is the threshold of the question calibrated: here the agreement one.
+        options["agreement_threshold"] = options.pop("threshold")
     judge = build_judge(
         args.judge, cache=None if args.no_cache else Cache(args.cache_dir), **options
     )
+    tune = args.threshold is None
+    note = ""
     with use_reporter(stream_reporter()):
-        result = calibrate(
-            judge,
-            args.labels,
-            seed=args.seed,
-            limit=args.limit,
-            tune=args.threshold is None,
-        )
+        if args.question == "agreement":
+            labels = read_agreement_labels(args.labels)
+            result = calibrate_agreement(judge, labels, seed=args.seed, limit=args.limit, tune=tune)
+            if labels.left_out:
+                note = f"left out: {labels.left_out} items ({labels.left_out_reason})\n"
+        else:
+            result = calibrate(judge, args.labels, seed=args.seed, limit=args.limit, tune=tune)
     if args.save:
         save_calibration(args.save, result)
     if args.format == "json":
         out.write(json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n")
         return 0
     tablefmt = "github" if args.format == "markdown" else "simple"
-    out.write(_calibration_tables(result, args.labels, tablefmt))
+    if args.question == "agreement":
+        out.write(_calibration_tables(result, args.labels, tablefmt, "agrees", "disagrees"))
+    else:
+        out.write(_calibration_tables(result, args.labels, tablefmt))
+    out.write(note)
     if args.save:
         out.write(f"\nsaved to {args.save} (judge {result.judge_key[:12]})\n")
     return 0
@@ -1301,29 +1378,48 @@ def _calibrate_relevance(args: argparse.Namespace, options: dict[str, Any], out:
     from pytest_ragmetrics.judges.calibration import (
         calibrate_relevance,
         relevance_labels,
+        retrieved_relevance_labels,
         save_calibration,
     )
     from pytest_ragmetrics.judges.relevance import build_relevance_judge
     from pytest_ragmetrics.progress import stream_reporter, use_reporter
 
-    if args.dataset is None:
-        raise ConfigError("--dataset DIR: required for --question relevance")
-    if args.labels is not None:
-        raise ConfigError("--labels: only with --question support (relevance uses --dataset)")
     if args.save:
         _refuse_overwriting(
             args.save,
             "--save",
-            files={"--verdicts": args.verdicts},
+            files={"--verdicts": args.verdicts, "--run": args.run},
             folders={"--dataset": args.dataset},
             cache=None if args.no_cache else args.cache_dir,
         )
     if args.judge == "http":
         options["unparseable"] = "unjudged"
     dataset = load_dataset(args.dataset, args.split or "test")
-    pairs, negatives = relevance_labels(
-        dataset.qrels, dataset.queries, dataset.corpus, negatives=args.negatives, seed=args.seed
-    )
+    if args.run is not None:
+        from pytest_ragmetrics.data.trec import read_run
+
+        pairs, negatives = retrieved_relevance_labels(
+            read_run(args.run),
+            dataset.qrels,
+            dataset.queries,
+            dataset.corpus,
+            top=3 if args.top is None else args.top,
+            max_chars=args.max_chars,
+            run_name=f"run {Path(args.run).name}",
+        )
+    else:
+        pairs, negatives = relevance_labels(
+            dataset.qrels,
+            dataset.queries,
+            dataset.corpus,
+            negatives=args.negatives,
+            seed=args.seed,
+        )
+        if args.max_chars is not None:
+            import dataclasses
+
+            pairs = [dataclasses.replace(p, passage=p.passage[: args.max_chars]) for p in pairs]
+            negatives += f"; passages cut after {args.max_chars} characters"
     judge = build_relevance_judge(
         args.judge, cache=None if args.no_cache else Cache(args.cache_dir), **options
     )
@@ -1335,7 +1431,8 @@ def _calibrate_relevance(args: argparse.Namespace, options: dict[str, Any], out:
             seed=args.seed,
             limit=args.limit,
             tune=args.threshold is None,
-            source=f"{dataset.name} {dataset.split}",
+            source=f"{dataset.name} {dataset.split}"
+            + ("" if args.run is None else f", run {Path(args.run).name}"),
         )
     if args.save:
         save_calibration(args.save, result)
@@ -1343,7 +1440,10 @@ def _calibrate_relevance(args: argparse.Namespace, options: dict[str, Any], out:
         out.write(json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n")
         return 0
     tablefmt = "github" if args.format == "markdown" else "simple"
-    out.write(_calibration_tables(result, f"{args.dataset} qrels", tablefmt, "relevant"))
+    source = f"{args.dataset} qrels"
+    if args.run is not None:
+        source += f", top {3 if args.top is None else args.top} of {args.run}"
+    out.write(_calibration_tables(result, source, tablefmt, "relevant"))
     out.write(f"{negatives}\n")
     if args.save:
         out.write(f"\nsaved to {args.save} (judge {result.judge_key[:12]})\n")
@@ -1351,9 +1451,15 @@ def _calibrate_relevance(args: argparse.Namespace, options: dict[str, Any], out:
 
 
 def _calibration_tables(
-    result: CalibrationResult, labels: str, tablefmt: str, positive: str = "supported"
+    result: CalibrationResult,
+    labels: str,
+    tablefmt: str,
+    positive: str = "supported",
+    negative: str | None = None,
 ) -> str:
-    """The figures of a calibration, then its confusion matrix."""
+    """The figures of a calibration, then its confusion matrix (rows and columns named by
+    what a positive is, and a negative: "not <positive>" unless given)."""
+    negative = negative or f"not {positive}"
     from tabulate import tabulate
 
     identity = result.judge
@@ -1364,7 +1470,9 @@ def _calibration_tables(
             f"{result.seed}; figures below are on the other {result.n})"
         )
     else:
-        how = "-" if result.threshold is None else f"{result.threshold} (fixed)"
+        # A judge scored as it is: its own threshold, if it has one (in its identity).
+        fixed = (identity.get("parameters") or {}).get("threshold")
+        how = "-" if fixed is None else f"{fixed} (fixed)"
     rows = [
         ["judge", f"{identity.get('name')} ({identity.get('model')})"],
         ["labels", f"{labels} ({result.labels.get('n')} items)"],
@@ -1377,9 +1485,9 @@ def _calibration_tables(
     ]
     matrix = [
         [f"human: {positive}", str(c["tp"]), str(c["fn"])],
-        [f"human: not {positive}", str(c["fp"]), str(c["tn"])],
+        [f"human: {negative}", str(c["fp"]), str(c["tn"])],
     ]
-    headers = ["", f"judge: {positive}", f"judge: not {positive}"]
+    headers = ["", f"judge: {positive}", f"judge: {negative}"]
     return (
         tabulate(rows, tablefmt=tablefmt, disable_numparse=True)
         + "\n\n"

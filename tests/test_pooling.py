@@ -472,3 +472,144 @@ def test_judge_pool_leaves_rows_with_an_off_script_reply_without_a_verdict(
     judged = [json.loads(line) for line in pool.read_text().splitlines()]
     assert judged[1]["relevant"] is None and judged[1]["verdict"] == "Maybe, who knows."
     assert (tmp_path / "s.qrels").read_text().splitlines()[1:] == ["q1 0 d1 1"]
+
+
+# -- calibrate --question relevance --run: the pairs a retriever handed over -------------------
+
+# q1's top 2: d2 (judged non-relevant), d1 (relevant); q2's: d9 (grade -1: unjudged), d2
+# (relevant); q3 is not judged by the qrels (nor among the queries): left out.
+RETRIEVED = (
+    "q1 Q0 d2 1 9.0 X\nq1 Q0 d1 2 8.0 X\nq1 Q0 d3 3 7.0 X\n"
+    "q2 Q0 d9 1 9.0 X\nq2 Q0 d2 2 8.0 X\nq3 Q0 d1 1 9.0 X\n"
+)
+
+
+def test_retrieved_relevance_labels_are_the_top_documents_labelled_by_the_qrels(
+    tmp_path: Path,
+) -> None:
+    from pytest_ragmetrics.data.layouts import load_dataset
+    from pytest_ragmetrics.judges.calibration import retrieved_relevance_labels
+
+    loaded = load_dataset(dataset(tmp_path), "test")
+    run_ = Run.from_dict({q: dict(r) for q, r in _rankings(RETRIEVED).items()})
+    pairs, how = retrieved_relevance_labels(
+        run_, loaded.qrels, loaded.queries, loaded.corpus, top=2, max_chars=4, run_name="run X"
+    )
+    assert [(p.id, p.label, p.relevant) for p in pairs] == [
+        ("q1:d2", "JUDGED_NOT_RELEVANT", False),
+        ("q1:d1", "RELEVANT", True),
+        ("q2:d9", "UNJUDGED", False),
+        ("q2:d2", "RELEVANT", True),
+    ]
+    assert [p.passage for p in pairs] == ["dogs", "cats", "bird", "dogs"]  # cut after 4
+    assert pairs[0].query == "which animal purrs"
+    assert "the top 2 documents of run X for 2 queries" in how
+    assert "left out: 1 of the run's queries, which the qrels do not judge" in how
+    assert "1 judged non-relevant, 1 unjudged and presumed non-relevant" in how
+    assert "kappa is a lower bound" in how
+    whole, _ = retrieved_relevance_labels(run_, loaded.qrels, loaded.queries, loaded.corpus)
+    assert len(whole) == 5 and whole[2].passage == "cats purr loudly"  # top 3 by default
+
+
+def _rankings(text: str) -> dict[str, list[tuple[str, float]]]:
+    out: dict[str, list[tuple[str, float]]] = {}
+    for line in text.splitlines():
+        qid, _, doc, _, score, _ = line.split()
+        out.setdefault(qid, []).append((doc, float(score)))
+    return out
+
+
+def test_retrieved_relevance_labels_refuse_what_they_cannot_label(tmp_path: Path) -> None:
+    from pytest_ragmetrics.data.layouts import load_dataset
+    from pytest_ragmetrics.errors import JudgeError
+    from pytest_ragmetrics.judges.calibration import retrieved_relevance_labels
+
+    loaded = load_dataset(dataset(tmp_path), "test")
+    args = (loaded.qrels, loaded.queries, loaded.corpus)
+    with pytest.raises(JudgeError, match="top must be a positive integer"):
+        retrieved_relevance_labels(Run.from_dict({"q1": {"d1": 1.0}}), *args, top=0)
+    with pytest.raises(JudgeError, match="max_chars must be a positive integer"):
+        retrieved_relevance_labels(Run.from_dict({"q1": {"d1": 1.0}}), *args, max_chars=0)
+    with pytest.raises(JudgeError, match=r"run: document 'd7' \(query 'q1'\) is not in the"):
+        retrieved_relevance_labels(Run.from_dict({"q1": {"d7": 1.0}}), *args, run_name="run")
+    with pytest.raises(JudgeError, match="none of the top 3 documents is relevant"):
+        retrieved_relevance_labels(Run.from_dict({"q1": {"d3": 1.0, "d4": 0.5}}), *args)
+    with pytest.raises(JudgeError, match="no query of the run is judged"):
+        retrieved_relevance_labels(Run.from_dict({"q3": {"d1": 1.0}}), *args)
+    qrels = Qrels.from_dict({"q7": {"d1": 1}})
+    with pytest.raises(JudgeError, match="query 'q7' is not among the queries"):
+        retrieved_relevance_labels(
+            Run.from_dict({"q7": {"d1": 1.0}}), qrels, loaded.queries, loaded.corpus
+        )
+
+
+def test_cli_calibrate_relevance_on_a_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = dataset(tmp_path)
+    trec = tmp_path / "x.trec"
+    trec.write_text(RETRIEVED)
+    verdicts = tmp_path / "v.jsonl"
+    # The judge calls the unjudged q2:d9 relevant: counted against it (kappa is a lower bound).
+    said = {("q1", "d2"): False, ("q1", "d1"): True, ("q2", "d9"): True, ("q2", "d2"): True}
+    verdicts.write_text(
+        "".join(
+            json.dumps({"query_id": q, "doc_id": d, "relevant": r}) + "\n"
+            for (q, d), r in said.items()
+        )
+    )
+    saved = tmp_path / "calibration.json"
+    base = ["calibrate", "--question", "relevance", "--judge", "recorded", "--verdicts",
+            str(verdicts), "--dataset", str(data), "--run", str(trec), "--top", "2"]  # fmt: skip
+    code, out, err = run([*base, "--format", "json", "--save", str(saved)], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["labels"]["n"] == 4 and result["labels"]["positives"] == 2
+    assert result["confusion"] == {"tp": 2, "fp": 1, "fn": 0, "tn": 1}
+    assert "top 2 documents of run x.trec" in result["labels"]["negatives"]
+    assert result["labels"]["source"].endswith("run x.trec")
+    code, table, err = run(base, capsys)
+    assert code == 0, err
+    assert f"top 2 of {trec}" in table and "unjudged and presumed non-relevant" in table
+    code, _, err = run([*base, "--save", str(trec)], capsys)
+    assert code == 2 and "that is the --run" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--top", "2"], "--top: only with --run"),
+        (["--run", "x.trec", "--negatives", "2"], "--negatives: not with --run"),
+        (["--run", "x.trec", "--top", "0"], "--top must be a positive integer"),
+        (["--max-chars", "0"], "--max-chars must be a positive integer"),
+        (["--labels", "x"], "--labels: only with --question support or agreement"),
+    ],
+)
+def test_cli_calibrate_relevance_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    data = dataset(tmp_path)
+    argv = ["calibrate", "--question", "relevance", "--judge", "embedding", "--dataset", str(data)]
+    code, _, err = run([*argv, *extra], capsys)
+    assert code == 2 and message in err, err
+    code, _, err = run(["calibrate", "--judge", "embedding", "--labels", "x", "--run", "x"], capsys)
+    assert code == 2 and "--run: only with --question relevance" in err
+
+
+def test_cli_calibrate_relevance_max_chars_cuts_sampled_pairs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = dataset(tmp_path)
+    verdicts = tmp_path / "v.jsonl"
+    verdicts.write_text(
+        json.dumps({"query_id": "q1", "doc_id": "d1", "relevant": True}) + "\n"
+        + json.dumps({"query_id": "q1", "doc_id": "d2", "relevant": False}) + "\n"
+        + json.dumps({"query_id": "q2", "doc_id": "d2", "relevant": True}) + "\n"
+    )  # fmt: skip
+    code, out, err = run(
+        ["calibrate", "--question", "relevance", "--judge", "recorded", "--verdicts",
+         str(verdicts), "--dataset", str(data), "--max-chars", "5", "--format", "json"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["labels"]["negatives"].endswith("; passages cut after 5 characters")

@@ -14,14 +14,14 @@ import json
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
-from pytest_ragmetrics.data.assessments import Claim
+from pytest_ragmetrics.data.assessments import Claim, Verdict
 from pytest_ragmetrics.data.textfile import read_jsonl
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
 from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, read_json_file
@@ -36,7 +36,7 @@ from pytest_ragmetrics.judges.base import (
 from pytest_ragmetrics.progress import progress
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.data.model import Corpus, Qrels, Queries
+    from pytest_ragmetrics.data.model import Corpus, Qrels, Queries, Run
     from pytest_ragmetrics.judges.relevance import RelevanceJudge
 
 PathLike = str | os.PathLike[str]
@@ -315,10 +315,17 @@ def calibrate(
         }
         for item, v in zip(items, verdicts, strict=True)
     ]
-    measured = _Measured(items, verdicts, rows, meta, started)
+    measured = _Measured(
+        [item.supported for item in items],
+        [v.supported for v in verdicts],
+        [v.score for v in verdicts],
+        rows,
+        meta,
+        started,
+    )
     if threshold_judge is not None:
-        return measured.tuned(threshold_judge, n_tune, seed)
-    return measured.as_judged(judge)
+        return measured.tuned(lambda t: threshold_judge.with_threshold(t).identity(), n_tune, seed)
+    return measured.as_judged(judge.identity())
 
 
 def _labelled_items(
@@ -383,17 +390,19 @@ class _Identified(Protocol):
 
 
 class _Tunable(Protocol):
-    """A judge with a threshold calibration can tune (claim support or passage relevance)."""
+    """A judge with a threshold calibration can tune (passage relevance)."""
 
-    def with_threshold(self, threshold: float) -> Any: ...
+    def with_threshold(self, threshold: float) -> _Identified: ...
 
 
 @dataclass
 class _Measured:
-    """A judge's verdicts on labelled items, before they are turned into figures."""
+    """A judge's verdicts on labelled items, before they are turned into figures: per item the
+    human label, the judge's verdict (None: unjudged) and its score (None: none)."""
 
-    items: list[LabelledClaim]
-    verdicts: list[Claim]
+    human: list[bool]
+    judged: list[bool | None]
+    scores: list[float | None]
     rows: list[dict[str, Any]]
     labels: dict[str, Any]
     started: float
@@ -411,17 +420,17 @@ class _Measured:
             **more,
         )
 
-    def tuned(self, judge: _Tunable, n_tune: int, seed: int) -> CalibrationResult:
-        """The best threshold on a seeded tuning part, scored on the rest."""
-        human = np.array([item.supported for item in self.items], dtype=bool)
-        scores = np.array(
-            [-np.inf if v.score is None else v.score for v in self.verdicts], dtype=np.float64
-        )
-        order = np.random.default_rng(seed).permutation(len(self.items))
+    def tuned(
+        self, identity_at: Callable[[float], dict[str, Any]], n_tune: int, seed: int
+    ) -> CalibrationResult:
+        """The best threshold on a seeded tuning part, scored on the rest; the result's judge
+        is ``identity_at(threshold)`` (the judge's identity with the tuned threshold)."""
+        human = np.array(self.human, dtype=bool)
+        scores = np.array([-np.inf if s is None else s for s in self.scores], dtype=np.float64)
+        order = np.random.default_rng(seed).permutation(len(human))
         tuning_part, held_out = np.sort(order[:n_tune]), np.sort(order[n_tune:])
         threshold = _best_threshold(scores[tuning_part], human[tuning_part])
         predicted = scores >= threshold
-        tuned = judge.with_threshold(threshold)
         result = agreement(human[held_out].tolist(), predicted[held_out].tolist())
         tuning = agreement(human[tuning_part].tolist(), predicted[tuning_part].tolist())
         held = set(held_out.tolist())
@@ -429,18 +438,20 @@ class _Measured:
             row["judge"] = bool(predicted[i])
             row["part"] = "evaluation" if i in held else "tuning"
         return self._result(
-            tuned.identity(), result, threshold=threshold, unjudged=0, tuning=tuning, seed=seed
+            identity_at(threshold),
+            result,
+            threshold=threshold,
+            unjudged=0,
+            tuning=tuning,
+            seed=seed,
         )
 
-    def as_judged(self, judge: _Identified) -> CalibrationResult:
+    def as_judged(self, identity: dict[str, Any]) -> CalibrationResult:
         """The judge's own verdicts scored on every item it judged."""
-        human = np.array([item.supported for item in self.items], dtype=bool)
-        judged = [i for i, v in enumerate(self.verdicts) if v.supported is not None]
-        result = agreement(
-            human[judged].tolist(), [bool(self.verdicts[i].supported) for i in judged]
-        )
+        judged = [i for i, v in enumerate(self.judged) if v is not None]
+        result = agreement([self.human[i] for i in judged], [bool(self.judged[i]) for i in judged])
         return self._result(
-            judge.identity(), result, threshold=None, unjudged=len(self.items) - len(judged)
+            identity, result, threshold=None, unjudged=len(self.human) - len(judged)
         )
 
 
@@ -504,7 +515,7 @@ def load_kappa(path: PathLike, judge_identity: Mapping[str, Any]) -> float | Non
 
 # -- the relevance question ------------------------------------------------------------------
 
-RELEVANCE_LABELS = ("RELEVANT", "JUDGED_NOT_RELEVANT", "SAMPLED_NEGATIVE")
+RELEVANCE_LABELS = ("RELEVANT", "JUDGED_NOT_RELEVANT", "SAMPLED_NEGATIVE", "UNJUDGED")
 
 
 @dataclass(frozen=True)
@@ -609,6 +620,88 @@ def relevance_labels(
     )
 
 
+def retrieved_relevance_labels(
+    run: Run,
+    qrels: Qrels,
+    queries: Queries,
+    corpus: Corpus,
+    *,
+    top: int = 3,
+    max_chars: int | None = None,
+    relevance_level: int = 1,
+    run_name: str = "the run",
+) -> tuple[list[LabelledPair], str]:
+    """Labelled pairs for the relevance question from what a retriever actually handed over:
+    each query's top ``top`` documents of ``run``, as passages ``title + " " + text`` cut after
+    ``max_chars`` characters (what a pipeline gives its generator, and so what
+    context_relevance judges); and how the labels were given.
+
+    A pair is relevant when the qrels grade it >= ``relevance_level``; otherwise it is a
+    negative: judged non-relevant, or unjudged (grade -1 too) and presumed non-relevant, as
+    trec_eval presumes. These are the hard negatives (near misses the retriever ranked high),
+    and an unjudged document that is in fact relevant counts against a judge that calls it
+    relevant, so kappa is a lower bound. Queries of the run the qrels do not judge at all are
+    left out (nothing says what is relevant to them).
+    """
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise JudgeError(f"top must be a positive integer, got {top!r}")
+    if max_chars is not None and (
+        isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1
+    ):
+        raise JudgeError(f"max_chars must be a positive integer, got {max_chars!r}")
+    passages = dict(zip(corpus.doc_ids.tolist(), corpus.passages(), strict=True))
+    pairs: list[LabelledPair] = []
+    unjudged_queries = 0
+    counts = dict.fromkeys(("RELEVANT", "JUDGED_NOT_RELEVANT", "UNJUDGED"), 0)
+    for qid in run.query_ids.tolist():
+        grades = qrels.judgments(qid)
+        if not grades:
+            unjudged_queries += 1
+            continue
+        try:
+            question = queries[qid]
+        except (KeyError, DataFormatError):
+            raise JudgeError(f"{run_name}: query {qid!r} is not among the queries") from None
+        for doc, _ in run.ranking(qid)[:top]:
+            if doc not in passages:
+                raise JudgeError(
+                    f"{run_name}: document {doc!r} (query {qid!r}) is not in the corpus"
+                )
+            grade = grades.get(doc)
+            if grade is not None and grade >= relevance_level:
+                label = "RELEVANT"
+            elif grade is not None and grade >= 0:
+                label = "JUDGED_NOT_RELEVANT"
+            else:
+                label = "UNJUDGED"
+            counts[label] += 1
+            text = passages[doc] if max_chars is None else passages[doc][:max_chars]
+            pairs.append(LabelledPair(qid, doc, question, text, label == "RELEVANT", label))
+    if not pairs:
+        raise JudgeError(f"{run_name}: no query of the run is judged by the qrels")
+    if not counts["RELEVANT"]:
+        raise JudgeError(
+            f"{run_name}: none of the top {top} documents is relevant at relevance level "
+            f"{relevance_level}: nothing to calibrate the judge's yes on"
+        )
+    judged_queries = len({p.query_id for p in pairs})
+    cut = "whole passages" if max_chars is None else f"passages cut after {max_chars} characters"
+    skipped = (
+        f"; left out: {unjudged_queries} of the run's queries, which the qrels do not judge"
+        if unjudged_queries
+        else ""
+    )
+    return pairs, (
+        f"pairs: the top {top} documents of {run_name} for {judged_queries} queries "
+        f"({cut}{skipped}); positives: the {counts['RELEVANT']} the qrels judge relevant "
+        f"(grade >= {relevance_level}); negatives: the other {len(pairs) - counts['RELEVANT']}, "
+        f"retrieved but not relevant ({counts['JUDGED_NOT_RELEVANT']} judged non-relevant, "
+        f"{counts['UNJUDGED']} unjudged and presumed non-relevant): hard negatives, and an "
+        "unjudged relevant document counts against a judge that calls it relevant, so kappa "
+        "is a lower bound"
+    )
+
+
 def calibrate_relevance(
     judge: RelevanceJudge,
     pairs: Sequence[LabelledPair],
@@ -650,7 +743,6 @@ def calibrate_relevance(
                 for p, v in zip(chunk, found, strict=True)
             ]
             advance(len(chunk))
-    claims = [LabelledClaim(p.id, p.query, (p.passage,), p.relevant, p.label, 0) for p in items]
     digest = hashlib.sha256()
     for p in items:
         digest.update(json.dumps([p.id, p.relevant, p.label]).encode())
@@ -674,7 +766,353 @@ def calibrate_relevance(
         }
         for p, v in zip(items, verdicts, strict=True)
     ]
-    measured = _Measured(claims, verdicts, rows, meta, started)
+    measured = _Measured(
+        [p.relevant for p in items],
+        [v.supported for v in verdicts],
+        [v.score for v in verdicts],
+        rows,
+        meta,
+        started,
+    )
     if tunable:
-        return measured.tuned(judge, n_tune, seed)  # type: ignore[arg-type]
-    return measured.as_judged(judge)
+        tunable_judge = cast("_Tunable", judge)
+        return measured.tuned(lambda t: tunable_judge.with_threshold(t).identity(), n_tune, seed)
+    return measured.as_judged(judge.identity())
+
+
+# -- the agreement question ------------------------------------------------------------------
+
+AGREEMENT_LABELS = {"AGREE": True, "DISAGREE": False}
+# SciFact claim_support: SUPPORT = the evidence agrees with the claim, CONTRADICT = it does not;
+# NOINFO pairs have no evidence sentences, so no reference to agree with: they are left out.
+SCIFACT_AGREEMENT = {"SUPPORT": True, "CONTRADICT": False}
+GENERIC_LAYOUT = "generic"
+SCIFACT_LAYOUT = "scifact claim_support"
+_GENERIC_FIELDS = ("answer", "reference")
+_SCIFACT_FIELDS = ("claim", "context_sentences", "evidence_sentences")
+
+
+@dataclass(frozen=True)
+class LabelledAnswer:
+    """One (question, answer, reference) with a human label; ``agrees`` ⇔ the answer agrees
+    with the reference."""
+
+    id: str
+    question: str
+    answer: str
+    reference: str
+    agrees: bool
+    label: str
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class AgreementLabels:
+    """The labelled items of an agreement labels file (``path``), its layout, and how many
+    items were left out (``left_out``) for what reason (``left_out_reason``)."""
+
+    items: tuple[LabelledAnswer, ...]
+    layout: str
+    left_out: int = 0
+    left_out_reason: str = ""
+    path: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def _layout(record: Mapping[str, Any], path: PathLike, line: int) -> str:
+    """The layout of a labels file, told from its first item."""
+    generic = [k for k in _GENERIC_FIELDS if k in record]
+    scifact = [k for k in _SCIFACT_FIELDS if k in record]
+    if generic and not scifact:
+        return GENERIC_LAYOUT
+    if scifact and not generic:
+        return SCIFACT_LAYOUT
+    found = ", ".join(repr(k) for k in [*generic, *scifact]) or "none of their fields"
+    raise DataFormatError(
+        f"cannot tell the layout of this agreement labels file (found {found}): a generic item "
+        "has 'answer', 'reference' and 'label' (AGREE/DISAGREE), a SciFact claim_support item "
+        "'claim_id', 'doc_id', 'claim', 'context_sentences', 'evidence_sentences' and 'label' "
+        "(SUPPORT/CONTRADICT/NOINFO)",
+        path,
+        line,
+    )
+
+
+def _text(record: Mapping[str, Any], key: str, layout: str, path: PathLike, line: int) -> str:
+    value = record.get(key)
+    if not isinstance(value, str) or not value.strip():
+        what = "missing" if key not in record else "not a non-empty string"
+        raise DataFormatError(f"{key!r} is {what} (a {layout} item)", path, line)
+    return value
+
+
+def _ident(record: Mapping[str, Any], key: str, layout: str, path: PathLike, line: int) -> str:
+    value = record.get(key)
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value) == "":
+        what = "missing" if key not in record else f"not a string or integer: {value!r}"
+        raise DataFormatError(f"{key!r} is {what} (a {layout} item)", path, line)
+    return str(value)
+
+
+def _generic_item(record: Mapping[str, Any], path: PathLike, line: int) -> LabelledAnswer:
+    layout = GENERIC_LAYOUT
+    item_id = _ident(record, "id", layout, path, line) if "id" in record else f"line-{line}"
+    question = record.get("question", "")
+    if question is None:
+        question = ""
+    if not isinstance(question, str):
+        raise DataFormatError(
+            f"'question' must be a string, got {type(question).__name__}", path, line
+        )
+    answer = _text(record, "answer", layout, path, line)
+    reference = _text(record, "reference", layout, path, line)
+    label = record.get("label")
+    if isinstance(label, bool):
+        agrees, name = label, "AGREE" if label else "DISAGREE"
+    elif isinstance(label, str) and label.strip().upper() in AGREEMENT_LABELS:
+        name = label.strip().upper()
+        agrees = AGREEMENT_LABELS[name]
+    else:
+        what = "missing" if "label" not in record else f"got {label!r}"
+        raise DataFormatError(
+            f"'label' must be AGREE or DISAGREE (or true/false), {what}", path, line
+        )
+    return LabelledAnswer(item_id, question, answer, reference, agrees, name, line)
+
+
+def _scifact_item(record: Mapping[str, Any], path: PathLike, line: int) -> LabelledAnswer | None:
+    """The item of a SciFact claim_support line; None for a NOINFO pair (no evidence)."""
+    layout = SCIFACT_LAYOUT
+    item_id = (
+        f"{_ident(record, 'claim_id', layout, path, line)}:"
+        f"{_ident(record, 'doc_id', layout, path, line)}"
+    )
+    claim = _text(record, "claim", layout, path, line)
+    sentences = record.get("context_sentences")
+    if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
+        raise DataFormatError(
+            "'context_sentences' must be a list of strings (the abstract's sentences)", path, line
+        )
+    evidence = record.get("evidence_sentences")
+    if not isinstance(evidence, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in evidence
+    ):
+        raise DataFormatError(
+            "'evidence_sentences' must be a list of sentence indices (integers)", path, line
+        )
+    for index in evidence:
+        if not 0 <= index < len(sentences):
+            raise DataFormatError(
+                f"evidence sentence index {index} is out of range: the item has "
+                f"{len(sentences)} context sentences (indices 0 to {len(sentences) - 1})",
+                path,
+                line,
+            )
+    label = record.get("label")
+    name = label.strip().upper() if isinstance(label, str) else None
+    if name == "NOINFO":
+        return None
+    if name not in SCIFACT_AGREEMENT:
+        what = "missing" if "label" not in record else f"got {label!r}"
+        raise DataFormatError(f"'label' must be SUPPORT, CONTRADICT or NOINFO, {what}", path, line)
+    if not evidence:
+        raise DataFormatError(
+            f"a {name} item needs evidence sentences (the reference its claim is compared "
+            "with); 'evidence_sentences' is empty",
+            path,
+            line,
+        )
+    reference = " ".join(sentences[i].strip() for i in sorted(set(evidence)))
+    return LabelledAnswer(item_id, claim, claim, reference, SCIFACT_AGREEMENT[name], name, line)
+
+
+def read_agreement_labels(path: PathLike) -> AgreementLabels:
+    """Read human-labelled agreement items from a JSONL file (gzipped too), in either layout,
+    told from the first item:
+
+    - generic, one item a line: ``{"id"?, "question"?, "answer", "reference", "label"}`` with
+      label AGREE / DISAGREE (any case) or a JSON boolean; the id defaults to the line number;
+    - SciFact's claim_support: ``claim_id``, ``doc_id``, ``claim``, ``context_sentences``,
+      ``evidence_sentences`` (indices), ``label`` SUPPORT / CONTRADICT / NOINFO. The question
+      and the answer are the claim, the reference its evidence sentences (in order, joined by
+      a space); agrees ⇔ SUPPORT. NOINFO pairs have no evidence: they are left out, counted.
+
+    Any error (a missing field, an evidence index out of range, a repeated id, an empty file,
+    a layout it cannot tell) is a DataFormatError naming the file and line.
+    """
+    items: list[LabelledAnswer] = []
+    seen: dict[str, int] = {}
+    layout: str | None = None
+    left_out = 0
+    for line, record in read_jsonl(path):
+        if layout is None:
+            layout = _layout(record, path, line)
+        if layout == GENERIC_LAYOUT:
+            item: LabelledAnswer | None = _generic_item(record, path, line)
+            item_id = item.id if item is not None else ""
+        else:
+            item = _scifact_item(record, path, line)
+            item_id = f"{record['claim_id']}:{record['doc_id']}"
+        if item_id in seen:
+            raise DataFormatError(
+                f"item id {item_id!r} already appears on line {seen[item_id]}", path, line
+            )
+        seen[item_id] = line
+        if item is None:
+            left_out += 1
+        else:
+            items.append(item)
+    if layout is None:
+        raise DataFormatError("no labelled items in the file (it is empty)", path)
+    if not items:
+        raise DataFormatError(
+            f"no SUPPORT or CONTRADICT item in the file ({left_out} NOINFO items left out)", path
+        )
+    reason = (
+        "NOINFO pairs have no evidence sentences, so no reference to agree with"
+        if layout == SCIFACT_LAYOUT
+        else ""
+    )
+    return AgreementLabels(tuple(items), layout, left_out, reason, os.fspath(path))
+
+
+def calibrate_agreement(
+    judge: Any,
+    items: AgreementLabels | Sequence[LabelledAnswer] | PathLike,
+    *,
+    seed: int = 0,
+    tune_fraction: float = 0.5,
+    limit: int | None = None,
+    tune: bool = True,
+) -> CalibrationResult:
+    """Measure a judge's agreement question ("does the answer agree with the reference?",
+    its ``judge_agreement``) against human labels (a labels file, :func:`read_agreement_labels`
+    output or a list of :class:`LabelledAnswer`).
+
+    A judge with ``with_agreement_threshold`` (the embedding judge) gets its agreement
+    threshold tuned on a seeded ``tune_fraction`` of the items and is scored on the rest; the
+    result's judge is the agreement question's identity at the tuned threshold (what the κ
+    gate looks up). Any other judge (or ``tune=False``) is scored on every item it gave a
+    verdict (an HTTP judge's unparseable replies are unjudged). ``limit`` keeps the first N
+    items (file order).
+    """
+    from pytest_ragmetrics.judges.answers import AgreementJudge, _question
+
+    started = time.perf_counter()
+    labels = (
+        read_agreement_labels(items)
+        if isinstance(items, (str, os.PathLike))
+        else items
+        if isinstance(items, AgreementLabels)
+        else AgreementLabels(tuple(items), GENERIC_LAYOUT)
+    )
+    chosen = list(labels.items)
+    if limit is not None:
+        if limit < 1:
+            raise JudgeError(f"calibration limit must be at least 1, got {limit}")
+        chosen = chosen[:limit]
+    if not chosen:
+        raise JudgeError("no labelled agreement items to calibrate on")
+    if not isinstance(judge, AgreementJudge):
+        raise JudgeError(
+            f"judge {type(judge).__name__!r} has no judge_agreement(items): it cannot answer the "
+            "agreement question; use the embedding or http judge"
+        )
+    tunable = tune and callable(getattr(judge, "with_agreement_threshold", None))
+    n_tune = _tuning_size(len(chosen), tune_fraction) if tunable else 0
+    verdicts = _agreement_verdicts(judge, chosen, labels.path)
+    digest = hashlib.sha256()
+    for item in chosen:
+        digest.update(
+            json.dumps([item.id, item.question, item.answer, item.reference, item.agrees]).encode()
+        )
+    meta: dict[str, Any] = {
+        "n": len(chosen),
+        "sha256": digest.hexdigest(),
+        "question": "agreement",
+        "layout": labels.layout,
+        "positives": sum(1 for item in chosen if item.agrees),
+        "left_out": labels.left_out,
+    }
+    if labels.left_out_reason:
+        meta["left_out_reason"] = labels.left_out_reason
+    if labels.path is not None:
+        meta["file"] = Path(labels.path).name
+    rows = [
+        {
+            "id": item.id,
+            "label": item.label,
+            "human": item.agrees,
+            "judge": v.value,
+            "score": v.score,
+            "verdict": v.reply,
+        }
+        for item, v in zip(chosen, verdicts, strict=True)
+    ]
+    measured = _Measured(
+        [item.agrees for item in chosen],
+        [v.value for v in verdicts],
+        [v.score for v in verdicts],
+        rows,
+        meta,
+        started,
+    )
+    if tunable:
+        tunable_judge = cast("_AgreementTunable", judge)
+        return measured.tuned(
+            lambda t: tunable_judge.with_agreement_threshold(t).question_identity("agreement"),
+            n_tune,
+            seed,
+        )
+    return measured.as_judged(_question(judge, "agreement"))
+
+
+class _AgreementQuestion(Protocol):
+    def question_identity(self, task: str) -> dict[str, Any]: ...
+
+
+class _AgreementTunable(Protocol):
+    """A judge whose agreement verdict is a score at or above a threshold (the embedding
+    judge)."""
+
+    def with_agreement_threshold(self, threshold: float) -> _AgreementQuestion: ...
+
+
+def _agreement_verdicts(
+    judge: Any, items: list[LabelledAnswer], path: PathLike | None
+) -> list[Verdict]:
+    """One agreement verdict per item, in order, with progress; a JudgeError names the item."""
+    name = getattr(judge, "name", None) or type(judge).__name__
+    size = max(BATCH, int(getattr(judge, "batch_size", BATCH)))
+    verdicts: list[Verdict] = []
+    note = (
+        f"calibrating the {name} judge's agreement question on {len(items):,} labelled items: "
+        "those not in its cache are judged now; a rerun reads the cache"
+    )
+    with progress(f"calibrating {name} agreement", len(items), note=note) as advance:
+        for start in range(0, len(items), size):
+            chunk = items[start : start + size]
+            try:
+                found = judge.judge_agreement([(i.question, i.answer, i.reference) for i in chunk])
+            except JudgeError:
+                # Again one by one (answers already given come from the cache), so the error
+                # names the item it is about.
+                found = []
+                for item in chunk:
+                    where = f"item {item.id!r}"
+                    if path is not None:
+                        where = f"{os.fspath(path)}:{item.line}: {where}"
+                    with naming(where):
+                        found += judge.judge_agreement(
+                            [(item.question, item.answer, item.reference)]
+                        )
+            if len(found) != len(chunk):
+                raise JudgeError(
+                    f"judge {name!r}: judge_agreement returned {len(found)} verdicts for "
+                    f"{len(chunk)} items"
+                )
+            verdicts += found
+            advance(len(chunk))
+    return verdicts
