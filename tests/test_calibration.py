@@ -827,6 +827,16 @@ def test_agreement_and_context_questions_on_scifact(
     assert agree["kappa"] < 0.2
     tuned = EmbeddingJudge().with_agreement_threshold(0.45).question_identity("agreement")
     _same_record(load_calibration(store, tuned), load_calibration(COMMITTED, tuned))
+    # The default threshold (0.7) scored on all 209: what the gate finds for the default judge.
+    code, out = run_cli(
+        "--question", "agreement", "--judge", "embedding", "--labels", str(LABELS),
+        "--threshold", "0.7", *cache,
+    )  # fmt: skip
+    assert code == 0
+    default = json.loads(out)
+    assert default["n"] == 209 and default["kappa"] == pytest.approx(0.150, abs=0.002)
+    identity = EmbeddingJudge().question_identity("agreement")
+    _same_record(load_calibration(store, identity), load_calibration(COMMITTED, identity))
 
     run = tmp_path / "dense.trec"
     retrieve = ["retrieve", "--dataset", str(SCIFACT), "--retriever", "dense", "--k", "100"]

@@ -78,7 +78,7 @@ LABEL_MATCH = {
 }
 
 
-def _question(judge: Any, task: str) -> dict[str, Any]:
+def question_identity(judge: Any, task: str) -> dict[str, Any]:
     """The identity of the ``task`` question ("agreement" or "context") as ``judge`` asks it."""
     from pytest_ragmetrics.judges.relevance import RelevanceJudge
 
@@ -108,11 +108,11 @@ def question_identities(
     if "answer_correctness" in metrics and references:
         judged = [references[a.query_id] for a in answers if a.query_id in references]
         if any(r.label is None for r in judged):
-            out["answer_correctness"] = _question(judge, "agreement")
+            out["answer_correctness"] = question_identity(judge, "agreement")
         elif judged:
             out["answer_correctness"] = dict(LABEL_MATCH)
     if "context_relevance" in metrics:
-        out["context_relevance"] = _question(context_judge or judge, "context")
+        out["context_relevance"] = question_identity(context_judge or judge, "context")
     return out
 
 

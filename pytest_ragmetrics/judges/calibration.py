@@ -998,7 +998,7 @@ def calibrate_agreement(
     verdict (an HTTP judge's unparseable replies are unjudged). ``limit`` keeps the first N
     items (file order).
     """
-    from pytest_ragmetrics.judges.answers import AgreementJudge, _question
+    from pytest_ragmetrics.judges.answers import AgreementJudge, question_identity
 
     started = time.perf_counter()
     labels = (
@@ -1066,7 +1066,7 @@ def calibrate_agreement(
             n_tune,
             seed,
         )
-    return measured.as_judged(_question(judge, "agreement"))
+    return measured.as_judged(question_identity(judge, "agreement"))
 
 
 class _AgreementQuestion(Protocol):
