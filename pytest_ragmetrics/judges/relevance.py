@@ -35,6 +35,7 @@ from pytest_ragmetrics.judges.base import (
     make_identity,
     naming,
 )
+from pytest_ragmetrics.prompts import JUDGE_CONTEXT
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.transport import ChatClient
@@ -353,6 +354,7 @@ class HttpRelevanceJudge:
         from pytest_ragmetrics.judges.http import ENV_API_KEY, NAMING
         from pytest_ragmetrics.transport import ChatClient
 
+        JUDGE_CONTEXT.check(template, "HTTP relevance judge: template", JudgeError)
         # ``client``: an HTTP judge's own, so that its context-relevance questions share its
         # endpoint, concurrency, cost meter and budget (the endpoint arguments are then unused).
         self._client = client or ChatClient(
@@ -373,9 +375,6 @@ class HttpRelevanceJudge:
                 f"HTTP relevance judge: unparseable must be 'error' or 'unjudged', got "
                 f"{unparseable!r}"
             )
-        missing = [f for f in ("{query}", "{passage}") if f not in template]
-        if missing:
-            raise JudgeError(f"HTTP relevance judge: template lacks {', '.join(missing)}")
         if not isinstance(max_passage_chars, int) or max_passage_chars < 1:
             raise JudgeError(
                 "HTTP relevance judge: max_passage_chars must be a positive integer, got "
