@@ -280,8 +280,9 @@ OPTIONS: tuple[Option, ...] = (
         "prompt), support.txt ({claim}, {context}), relevance.txt ({query}, {answer}), "
         "agreement.txt ({answer}, {reference}, optionally {query}), context.txt ({query}, "
         "{passage}) and context_system.txt (the context question's system prompt); a missing "
-        "file keeps the built-in prompt, literal braces are written {{ }}; read and checked at "
-        "start-up (ini: relative to the rootdir)",
+        "file keeps the built-in prompt; in the question templates a literal brace is written "
+        "{{ or }}, the system prompts are sent as written; read and checked at start-up (ini: "
+        "relative to the rootdir)",
         kind="input-folder",
         metavar="DIR",
         cli="--prompts",
@@ -343,9 +344,9 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "ragmetrics_generator_prompts",
         "generator: folder of its prompts: system.txt (system prompt) and user.txt (the user "
-        "message, with {query} and {contexts}); a missing file keeps the built-in prompt, "
-        "literal braces are written {{ }}; read and checked at start-up (ini: relative to the "
-        "rootdir)",
+        "message, with {query} and {contexts}; a literal brace is written {{ or }}); a missing "
+        "file keeps the built-in prompt; the system prompt is sent as written; read and checked "
+        "at start-up (ini: relative to the rootdir)",
         kind="input-folder",
         metavar="DIR",
     ),

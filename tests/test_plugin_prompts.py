@@ -197,6 +197,11 @@ def test_a_changed_prompt_file_changes_the_identity_and_regenerates(
         assert run(pytester)["evaluations"][0]["identity"]["judge"] == changed
         new = [user for _, user, *_ in asked(judge, sent)]
         assert len(new) == 16 and all(u.startswith("PASSAGE ") for u in new)
+        # another cut of the contexts (part of the pipeline's identity): generated again
+        sent = generator.count
+        run(pytester, "--ragmetrics-context-chars=5")
+        assert generator.count == sent + 4
+        assert "[1] Cats \n" in asked(generator, sent)[0][1] + "\n"
 
 
 def test_seed_and_temperature_flags_override_the_ini(pytester: pytest.Pytester) -> None:
