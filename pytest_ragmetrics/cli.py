@@ -1256,6 +1256,18 @@ def _add_judge_options(p: argparse.ArgumentParser, *, threshold: str, verdicts: 
         metavar="N",
         help="questions in flight at once (default 1; 4 to 16 suits hosted APIs)",
     )
+    add_cli_argument(
+        web,
+        "ragmetrics_judge_prompts",
+        help="folder of the judge's prompts, as ragmetrics_judge_prompts reads it (system.txt, "
+        "support.txt, relevance.txt, agreement.txt, context.txt, context_system.txt; a missing "
+        "file keeps the built-in prompt); a relevance judge (--question relevance, judge-pool) "
+        "asks the context question: context.txt and context_system.txt",
+    )
+    add_cli_argument(web, "ragmetrics_judge_temperature", help="sampling temperature (default 0)")
+    add_cli_argument(
+        web, "ragmetrics_judge_seed", help="the seed sent with the questions (default 0)"
+    )
     rec = p.add_argument_group("recorded options")
     rec.add_argument("--verdicts", metavar="FILE.jsonl", help=verdicts)
 
@@ -1263,19 +1275,31 @@ def _add_judge_options(p: argparse.ArgumentParser, *, threshold: str, verdicts: 
 # The command-line options of each judge (--model names a folder for one, a model for the other).
 _JUDGE_OPTIONS: dict[str, tuple[str, ...]] = {
     "embedding": ("threshold", "model"),
-    "http": ("model", "url", "api_key_env", "timeout", "concurrency"),
+    "http": (
+        "model", "url", "api_key_env", "timeout", "concurrency", "prompts", "temperature",
+        "judge_seed",
+    ),
     "recorded": ("verdicts",),
-}
+}  # fmt: skip
 
 
 def _judge_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The judge options given, as build_judge keywords; a ConfigError for another judge's."""
+    """The judge options given, as build_judge (and build_relevance_judge) keywords: the
+    --prompts folder read and checked (a ConfigError names the file), --judge-seed as seed;
+    a ConfigError for another judge's option."""
     every = dict.fromkeys(name for names in _JUDGE_OPTIONS.values() for name in names)
     given = {name: getattr(args, name) for name in every if getattr(args, name) is not None}
     wrong = sorted(set(given) - set(_JUDGE_OPTIONS[args.judge]))
     if wrong:
         flags = ", ".join("--" + name.replace("_", "-") for name in wrong)
         raise ConfigError(f"{flags}: not an option of --judge {args.judge}")
+    if "prompts" in given:
+        from pytest_ragmetrics.prompts import JUDGE_ROLES, read_prompts
+
+        folder = given["prompts"]
+        given["prompts"] = read_prompts(folder, JUDGE_ROLES, label=f"--prompts {folder}")
+    if "judge_seed" in given:
+        given["seed"] = given.pop("judge_seed")
     return given
 
 

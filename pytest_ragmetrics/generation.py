@@ -30,6 +30,7 @@ from pytest_ragmetrics.data.textfile import repaired_text
 from pytest_ragmetrics.errors import ConfigError, DryRun, GeneratorError, RagMetricsError
 from pytest_ragmetrics.executors.base import Executor, LocalExecutor, resolve_executor
 from pytest_ragmetrics.progress import progress
+from pytest_ragmetrics.prompts import GENERATOR_USER
 from pytest_ragmetrics.transport import Budget, ChatClient, ChatReply, Cost, Meter, Naming
 
 ENV_URL = "RAGMETRICS_GENERATOR_URL"
@@ -101,11 +102,13 @@ class ChatGenerator:
     """An OpenAI-compatible chat endpoint as the generator.
 
     The user message is ``template`` with ``{query}`` and ``{contexts}`` (numbered, see
-    :func:`number_contexts`) filled in, after ``system_prompt``. ``model``, the prompts,
-    ``temperature``, ``seed`` and ``max_tokens`` are its identity (the cache key); the URL is
-    not. The transport's guarantees hold (only the URL given, key from ``api_key_env``,
-    retries, timeouts); ``concurrency`` requests are in flight at once; ``budget`` is a token
-    budget shared with the judges.
+    :func:`number_contexts`) filled in, after ``system_prompt`` (sent as written). A template
+    that ``.format()`` could not fill with exactly those fields is a GeneratorError here
+    (:func:`~pytest_ragmetrics.prompts.check_template`), not at the first request.
+    ``model``, the prompts, ``temperature``, ``seed`` and ``max_tokens`` are its identity (the
+    cache key); the URL is not. The transport's guarantees hold (only the URL given, key from
+    ``api_key_env``, retries, timeouts); ``concurrency`` requests are in flight at once;
+    ``budget`` is a token budget shared with the judges.
     """
 
     def __init__(
@@ -126,9 +129,7 @@ class ChatGenerator:
         budget: Budget | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
-        missing = [f for f in ("{query}", "{contexts}") if f not in template]
-        if missing:
-            raise GeneratorError(f"generator: the template lacks {', '.join(missing)}")
+        GENERATOR_USER.check(template, "generator: template", GeneratorError)
         options: dict[str, Any] = {} if sleep is None else {"sleep": sleep}
         self.client = ChatClient(
             base_url,

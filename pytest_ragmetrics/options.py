@@ -83,6 +83,27 @@ def _between(low: float, high: float) -> Parser:
     return parse
 
 
+def _integer(example: int) -> Parser:
+    def parse(text: str, where: str) -> int:
+        from pytest_ragmetrics.values import parse_int
+
+        return parse_int(text, where, example)
+
+    return parse
+
+
+def _at_least(low: float) -> Parser:
+    def parse(text: str, where: str) -> float:
+        from pytest_ragmetrics.values import parse_float
+
+        value = parse_float(text, where)
+        if value < low:
+            raise ConfigError(f"{where}: {text!r} must be at least {low:g}")
+        return value
+
+    return parse
+
+
 def _kind(kinds: Sequence[str], what: str, otherwise: str) -> Parser:
     """One of ``kinds`` (case-insensitive), or None for 'none' or nothing."""
     listed = " or ".join(kinds) if len(kinds) == 2 else ", ".join(kinds)
@@ -254,6 +275,40 @@ OPTIONS: tuple[Option, ...] = (
         cli="--concurrency",
     ),
     Option(
+        "ragmetrics_judge_prompts",
+        "http judge: folder of its prompts, one text file per role: system.txt (system "
+        "prompt), support.txt ({claim}, {context}), relevance.txt ({query}, {answer}), "
+        "agreement.txt ({answer}, {reference}, optionally {query}), context.txt ({query}, "
+        "{passage}) and context_system.txt (the context question's system prompt); a missing "
+        "file keeps the built-in prompt; in the question templates a literal brace is written "
+        "{{ or }}, the system prompts are sent as written; read and checked at start-up (ini: "
+        "relative to the rootdir)",
+        kind="input-folder",
+        metavar="DIR",
+        cli="--prompts",
+    ),
+    Option(
+        "ragmetrics_judge_temperature",
+        "http judge: the sampling temperature of its questions (default: 0)",
+        parse=_at_least(0.0),
+        metavar="T",
+        cli="--temperature",
+    ),
+    Option(
+        "ragmetrics_judge_seed",
+        "http judge: the seed sent with its questions (default: 0; repeats use seed+1, ...)",
+        parse=_integer(0),
+        metavar="N",
+        cli="--judge-seed",
+    ),
+    Option(
+        "ragmetrics_judge_repeats",
+        "embedding and http judges: judge every answer this many times to measure the judge's "
+        "noise (http: with seeds seed, seed+1, ...; default: 1)",
+        parse=_positive(3),
+        metavar="N",
+    ),
+    Option(
         "ragmetrics_judge_verdicts",
         "JSONL of recorded assessments for the recorded judge",
         kind="input",
@@ -287,10 +342,43 @@ OPTIONS: tuple[Option, ...] = (
         metavar="N",
     ),
     Option(
+        "ragmetrics_generator_prompts",
+        "generator: folder of its prompts: system.txt (system prompt) and user.txt (the user "
+        "message, with {query} and {contexts}; a literal brace is written {{ or }}); a missing "
+        "file keeps the built-in prompt; the system prompt is sent as written; read and checked "
+        "at start-up (ini: relative to the rootdir)",
+        kind="input-folder",
+        metavar="DIR",
+    ),
+    Option(
+        "ragmetrics_generator_temperature",
+        "generator: the sampling temperature (default: 0)",
+        parse=_at_least(0.0),
+        metavar="T",
+    ),
+    Option(
+        "ragmetrics_generator_seed",
+        "generator: the seed sent with each request (default: 0)",
+        parse=_integer(0),
+        metavar="N",
+    ),
+    Option(
+        "ragmetrics_generator_max_tokens",
+        "generator: the most tokens an answer may have (default: 128)",
+        parse=_positive(128),
+        metavar="N",
+    ),
+    Option(
         "ragmetrics_top_n",
         "contexts the rag_pipeline fixture gives the generator: the retriever's top n (default: 3)",
         "3",
         parse=_positive(3),
+        metavar="N",
+    ),
+    Option(
+        "ragmetrics_context_chars",
+        "rag_pipeline: cut each context after this many characters (default: no cut)",
+        parse=_positive(2000),
         metavar="N",
     ),
     Option(

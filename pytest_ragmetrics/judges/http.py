@@ -31,6 +31,7 @@ from pytest_ragmetrics.judges.base import (
     normalise_contexts,
     split_sentences,
 )
+from pytest_ragmetrics.prompts import JUDGE_ROLES
 from pytest_ragmetrics.transport import Budget, ChatClient, Cost, Meter, Naming
 
 if TYPE_CHECKING:
@@ -78,18 +79,18 @@ def _is_verdict(value: Any) -> bool:
     )
 
 
-def _check_questions(unparseable: str, support_template: str, relevance_template: str) -> None:
+def _check_questions(unparseable: str, templates: Mapping[str, str | None]) -> None:
+    """``unparseable`` and each question's template (by constructor argument; None: the
+    default), checked when the judge is built rather than inside ``.format()`` at the first
+    request. System prompts are sent as written and need no check."""
     if unparseable not in ("error", "unjudged"):
         raise JudgeError(
             f"HTTP judge: unparseable must be 'error' or 'unjudged', got {unparseable!r}"
         )
-    for label, template, fields in (
-        ("support_template", support_template, ("{claim}", "{context}")),
-        ("relevance_template", relevance_template, ("{query}", "{answer}")),
-    ):
-        missing = [f for f in fields if f not in template]
-        if missing:
-            raise JudgeError(f"HTTP judge: {label} lacks {', '.join(missing)}")
+    for role in JUDGE_ROLES:
+        template = templates.get(role.keyword)
+        if role.is_template and template is not None:
+            role.check(template, f"HTTP judge: {role.keyword}", JudgeError)
 
 
 def _rubric(system_prompt: str, support_template: str, relevance_template: str) -> str:
@@ -111,13 +112,22 @@ class HttpJudge(JudgeBase):
 
     ``base_url`` and ``model`` default to the environment variables RAGMETRICS_JUDGE_URL and
     RAGMETRICS_JUDGE_MODEL; the API key (optional for local servers) is read from the
-    variable named by ``api_key_env``. Requests use temperature 0 and a fixed ``seed``; they
-    time out after ``timeout`` seconds and are retried ``max_retries`` times with exponential
-    backoff on 429/5xx, timeouts and refused connections (honouring Retry-After). A reply that
-    is not a chat completion raises JudgeError; a verdict that is neither yes nor no raises
-    JudgeError too, or, with ``unparseable="unjudged"``, leaves the claim unjudged.
+    variable named by ``api_key_env``. Requests use ``temperature`` (default 0) and a fixed
+    ``seed``; they time out after ``timeout`` seconds and are retried ``max_retries`` times
+    with exponential backoff on 429/5xx, timeouts and refused connections (honouring
+    Retry-After). A reply that is not a chat completion raises JudgeError; a verdict that is
+    neither yes nor no raises JudgeError too, or, with ``unparseable="unjudged"``, leaves the
+    claim unjudged.
     Verdicts are cached per question in ``cache``; the identity (what the cache and the
     calibration file are keyed by) is the model name, rubric and parameters, not the URL.
+
+    The questions are templates: ``support_template`` ({claim}, {context}),
+    ``relevance_template`` ({query}, {answer}), ``agreement_template`` ({answer}, {reference},
+    optionally {query}) and ``context_template`` ({query}, {passage}; None: the relevance
+    judge's). Each is checked when the judge is built
+    (:func:`~pytest_ragmetrics.prompts.check_template`: a stray brace or an unknown field is a
+    JudgeError here, not at the first question). ``system_prompt`` and
+    ``context_system_prompt`` are sent as written.
 
     ``concurrency`` questions are in flight at once (default 1, polite to a local server that
     answers one at a time; 4 to 16 suits hosted APIs). The verdicts do not depend on it:
@@ -155,6 +165,15 @@ class HttpJudge(JudgeBase):
         context_system_prompt: str | None = None,
         repeats: int = 1,
     ) -> None:
+        _check_questions(
+            unparseable,
+            {
+                "support_template": support_template,
+                "relevance_template": relevance_template,
+                "agreement_template": agreement_template,
+                "context_template": context_template,
+            },
+        )
         self._client = ChatClient(
             base_url,
             model,
@@ -176,7 +195,6 @@ class HttpJudge(JudgeBase):
         self._context = context_template
         self._context_system = context_system_prompt
         self.repeats = check_repeats(repeats)
-        _check_questions(unparseable, support_template, relevance_template)
         self._system = system_prompt
         self._support = support_template
         self._relevance = relevance_template

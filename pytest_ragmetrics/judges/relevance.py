@@ -21,7 +21,7 @@ import hashlib
 import math
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -34,6 +34,12 @@ from pytest_ragmetrics.judges.base import (
     check_text,
     make_identity,
     naming,
+)
+from pytest_ragmetrics.prompts import (
+    JUDGE_CONTEXT,
+    JUDGE_ROLES,
+    RELEVANCE_KEYWORDS,
+    prompt_keywords,
 )
 
 if TYPE_CHECKING:
@@ -353,6 +359,7 @@ class HttpRelevanceJudge:
         from pytest_ragmetrics.judges.http import ENV_API_KEY, NAMING
         from pytest_ragmetrics.transport import ChatClient
 
+        JUDGE_CONTEXT.check(template, "HTTP relevance judge: template", JudgeError)
         # ``client``: an HTTP judge's own, so that its context-relevance questions share its
         # endpoint, concurrency, cost meter and budget (the endpoint arguments are then unused).
         self._client = client or ChatClient(
@@ -373,9 +380,6 @@ class HttpRelevanceJudge:
                 f"HTTP relevance judge: unparseable must be 'error' or 'unjudged', got "
                 f"{unparseable!r}"
             )
-        missing = [f for f in ("{query}", "{passage}") if f not in template]
-        if missing:
-            raise JudgeError(f"HTTP relevance judge: template lacks {', '.join(missing)}")
         if not isinstance(max_passage_chars, int) or max_passage_chars < 1:
             raise JudgeError(
                 "HTTP relevance judge: max_passage_chars must be a positive integer, got "
@@ -623,11 +627,21 @@ def build_relevance_judge(
     api_key_env: str | None = None,
     timeout: float | None = None,
     verdicts: PathLike | None = None,
+    prompts: Mapping[str, str] | None = None,
     **options: Any,
 ) -> RelevanceJudge:
     """A built-in relevance judge by kind: ``embedding`` (``threshold``, ``model``), ``http``
-    (``url``, ``model``, ``api_key_env``, ``timeout``, ``concurrency``...), or ``recorded``
-    (``verdicts`` = JSONL file). ``options`` go to the judge's constructor."""
+    (``url``, ``model``, ``api_key_env``, ``timeout``, ``concurrency``, ``prompts``...), or
+    ``recorded`` (``verdicts`` = JSONL file). ``options`` go to the judge's constructor.
+
+    ``prompts`` are an HTTP judge's by role, as for
+    :func:`~pytest_ragmetrics.judges.factory.build_judge` (the same folder): the relevance
+    judge asks that judge's context question, so ``context`` is its template and
+    ``context_system`` its system prompt, and it has the identity of
+    :attr:`HttpJudge.context_judge <pytest_ragmetrics.judges.http.HttpJudge.context_judge>`
+    with the same prompts, seed and temperature; the answer questions' roles do not apply."""
+    if prompts and kind != "http":
+        raise JudgeError(f"prompts are only used by the http relevance judge, not {kind}")
     if kind == "embedding":
         return EmbeddingRelevanceJudge(
             model,
@@ -638,6 +652,11 @@ def build_relevance_judge(
     if kind == "http":
         if timeout is not None:
             options["timeout"] = timeout
+        prompt_keywords(prompts or {}, JUDGE_ROLES)  # an unknown role is an error here too
+        options.update(
+            {RELEVANCE_KEYWORDS[role]: text for role, text in (prompts or {}).items()
+             if role in RELEVANCE_KEYWORDS}
+        )  # fmt: skip
         return HttpRelevanceJudge(url, model, api_key_env=api_key_env, cache=cache, **options)
     if kind == "recorded":
         if verdicts is None:

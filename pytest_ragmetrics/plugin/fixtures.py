@@ -130,15 +130,25 @@ def rag_judge(request: pytest.FixtureRequest) -> Any:
 
 
 def configured_judge(settings: Settings, cache: Any = None, budget: Any = None) -> Any:
-    """The judge the ragmetrics_judge* settings describe (the rag_judge fixture's default)."""
+    """The judge the ragmetrics_judge* settings describe (the rag_judge fixture's default):
+    for http its prompts, temperature and seed too; for embedding and http its repeats."""
     from pytest_ragmetrics.judges.factory import build_judge
 
     assert settings.judge is not None
     options: dict[str, Any] = {}
     if settings.judge_concurrency is not None:
         options["concurrency"] = settings.judge_concurrency
-    if budget is not None and settings.judge == "http":
-        options["budget"] = budget
+    if settings.judge == "http":
+        if budget is not None:
+            options["budget"] = budget
+        if settings.judge_prompt_texts:
+            options["prompts"] = dict(settings.judge_prompt_texts)
+        if settings.judge_temperature is not None:
+            options["temperature"] = settings.judge_temperature
+        if settings.judge_seed is not None:
+            options["seed"] = settings.judge_seed
+    if settings.judge_repeats is not None:
+        options["repeats"] = settings.judge_repeats
     return build_judge(
         settings.judge,
         cache=cache,
@@ -162,7 +172,8 @@ OpenAI-compatible chat endpoint, or override it (or rag_pipeline) in your confte
 @pytest.fixture(scope="session")
 def rag_generator(request: pytest.FixtureRequest) -> Any:
     """The generator of the default rag_pipeline: an OpenAI-compatible chat endpoint
-    (ragmetrics_generator_url/_model), or your override."""
+    (ragmetrics_generator_url/_model, with ragmetrics_generator_prompts, _temperature, _seed
+    and _max_tokens), or your override."""
     session = rag_session(request.config)
     settings = session.settings
     if not (settings.generator_url or os.environ.get("RAGMETRICS_GENERATOR_URL")):
@@ -170,12 +181,19 @@ def rag_generator(request: pytest.FixtureRequest) -> Any:
 
     def build() -> Any:
         from pytest_ragmetrics.generation import ChatGenerator
+        from pytest_ragmetrics.prompts import GENERATOR_ROLES, prompt_keywords
 
+        options: dict[str, Any] = prompt_keywords(settings.generator_prompt_texts, GENERATOR_ROLES)
+        for name in ("temperature", "seed", "max_tokens"):
+            value = getattr(settings, f"generator_{name}")
+            if value is not None:
+                options[name] = value
         return ChatGenerator(
             settings.generator_url,
             settings.generator_model,
             concurrency=settings.generator_concurrency or 1,
             budget=session.budget(),
+            **options,
         )
 
     return without_traceback(build)
@@ -185,7 +203,8 @@ def rag_generator(request: pytest.FixtureRequest) -> Any:
 def rag_pipeline(request: pytest.FixtureRequest) -> Any:
     """The pipeline under test, query -> (answer, contexts): the recorded answers of
     ragmetrics_answers when that file exists (unless recording), else rag_retriever's top
-    ragmetrics_top_n documents given to rag_generator. Override it with any function
+    ragmetrics_top_n documents (each cut after ragmetrics_context_chars characters, when set)
+    given to rag_generator. Override it with any function
     ``pipeline(query) -> (answer, contexts)`` (with an ``identity()`` to cache its answers)."""
     settings = rag_session(request.config).settings
     path = settings.answers
@@ -200,7 +219,13 @@ def rag_pipeline(request: pytest.FixtureRequest) -> Any:
     def build() -> Any:
         from pytest_ragmetrics.generation import RetrieveThenGenerate
 
-        return RetrieveThenGenerate(retriever, corpus, generator, top_n=settings.top_n)
+        return RetrieveThenGenerate(
+            retriever,
+            corpus,
+            generator,
+            top_n=settings.top_n,
+            max_context_chars=settings.context_chars,
+        )
 
     return without_traceback(build)
 

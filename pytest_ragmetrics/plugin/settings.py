@@ -45,6 +45,12 @@ class Settings:
     judge_url: str | None = None
     judge_verdicts: Path | None = None
     judge_concurrency: int | None = None
+    judge_prompts: Path | None = None
+    # The prompts read from judge_prompts at start-up: role name -> text (prompts.JUDGE_ROLES).
+    judge_prompt_texts: Mapping[str, str] = field(default_factory=dict)
+    judge_temperature: float | None = None
+    judge_seed: int | None = None
+    judge_repeats: int | None = None
     semantics: MetricSemantics = field(default_factory=MetricSemantics)
     baseline: Path = Path(".ragmetrics/baseline.json")
     tolerances: Tolerances = field(default_factory=Tolerances)
@@ -67,7 +73,14 @@ class Settings:
     generator_url: str | None = None
     generator_model: str | None = None
     generator_concurrency: int | None = None
+    generator_prompts: Path | None = None
+    # The prompts read from generator_prompts: role name -> text (prompts.GENERATOR_ROLES).
+    generator_prompt_texts: Mapping[str, str] = field(default_factory=dict)
+    generator_temperature: float | None = None
+    generator_seed: int | None = None
+    generator_max_tokens: int | None = None
     top_n: int = 3
+    context_chars: int | None = None
     answers: Path | None = None
     dry_run: bool = False
     record_answers: bool = False
@@ -136,6 +149,7 @@ def build_settings(
     values["semantics"] = MetricSemantics(**semantics)
     _check_executor(values)
     _check_judge(values, get)
+    _read_prompt_folders(values, rootdir)
     values["update_baseline"] = bool(flags.get("update_baseline"))
     values["use_cache"] = not flags.get("no_cache")
     values["clear_cache"] = bool(flags.get("clear_cache"))
@@ -249,9 +263,32 @@ def _check_judge(values: dict[str, Any], get: Callable[[str], tuple[Any, bool]])
         raise ConfigError(
             "ragmetrics_judge = recorded needs ragmetrics_judge_verdicts = path/to/verdicts.jsonl"
         )
-    for key in ("url", "concurrency"):
+    for key in ("url", "concurrency", "prompts", "temperature", "seed"):
         if values.get(f"judge_{key}") is not None and kind != "http":
             raise ConfigError(f"ragmetrics_judge_{key} is only used by the http judge, not {kind}")
+    if values.get("judge_repeats") is not None and kind not in ("embedding", "http"):
+        raise ConfigError(
+            f"ragmetrics_judge_repeats is only used by the embedding and http judges, not {kind}"
+        )
+
+
+def _read_prompt_folders(values: dict[str, Any], rootdir: Path) -> None:
+    """Read and check the prompt folders now, so that a bad template stops pytest before any
+    test runs, naming the file (and line)."""
+    from pytest_ragmetrics.prompts import GENERATOR_ROLES, JUDGE_ROLES, read_prompts
+
+    for who, roles in (("generator", GENERATOR_ROLES), ("judge", JUDGE_ROLES)):
+        folder = values.get(f"{who}_prompts")
+        if folder is None:
+            continue
+        try:
+            label = folder.relative_to(rootdir).as_posix()
+        except ValueError:
+            label = str(folder)
+        try:
+            values[f"{who}_prompt_texts"] = read_prompts(folder, roles, label=label)
+        except ConfigError as exc:
+            raise ConfigError(f"ragmetrics_{who}_prompts: {exc}") from None
 
 
 def _resolve_input(value: str, base: Path, option: str) -> Path:
