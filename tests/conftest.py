@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+# pytester's in-process runs restore sys.modules afterwards, so modules first imported inside
+# one are dropped and imported again later: numpy cannot be imported twice in one process, and
+# multiprocessing's connection module, re-imported, makes a later spawn in this process fail to
+# pickle ("not the same object as multiprocessing.connection.rebuild_connection"). Load them
+# (and our modules that use numpy) once, up front.
+import multiprocessing.connection  # noqa: F401
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-# pytester's in-process runs restore sys.modules afterwards; numpy cannot be imported twice in
-# one process, so load it (and our modules that use it) once, up front.
 import numpy  # noqa: F401
 import pytest
 
