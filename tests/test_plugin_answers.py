@@ -279,3 +279,38 @@ def test_configured_http_judge_gets_its_settings(tmp_path: Path) -> None:
     assert isinstance(judge, HttpJudge)
     assert judge.url == "http://127.0.0.1:9/v1/chat/completions"
     assert (judge.model, judge.concurrency) == ("tiny", 3)
+
+
+def test_a_baseline_of_other_queries_is_compared_on_the_shared_ones(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that answers more queries than the baseline (a larger sample) is not a regression
+    of the queries both hold: the verdict compares those, and says so."""
+    make_project(
+        pytester,
+        tests="""
+        import os
+        from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
+
+        def test_answers(rag_eval):
+            n = int(os.environ.get("ANSWERS_N", "4"))
+            worse = os.environ.get("ANSWERS_WORSE") == "1"
+            rag_eval.answers([
+                AnswerAssessment(query_id=f"q{i}", answer="A.",
+                                 claims=(Claim("A.", i < 4 and not worse),))
+                for i in range(n)
+            ], name="answers", metrics=["groundedness"])
+    """,
+    )
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    monkeypatch.setenv("ANSWERS_N", "8")  # four more queries, none grounded: mean 1.0 -> 0.5
+    more = pytester.runpytest()
+    more.assert_outcomes(passed=1)
+    more.stdout.fnmatch_lines(
+        ["*groundedness compared on the 4 queries both hold (0 only in the baseline, 4 only in "
+         "this run; over all of them 1.0000 → 0.5000)*"]
+    )  # fmt: skip
+    monkeypatch.setenv("ANSWERS_WORSE", "1")  # the shared four get worse: a regression
+    worse = pytester.runpytest()
+    worse.assert_outcomes(failed=1)
+    worse.stdout.fnmatch_lines(["*groundedness: baseline 1.0000 → current 0.0000*"])

@@ -72,22 +72,40 @@ def compare_to_baseline(
         return verdict
     pairs = _Pairs(entry, current, [q for q in cur_pq if q in base_pq])
     noise = (current.get("judge_noise") or {}).get("noise") or {}
+    differ = bool(pairs.shared) and bool(verdict.only_baseline or verdict.only_current)
     for metric, now in current["metrics"].items():
         before = entry.get("metrics", {}).get(metric)
-        if before is not None and now is not None:
-            verdict.metrics.append(
-                _metric_verdict(
-                    pairs,
-                    metric,
-                    float(before),
-                    float(now),
-                    tolerances.for_metric(metric),
-                    alpha,
-                    seed,
-                    unjudged_drops,
-                    noise.get(metric),
-                )
+        if before is None or now is None:
+            continue
+        shared_note = ""
+        if differ:
+            # Means over different queries are not a change of the system: compare the
+            # queries both hold (the paired statistics already do).
+            b, c = pairs.values(metric)
+            if np.all(np.isnan(b)) or np.all(np.isnan(c)):
+                continue
+            shared_note = (
+                f"compared on the {len(pairs.shared)} queries both hold "
+                f"({len(verdict.only_baseline)} only in the baseline, "
+                f"{len(verdict.only_current)} only in this run; over all of them "
+                f"{float(before):.4f} → {float(now):.4f})"
             )
+            before, now = float(np.nanmean(b)), float(np.nanmean(c))
+        found = _metric_verdict(
+            pairs,
+            metric,
+            float(before),
+            float(now),
+            tolerances.for_metric(metric),
+            alpha,
+            seed,
+            unjudged_drops,
+            noise.get(metric),
+        )
+        if shared_note:
+            note = f"{shared_note}; {found.note}" if found.note else shared_note
+            found = dataclasses.replace(found, note=note)
+        verdict.metrics.append(found)
     for i, found in enumerate(verdict.metrics):
         reason = (not_enforced or {}).get(found.metric)
         if reason and found.status == "regressed":
