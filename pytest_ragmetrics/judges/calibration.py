@@ -315,14 +315,7 @@ def calibrate(
         }
         for item, v in zip(items, verdicts, strict=True)
     ]
-    measured = _Measured(
-        [item.supported for item in items],
-        [v.supported for v in verdicts],
-        [v.score for v in verdicts],
-        rows,
-        meta,
-        started,
-    )
+    measured = _Measured.of(rows, meta, started)
     if threshold_judge is not None:
         return measured.tuned(lambda t: threshold_judge.with_threshold(t).identity(), n_tune, seed)
     return measured.as_judged(judge.identity())
@@ -406,6 +399,19 @@ class _Measured:
     rows: list[dict[str, Any]]
     labels: dict[str, Any]
     started: float
+
+    @classmethod
+    def of(cls, rows: list[dict[str, Any]], labels: dict[str, Any], started: float) -> _Measured:
+        """From the per-item rows (``human``, ``judge``, ``score``, ...) every question
+        reports."""
+        return cls(
+            [bool(r["human"]) for r in rows],
+            [r["judge"] for r in rows],
+            [r["score"] for r in rows],
+            rows,
+            labels,
+            started,
+        )
 
     def _result(self, identity: dict[str, Any], found: Agreement, **more: Any) -> CalibrationResult:
         return CalibrationResult(
@@ -766,14 +772,7 @@ def calibrate_relevance(
         }
         for p, v in zip(items, verdicts, strict=True)
     ]
-    measured = _Measured(
-        [p.relevant for p in items],
-        [v.supported for v in verdicts],
-        [v.score for v in verdicts],
-        rows,
-        meta,
-        started,
-    )
+    measured = _Measured.of(rows, meta, started)
     if tunable:
         tunable_judge = cast("_Tunable", judge)
         return measured.tuned(lambda t: tunable_judge.with_threshold(t).identity(), n_tune, seed)
@@ -1051,14 +1050,7 @@ def calibrate_agreement(
         }
         for item, v in zip(chosen, verdicts, strict=True)
     ]
-    measured = _Measured(
-        [item.agrees for item in chosen],
-        [v.value for v in verdicts],
-        [v.score for v in verdicts],
-        rows,
-        meta,
-        started,
-    )
+    measured = _Measured.of(rows, meta, started)
     if tunable:
         tunable_judge = cast("_AgreementTunable", judge)
         return measured.tuned(
