@@ -1,9 +1,9 @@
 """A real RAG pipeline under test: SciFact claim verification, end to end.
 
 For every one of SciFact's 300 test claims the dense retriever (``rag_retriever``) finds the
-top 3 abstracts (each cut after 600 characters); a generator — SmolLM2-135M-Instruct behind a local llama.cpp server
-(OpenAI-compatible) — answers with a verdict SUPPORT / CONTRADICT / NOT ENOUGH INFO and a
-one-sentence rationale. Scored:
+top 3 abstracts (each cut after 600 characters); a generator — SmolLM2-135M-Instruct behind a
+local llama.cpp server (OpenAI-compatible) — answers with a verdict SUPPORT / CONTRADICT /
+NOT ENOUGH INFO and a one-sentence rationale. Scored:
 
 - ``answer_correctness``: the verdict against the annotators' label (``data/scifact/
   answers.jsonl.gz``, exact match after normalisation, see :func:`claim_label`);
