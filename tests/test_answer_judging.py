@@ -310,6 +310,40 @@ def test_a_deterministic_judge_measures_no_noise() -> None:
     assert judged.noise.unstable == () and judged.noise.noise == {"context_relevance": 0.0}
 
 
+def test_a_separate_http_context_judge_is_re_seeded_for_each_repeat(tmp_path: Path) -> None:
+    """The context question of a relevance judge of its own varies with the repeats' seeds as
+    the judge's does: each repeat asks it again with the next seed (not its cache), the dry-run
+    plan counts those requests, and the verdicts that changed are unstable."""
+    from pytest_ragmetrics.judges.answers import plan_judging
+    from pytest_ragmetrics.judges.relevance import HttpRelevanceJudge
+
+    answers = [answer("1", "a", ["p1", "p2"], "q one"), answer("2", "b", ["p3", "p4"], "q two")]
+    metrics = ["context_relevance"]
+    with serve() as server:
+        # The first seed's four questions get yes, the next seed's get no.
+        server.answer = lambda p: "yes" if server.count <= 4 else "no"
+        relevance = HttpRelevanceJudge(server.url, "tiny", cache=Cache(tmp_path), temperature=0.7)
+        planned = plan_judging(
+            embedding_judge(), answers, metrics=metrics, context_judge=relevance, repeats=2
+        )
+        judged = judge_answers(
+            embedding_judge(), answers, metrics=metrics, context_judge=relevance, repeats=2
+        )
+        again = plan_judging(
+            embedding_judge(), answers, metrics=metrics, context_judge=relevance, repeats=2
+        )
+        seeds = [r["body"]["seed"] for r in server.requests]
+    assert (planned.requests, planned.cached, planned.local) == (4 + 4, 0, False)
+    assert (again.requests, again.cached) == (0, 8)
+    assert seeds == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert [a.context_relevance for a in judged.assessments] == [1.0, 1.0]
+    noise = judged.noise
+    assert noise is not None and noise.seeds == (0, 1)
+    assert len(noise.unstable) == 4 and noise.noise == {"context_relevance": 1.0}
+    assert relevance.with_seed(1).identity() != relevance.identity()
+    assert relevance.with_seed(0).identity() == relevance.identity()
+
+
 def test_noise_needs_two_repeats() -> None:
     with pytest.raises(JudgeError, match="at least 2 repeats"):
         measure_noise([[]], ["groundedness"])

@@ -341,6 +341,14 @@ def repeat_judges(judge: Judge, repeats: int) -> tuple[list[Judge], list[int]]:
     return [judge, *(with_seed(s) for s in seeds[1:])], seeds
 
 
+def _repeat_context_judges(context_judge: Any, repeats: int) -> tuple[list[Any], list[int]]:
+    """The separate context judge of each repeat (None: the judge asks the context question
+    itself), re-seeded as :func:`repeat_judges` re-seeds the judge."""
+    if context_judge is None:
+        return [None] * repeats, []
+    return repeat_judges(context_judge, repeats)
+
+
 def judge_answers(
     judge: Judge,
     answers: Iterable[GeneratedAnswer],
@@ -376,6 +384,9 @@ def judge_answers(
         if not plan.local and plan.requests != 0:
             raise DryRun(f"dry run: {plan.describe()}; nothing was sent")
     judges, seeds = repeat_judges(judge, repeats)
+    # A context judge of its own varies with its seeds too (else its verdicts would count
+    # as perfectly stable, from its cache).
+    context_judges, context_seeds = _repeat_context_judges(context_judge, repeats)
     before = _cost_of(judge)
     runs = [
         assess_answers(
@@ -385,11 +396,11 @@ def judge_answers(
             metrics=metrics,
             concurrency=concurrency,
             claims_of=claims_of,
-            context_judge=context_judge,
+            context_judge=c,
         )
-        for j in judges
+        for j, c in zip(judges, context_judges, strict=True)
     ]
-    noise = measure_noise(runs, list(metrics), seeds) if repeats > 1 else None
+    noise = measure_noise(runs, list(metrics), seeds or context_seeds) if repeats > 1 else None
     questions = question_identities(
         judge, items, references=references, metrics=metrics, context_judge=context_judge
     )
@@ -459,13 +470,17 @@ def plan_judging(
     if {"support", "relevance"} & set(tasks):
         # The judge's assess answers both of its own questions (relevance when it judges it).
         tasks += [t for t in ("support", "relevance") if t not in tasks]
-    separate_context = context_judge is not None and "context" in tasks
-    if separate_context:
+    separate = (0, 0)
+    if context_judge is not None and "context" in tasks:
         tasks.remove("context")
-        if getattr(context_judge, "name", None) not in LOCAL_RELEVANCE_JUDGES:
-            # A relevance judge of its own asks its own questions: not counted here.
+        found = _plan_context(context_judge, items, repeats)
+        if found is None:
+            # A relevance judge that cannot tell what it would ask.
             return JudgingPlan(_judge_name(context_judge), len(items), None)
+        separate = found
     if getattr(judge, "name", None) in LOCAL_JUDGES:
+        if separate != (0, 0):
+            return JudgingPlan(_judge_name(context_judge), len(items), *separate)
         return JudgingPlan(name, len(items), 0, local=True)
     if not all(callable(getattr(judge, m, None)) for m in ("questions_for", "pending")):
         return JudgingPlan(name, len(items), None)
@@ -489,4 +504,29 @@ def plan_judging(
         pending = int(ask.pending(asked))
         requests += pending
         cached += len(dict.fromkeys(asked)) - pending
+    requests += separate[0]
+    cached += separate[1]
     return JudgingPlan(name, len(items), requests, cached)
+
+
+def _plan_context(
+    context_judge: Any, items: Sequence[GeneratedAnswer], repeats: int
+) -> tuple[int, int] | None:
+    """(requests, cached questions) of a separate context judge over every repeat: none for a
+    local one, counted for one that has ``prompt`` and ``is_prompt_cached`` (the HTTP
+    relevance judge), None for one that cannot tell."""
+    if getattr(context_judge, "name", None) in LOCAL_RELEVANCE_JUDGES:
+        return (0, 0)
+    if not all(callable(getattr(context_judge, m, None)) for m in ("prompt", "is_prompt_cached")):
+        return None
+    from pytest_ragmetrics.judges.relevance import RelevancePair
+
+    requests = cached = 0
+    for j in _repeat_context_judges(context_judge, repeats)[0]:
+        prompts = dict.fromkeys(
+            j.prompt(RelevancePair(a.query, t)) for a in items for _, t in a.contexts
+        )
+        waiting = sum(not j.is_prompt_cached(p) for p in prompts)
+        requests += waiting
+        cached += len(prompts) - waiting
+    return (requests, cached)

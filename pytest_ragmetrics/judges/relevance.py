@@ -405,6 +405,7 @@ class HttpRelevanceJudge:
         self._identity = make_identity(
             self.name, self.model, rubric, {**self._params, "max_passage_chars": max_passage_chars}
         )
+        self._cache = cache
         self._replies = VerdictCache(cache, self._identity)
 
     def __repr__(self) -> str:
@@ -435,6 +436,25 @@ class HttpRelevanceJudge:
     def identity(self) -> dict[str, Any]:
         """Name, model, rubric (prompts), rubric hash and sampling parameters; no URL, no key."""
         return dict(self._identity)
+
+    @property
+    def seed(self) -> int:
+        return int(self._params["seed"])
+
+    def with_seed(self, seed: int) -> HttpRelevanceJudge:
+        """The same judge asking with another seed (another identity, its own cache entries;
+        same endpoint, cost meter and budget): what ``repeats`` uses to measure how much its
+        verdicts vary."""
+        copy = copy_module.copy(self)
+        copy._params = {**self._params, "seed": int(seed)}
+        copy._identity = make_identity(
+            self.name,
+            self.model,
+            self._identity["rubric"],
+            {**copy._params, "max_passage_chars": self._max_chars},
+        )
+        copy._replies = VerdictCache(self._cache, copy._identity)
+        return copy
 
     def prompt(self, pair: RelevancePair) -> str:
         """The user message asked for ``pair``."""
