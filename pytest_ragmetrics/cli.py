@@ -1358,6 +1358,7 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
             args.save,
             "--save",
             files={"--labels": args.labels, "--verdicts": args.verdicts},
+            folders={"--prompts": args.prompts},
             cache=None if args.no_cache else args.cache_dir,
         )
     if args.judge == "http":
@@ -1413,7 +1414,7 @@ def _calibrate_relevance(args: argparse.Namespace, options: dict[str, Any], out:
             args.save,
             "--save",
             files={"--verdicts": args.verdicts, "--run": args.run},
-            folders={"--dataset": args.dataset},
+            folders={"--dataset": args.dataset, "--prompts": args.prompts},
             cache=None if args.no_cache else args.cache_dir,
         )
     if args.judge == "http":
@@ -1671,11 +1672,16 @@ def _cmd_judge_pool(args: argparse.Namespace, out: TextIO) -> int:
         args.qrels_out,
         "--qrels-out",
         files={"--pool": args.pool, "--out": target, **inputs},
+        folders={"--prompts": args.prompts},
         cache=None if args.no_cache else args.cache_dir,
     )
     if args.out is not None:
         _refuse_overwriting(
-            args.out, "--out", files=inputs, cache=None if args.no_cache else args.cache_dir
+            args.out,
+            "--out",
+            files=inputs,
+            folders={"--prompts": args.prompts},
+            cache=None if args.no_cache else args.cache_dir,
         )
     entries = read_pool(args.pool)
     if args.judge == "http":

@@ -210,3 +210,39 @@ def test_calibrate_prompt_errors_name_the_flag_and_file(
         assert calibrate(*argv, "--labels", str(labels), "--no-cache")[0] == 2
     err = capsys.readouterr().err
     assert message.replace("{folder}", str(folder)) in err
+
+
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [
+        (["calibrate", "--labels", "{labels}", "--save"], "--save"),
+        (["judge-pool", "--pool", "{pool}", "--qrels-out"], "--qrels-out"),
+        (["judge-pool", "--pool", "{pool}", "--qrels-out", "{tmp}/s.qrels", "--out"], "--out"),
+    ],
+)
+def test_an_output_inside_the_prompts_folder_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], flag: str
+) -> None:
+    """Writing a result into the --prompts folder could replace a prompt (system.txt): the
+    command stops before anything is asked or written, naming the flag and the folder."""
+    folder = prompt_folder(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(
+        json.dumps({"claim": "c", "context_sentences": ["s"], "label": "SUPPORT"}) + "\n"
+    )
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text(json.dumps({"query_id": "q", "doc_id": "d", "query": "q", "text": "t"}) + "\n")
+    names = {"{labels}": str(labels), "{pool}": str(pool), "{tmp}": str(tmp_path)}
+    argv = [names.get(a, a).replace("{tmp}", str(tmp_path)) for a in command]
+    target = folder / "system.txt"
+    with serve(answer=lambda prompt: "yes") as server:
+        code = main(
+            [*argv, str(target), "--judge", "http", "--url", server.url, "--model", "m",
+             "--prompts", str(folder), "--no-cache"],
+            out=io.StringIO(),
+        )  # fmt: skip
+        assert server.count == 0
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{flag} {target}: inside the --prompts folder {folder}" in err
+    assert target.read_text() == PROMPTS["system.txt"]
