@@ -402,11 +402,18 @@ class HttpRelevanceJudge:
                 "starts with yes, not relevant when it starts with no.",
             ]
         )
-        self._identity = make_identity(
-            self.name, self.model, rubric, {**self._params, "max_passage_chars": max_passage_chars}
-        )
+        self._rubric = rubric
         self._cache = cache
-        self._replies = VerdictCache(cache, self._identity)
+        self._set_identity()
+
+    def _set_identity(self) -> None:
+        self._identity = make_identity(
+            self.name,
+            self.model,
+            self._rubric,
+            {**self._params, "max_passage_chars": self._max_chars},
+        )
+        self._replies = VerdictCache(self._cache, self._identity)
 
     def __repr__(self) -> str:
         return f"HttpRelevanceJudge(url={self.url!r}, model={self.model!r})"
@@ -447,13 +454,7 @@ class HttpRelevanceJudge:
         verdicts vary."""
         copy = copy_module.copy(self)
         copy._params = {**self._params, "seed": int(seed)}
-        copy._identity = make_identity(
-            self.name,
-            self.model,
-            self._identity["rubric"],
-            {**copy._params, "max_passage_chars": self._max_chars},
-        )
-        copy._replies = VerdictCache(self._cache, copy._identity)
+        copy._set_identity()
         return copy
 
     def prompt(self, pair: RelevancePair) -> str:
