@@ -337,11 +337,24 @@ def test_a_separate_http_context_judge_is_re_seeded_for_each_repeat(tmp_path: Pa
     assert (again.requests, again.cached) == (0, 8)
     assert seeds == [0, 0, 0, 0, 1, 1, 1, 1]
     assert [a.context_relevance for a in judged.assessments] == [1.0, 1.0]
+    # Its requests are the judging's cost (the embedding judge itself sends none).
+    assert (judged.cost.calls, judged.cost.cache_hits) == (8, 0)
     noise = judged.noise
     assert noise is not None and noise.seeds == (0, 1)
     assert len(noise.unstable) == 4 and noise.noise == {"context_relevance": 1.0}
     assert relevance.with_seed(1).identity() != relevance.identity()
     assert relevance.with_seed(0).identity() == relevance.identity()
+
+
+def test_a_context_judge_on_the_judge_s_own_client_is_counted_once(tmp_path: Path) -> None:
+    answers = [answer("1", "Cats purr.", ["cats purr", "dogs bark"], "what do cats do")]
+    with serve(answer=lambda p: "yes") as server:
+        judge = HttpJudge(server.url, "tiny", cache=Cache(tmp_path))
+        judged = judge_answers(
+            judge, answers, metrics=["context_relevance"], context_judge=judge.context_judge
+        )
+        sent = server.count
+    assert sent == judged.cost.calls == 2
 
 
 def test_noise_needs_two_repeats() -> None:

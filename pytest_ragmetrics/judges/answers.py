@@ -313,6 +313,14 @@ def _cost_of(judge: Any) -> Cost:
     return cost if isinstance(cost, Cost) else Cost()
 
 
+def _own_meter(context_judge: Any, judge: Any) -> bool:
+    """Whether ``context_judge`` counts its cost apart from ``judge``'s (not the same meter)."""
+    if context_judge is None or context_judge is judge:
+        return False
+    meter = getattr(context_judge, "meter", None)
+    return meter is None or meter is not getattr(judge, "meter", None)
+
+
 def _function_name(fn: Callable[..., Any] | None) -> str | None:
     if fn is None:
         return None
@@ -387,7 +395,10 @@ def judge_answers(
     # A context judge of its own varies with its seeds too (else its verdicts would count
     # as perfectly stable, from its cache).
     context_judges, context_seeds = _repeat_context_judges(context_judge, repeats)
-    before = _cost_of(judge)
+    # A context judge with a meter of its own adds its cost (one sharing the judge's client,
+    # as the HTTP judge's own does, is counted once).
+    extra = context_judge if _own_meter(context_judge, judge) else None
+    before = _cost_of(judge) + _cost_of(extra)
     runs = [
         assess_answers(
             j,
@@ -407,7 +418,7 @@ def judge_answers(
     pipeline = getattr(answers, "identity", None)
     return JudgedAnswers(
         tuple(runs[0]),
-        _cost_of(judge) - before,
+        _cost_of(judge) + _cost_of(extra) - before,
         noise,
         questions,
         _function_name(claims_of),

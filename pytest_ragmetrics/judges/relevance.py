@@ -43,7 +43,7 @@ from pytest_ragmetrics.prompts import (
 )
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.transport import ChatClient
+    from pytest_ragmetrics.transport import ChatClient, Cost, Meter
 
 PathLike = str | os.PathLike[str]
 
@@ -447,6 +447,17 @@ class HttpRelevanceJudge:
     @property
     def seed(self) -> int:
         return int(self._params["seed"])
+
+    @property
+    def meter(self) -> Meter:
+        """Requests, cache hits and tokens so far (its client's: shared with an HTTP judge
+        whose context question it asks, and with :meth:`with_seed` copies)."""
+        return self._client.meter
+
+    @property
+    def cost(self) -> Cost:
+        """:attr:`meter`'s counts."""
+        return self._client.meter.cost
 
     def with_seed(self, seed: int) -> HttpRelevanceJudge:
         """The same judge asking with another seed (another identity, its own cache entries;
