@@ -69,7 +69,7 @@ def build_report(outcome: SessionOutcome) -> dict[str, Any]:
         "schema": REPORT_SCHEMA,
         "version": REPORT_VERSION,
         "plugin_version": outcome.plugin_version,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "settings": dict(outcome.settings),
         "evaluations": [checked.to_dict() for checked in outcome.evaluations],
         "summary": {
