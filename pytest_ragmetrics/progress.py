@@ -63,11 +63,15 @@ def format_duration(seconds: float) -> str:
 class LineProgress:
     """A one-line text bar rewritten in place with ``\\r``, with an honest time estimate.
 
-    Until the first unit is done the bar says it is estimating (never "0 s left"); after that,
-    time left = units left x the mean time per unit so far. Redrawn on an advance at most every
-    :data:`REDRAW_EVERY` seconds (callers advance per batch, every few seconds at most). A note
-    given with :meth:`explain` is written on its own line once the first advance shows the step
-    will take at least :data:`NOTE_AFTER` seconds, with the estimate: a warm cache says nothing.
+    The rate is measured from the first advance on: the first batch carries the step's one-off
+    start-up (loading a model, opening a connection), which would make an estimate from it too
+    high many times over. So until a second advance the bar says it is estimating (never "0 s
+    left"); after that, time left = units left x the time per unit since the first advance.
+    Redrawn on an advance at most every :data:`REDRAW_EVERY` seconds (callers advance per
+    batch, every few seconds at most). A note given with :meth:`explain` is written on its own
+    line once the estimate shows the step will take at least :data:`NOTE_AFTER` seconds in
+    all, with the estimate (or, when no estimate exists yet but :data:`NOTE_AFTER` seconds have
+    passed, without one): a warm cache says nothing.
     With ``bar=False`` (output that is not a terminal: a CI log) only the notes are written,
     one line each. ``clock`` is for tests.
     """
@@ -89,6 +93,8 @@ class LineProgress:
         self._total = 0
         self._done = 0
         self._started = 0.0
+        self._first: tuple[float, int] | None = None  # (time, units done) at the first advance
+        self._awaiting_estimate = False  # a note went out before any estimate
         self._last = 0.0
         self._shown = 0  # length of the line on screen, to blank it before a note
         self._note: str | None = None
@@ -101,13 +107,16 @@ class LineProgress:
         with self._lock:
             self._description, self._total, self._done = description, max(total, 0), 0
             self._started = self._last = self._clock()
+            self._first, self._awaiting_estimate = None, False
             self._render(self._started)
 
     def advance(self, done: int) -> None:
         with self._lock:
             self._done += done
             now = self._clock()
-            if self._note is not None and self._done > 0 and self._maybe_note(now):
+            if self._first is None and self._done > 0:
+                self._first = (now, self._done)
+            if self._done > 0 and self._maybe_note(now):
                 self._last = now  # the note redrew the bar under it
             elif now - self._last >= REDRAW_EVERY or self._done >= self._total:
                 self._last = now
@@ -116,7 +125,7 @@ class LineProgress:
     def finish(self) -> None:
         with self._lock:
             now = self._clock()
-            self._note = None
+            self._note, self._awaiting_estimate = None, False
             if not self._draws:
                 return
             self._line(
@@ -127,18 +136,49 @@ class LineProgress:
             self._shown = 0
 
     def _left(self, now: float) -> float | None:
-        """Seconds left at the rate so far; None before the first unit."""
-        if self._done <= 0:
+        """Seconds left at the rate since the first advance; None until a later one."""
+        if self._first is None:
             return None
-        return max(self._total - self._done, 0) * (now - self._started) / self._done
+        since, done = self._first
+        if self._done <= done or now <= since:
+            return None
+        return (self._total - self._done) * (now - since) / (self._done - done)
+
+    def _note_text(self, now: float) -> str | None:
+        """The note's line if it is due now (the step is long), else None.
+
+        A note written before any estimate existed is followed, once one does, by a line with it.
+        """
+        if self._done >= self._total:  # over: the finished bar says how long it took
+            self._note, self._awaiting_estimate = None, False
+            return None
+        left = self._left(now)
+        elapsed = now - self._started
+        if self._awaiting_estimate:
+            if left is None:
+                return None
+            self._awaiting_estimate = False
+            return f"{self._description}: about {format_duration(elapsed + left)} in all"
+        if self._note is None:
+            return None
+        if left is None and elapsed >= NOTE_AFTER:
+            self._awaiting_estimate = True
+            text = f"{self._note}; estimating how long"
+        elif left is not None and elapsed + left >= NOTE_AFTER:
+            text = f"{self._note}; about {format_duration(elapsed + left)} in all"
+        else:
+            if left is not None:  # the estimate says the step is short: no note
+                self._note = None
+            return None
+        self._note = None
+        return text
 
     def _maybe_note(self, now: float) -> bool:
-        """Write the note if the step will be long (and the bar under it); whether it did."""
-        note, self._note = self._note, None
-        left = self._left(now)
-        if note is None or left is None or (now - self._started) + left < NOTE_AFTER:
+        """Write the note if it is due (and the bar under it); whether it did."""
+        text = self._note_text(now)
+        if text is None:
             return False
-        self._line(f"{note}; about {format_duration((now - self._started) + left)} in all")
+        self._line(text)
         self._write("\n")
         self._shown = 0
         if self._draws:

@@ -397,3 +397,29 @@ def test_minilm_judge_end_to_end(minilm: EmbeddingJudge, capfd: pytest.CaptureFi
     assert "/" + "work" not in json.dumps(identity)  # no local paths in the identity
     out, err = capfd.readouterr()
     assert "Loading weights" not in out + err  # library code prints nothing
+
+
+def test_minilm_judging_many_texts_moves_the_bar_per_batch(minilm: EmbeddingJudge) -> None:
+    """The model is loaded before the bar starts (no start-up in its rate); each forward pass of
+    64 texts moves it, and the advances add up to every text embedded."""
+    from pytest_ragmetrics.progress import use_reporter
+
+    advances: list[int] = []
+
+    class Reporter:
+        def start(self, description: str, total: int) -> None:
+            advances.clear()
+
+        def advance(self, done: int) -> None:
+            advances.append(done)
+
+        def finish(self) -> None:
+            pass
+
+    requests = [
+        ([f"Claim {i} about tea."], {"c": f"Context {i} about the moon."}) for i in range(150)
+    ]
+    with use_reporter(Reporter()):
+        minilm.judge_claims_many(requests)
+    assert sum(advances) == 300
+    assert len(advances) >= 300 // 64 and max(advances) <= 64, advances

@@ -31,17 +31,20 @@ def lines(written: list[str]) -> list[str]:
     return [text.strip("\r").rstrip() for text in written if text.strip()]
 
 
-def test_no_estimate_before_the_first_unit_then_time_left_at_the_rate_so_far() -> None:
+def test_no_estimate_before_a_second_advance_then_time_left_at_the_rate_since_the_first() -> None:
     reporter, clock, written = bar()
     reporter.start("encoding 100 passages", 100)
     assert lines(written)[-1].endswith("0/100 0 s elapsed, estimating time left")
     assert "0 s left" not in "".join(written)
     clock.now += 6.0
-    reporter.advance(10)  # 10 units in 6 s: 90 more take 54 s
-    assert lines(written)[-1].endswith("10/100 6 s elapsed, 54 s left")
-    clock.now += 54.0
-    reporter.advance(40)  # 50 in 60 s: 50 more take 60 s
-    assert lines(written)[-1].endswith("50/100 1 min 00 s elapsed, 1 min 00 s left")
+    reporter.advance(10)  # the first batch: it may hold a model load, no rate from it
+    assert lines(written)[-1].endswith("10/100 6 s elapsed, estimating time left")
+    clock.now += 6.0
+    reporter.advance(10)  # 10 units in 6 s since the first advance: 80 more take 48 s
+    assert lines(written)[-1].endswith("20/100 12 s elapsed, 48 s left")
+    clock.now += 48.0
+    reporter.advance(40)  # 50 in 54 s since the first: 40 more take 43 s
+    assert lines(written)[-1].endswith("60/100 1 min 00 s elapsed, 43 s left")
 
 
 def test_redrawn_on_each_advance_unless_advances_come_faster_than_the_redraw_limit() -> None:
@@ -52,7 +55,7 @@ def test_redrawn_on_each_advance_unless_advances_come_faster_than_the_redraw_lim
     assert len(written) == 1
     clock.now += 2.0
     reporter.advance(1)
-    assert lines(written)[-1].endswith("2/4 2 s elapsed, 2 s left")
+    assert lines(written)[-1].endswith("2/4 2 s elapsed, 4 s left")  # 2 s a unit since the first
     clock.now += 0.01
     reporter.advance(2)  # the last unit is always drawn
     assert lines(written)[-1].startswith("judging 4 answers [" + "#" * 30 + "] 4/4")
@@ -65,6 +68,8 @@ def test_a_note_appears_once_with_the_estimate_when_the_step_is_long() -> None:
     reporter, clock, written = bar()
     reporter.explain("encoding 5,183 passages with all-MiniLM-L6-v2 on this machine: not cached")
     reporter.start("encoding 5183 passages", 5183)
+    clock.now += 1.5
+    reporter.advance(32)
     assert not any("not cached" in text for text in written)  # no estimate yet
     clock.now += 1.5
     reporter.advance(32)
@@ -73,8 +78,8 @@ def test_a_note_appears_once_with_the_estimate_when_the_step_is_long() -> None:
         "encoding 5,183 passages with all-MiniLM-L6-v2 on this machine: not cached; "
         "about 4 min 03 s in all"
     ]
-    assert lines(written)[-1].endswith("32/5183 2 s elapsed, 4 min 01 s left")
-    assert sum("32/5183" in text for text in written) == 1  # drawn once, under the note
+    assert lines(written)[-1].endswith("64/5183 3 s elapsed, 4 min 00 s left")
+    assert sum("64/5183" in text for text in written) == 1  # drawn once, under the note
     clock.now += 1.5
     reporter.advance(32)
     assert len([text for text in lines(written) if "not cached" in text]) == 1
@@ -181,6 +186,91 @@ def test_without_a_terminal_only_the_note_is_written() -> None:
     clock.now += 3.0
     reporter.advance(1)
     clock.now += 3.0
-    reporter.advance(399)
+    reporter.advance(1)  # 3 s an answer since the first: 398 more take 19 min 54 s
+    reporter.advance(398)
     reporter.finish()
     assert written == ["judging 400 answers: not cached; about 20 min 00 s in all", "\n"]
+
+
+@pytest.mark.parametrize("startup", [0.0, 9.0, 60.0, 600.0])
+def test_the_first_figure_is_within_twice_the_actual_time_despite_a_slow_first_item(
+    startup: float,
+) -> None:
+    """A model load before the first item (``startup`` s), then 1 s an item: every estimate,
+    from the first one shown, is within 2x of the time the step really takes."""
+    reporter, clock, written = bar()
+    reporter.explain("judging 100 answers: not cached")
+    reporter.start("judging 100 answers", 100)
+    figures: list[tuple[int, float]] = []  # (units done, seconds left as shown)
+    for done in range(1, 101):
+        clock.now += 1.0 + (startup if done == 1 else 0.0)
+        reporter.advance(1)
+        shown = lines(written)[-1]
+        if shown.endswith(" left") and "estimating" not in shown and done < 100:
+            figures.append((done, _seconds(shown.rsplit(", ", 1)[1].removesuffix(" left"))))
+    assert figures and figures[0][0] == 2  # the first figure comes with the second item
+    for done, left in figures:
+        actual = 100 - done
+        assert actual / 2 <= left <= actual * 2, (done, left, actual)
+    (note,) = [line for line in lines(written) if " in all" in line]
+    in_all = _seconds(note.rsplit("about ", 1)[1].removesuffix(" in all"))
+    assert (startup + 100) / 2 <= in_all <= (startup + 100) * 2, note
+    # A start-up over NOTE_AFTER seconds: the note at once, the estimate on a line of its own.
+    said = [line for line in lines(written) if "not cached" in line]
+    assert (
+        said == [note]
+        if startup < 9
+        else said == ["judging 100 answers: not cached; estimating how long"]
+    )
+
+
+def test_a_slow_start_without_a_rate_yet_still_gets_its_note() -> None:
+    """Two batches, the first after a long model load: the note says so before any estimate."""
+    clock = Clock()
+    written: list[str] = []
+    reporter = LineProgress(written.append, clock=clock, bar=False)
+    reporter.explain("encoding 2 batches: not cached")
+    reporter.start("encoding", 2)
+    clock.now += 30.0
+    reporter.advance(1)
+    assert written == ["encoding 2 batches: not cached; estimating how long", "\n"]
+    clock.now += 1.0
+    reporter.advance(1)
+    reporter.finish()
+    assert len(written) == 2  # done: no estimate line is due any more
+
+
+def _seconds(shown: str) -> float:
+    """The inverse of format_duration, to the second."""
+    units = {"h": 3600, "min": 60, "s": 1}
+    parts = shown.split()
+    return float(sum(int(n) * units[u] for n, u in zip(parts[::2], parts[1::2], strict=True)))
+
+
+class Letters:
+    """A toy encoder: a text's letter counts."""
+
+    def __call__(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        return np.array([[t.count(c) + 1 for c in "abcdefghij"] for t in texts], dtype=float)
+
+
+def test_an_embedding_judging_of_many_texts_shows_a_bar_and_its_note() -> None:
+    """Judging recorded answers embeds every claim and context sentence at once: that is a long
+    step, and it says so (it printed nothing when 300 answers took minutes)."""
+    from pytest_ragmetrics.judges import EmbeddingJudge
+
+    judge = EmbeddingJudge(encoder=Letters(), model_name="letters")
+    requests = [([f"claim number {i}."], {"c": f"context sentence {i}."}) for i in range(200)]
+    reporter = Recording()
+    with use_reporter(reporter):
+        judge.judge_claims_many(requests)
+    kinds = [kind for kind, _ in reporter.events]
+    assert kinds == ["explain", "start", "advance", "finish"]
+    assert reporter.events[1] == ("start", ("embedding 400 texts (embedding judge, letters)", 400))
+    assert "reruns read the cache" in reporter.events[0][1]
+    few = Recording()
+    with use_reporter(few):  # a handful of texts: no bar
+        judge.judge_claims_many(requests[:3])
+    assert few.events == []

@@ -15,7 +15,12 @@ import numpy as np
 
 from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, Verdict
 from pytest_ragmetrics.data.model import FloatArray
-from pytest_ragmetrics.encoders import ModelSource, load_sentence_transformer, resolve_model
+from pytest_ragmetrics.encoders import (
+    ModelSource,
+    batch_progress,
+    load_sentence_transformer,
+    resolve_model,
+)
 from pytest_ragmetrics.errors import JudgeError, RetrieverError
 from pytest_ragmetrics.judges.base import (
     SPLITTER_VERSION,
@@ -30,6 +35,7 @@ from pytest_ragmetrics.judges.base import (
     normalise_contexts,
     split_sentences,
 )
+from pytest_ragmetrics.progress import progress
 
 # Chosen by `ragmetrics calibrate --judge embedding` on SciFact claim_support.dev (best kappa on
 # the tuning half, seed 0): on the other half kappa 0.32, accuracy 0.66 (n = 169) -- a weak
@@ -44,6 +50,8 @@ DEFAULT_THRESHOLD = 0.66
 # qrels as labels, unjudged = not relevant): tuning picks 0.58-0.62 (seeds 0-5, held-out kappa
 # 0.30-0.43); 0.6 scores kappa 0.345, accuracy 0.720 on all 900 pairs (0.5: kappa 0.143).
 DEFAULT_AGREEMENT_THRESHOLD = 0.7
+#: A judging that embeds more texts than this at once shows a progress bar.
+PROGRESS_AFTER = 256
 DEFAULT_CONTEXT_THRESHOLD = 0.6
 RUBRIC = (
     "Split the answer into sentences; each sentence is a claim. Split every context into "
@@ -70,13 +78,17 @@ class _LazyModel:
         self.batch_size = batch_size
         self._model: Any = None
 
-    def encode(self, texts: list[str]) -> Any:
+    def load(self) -> Any:
+        """The model, loaded on first use."""
         if self._model is None:
             try:
                 self._model = load_sentence_transformer(self.source, device=self.device)
             except RetrieverError as exc:
                 raise JudgeError(f"embedding judge: {exc}") from None
-        return self._model.encode(
+        return self._model
+
+    def encode(self, texts: list[str]) -> Any:
+        return self.load().encode(
             texts,
             batch_size=self.batch_size,
             convert_to_numpy=True,
@@ -130,6 +142,7 @@ class EmbeddingJudge(JudgeBase):
             if not model_name:
                 raise JudgeError("embedding judge: pass model_name= to identify a custom encoder")
             self._encode: Encoder = encoder
+            self._lazy: _LazyModel | None = None
             self.model_name = model_name
             digest: str | None = None
         else:
@@ -137,7 +150,8 @@ class EmbeddingJudge(JudgeBase):
                 source = resolve_model(model)
             except RetrieverError as exc:
                 raise JudgeError(f"embedding judge: {exc}") from None
-            self._encode = _LazyModel(source, device, batch_size).encode
+            self._lazy = _LazyModel(source, device, batch_size)
+            self._encode = self._lazy.encode
             self.model_name = model_name or source.label
             digest = source.digest
         # The digest of the model's files identifies it wherever it lives (no local paths).
@@ -181,8 +195,29 @@ class EmbeddingJudge(JudgeBase):
         return copy
 
     def embed(self, texts: list[str]) -> FloatArray:
-        """L2-normalised embeddings of ``texts`` (one row each), checked to be finite."""
-        vectors = np.asarray(self._encode(texts), dtype=np.float64)
+        """L2-normalised embeddings of ``texts`` (one row each), checked to be finite.
+
+        More than :data:`PROGRESS_AFTER` texts at once (a batch judging: the claim and context
+        sentences not in the cache) are encoded under a progress bar with a note; the model's
+        bar moves per batch, and the model is loaded before it starts.
+        """
+        if len(texts) <= PROGRESS_AFTER:
+            return self._checked(texts, self._encode(texts))
+        model = self._lazy.load() if self._lazy is not None else None
+        with progress(
+            f"embedding {len(texts):,} texts (embedding judge, {self.model_name})",
+            len(texts),
+            note=f"the embedding judge embeds {len(texts):,} sentences and texts that are not "
+            "in its cache; reruns read the cache",
+        ) as advance:
+            with batch_progress(model, advance) as counted:
+                encoded = self._encode(texts)
+            advance(len(texts) - counted())
+        return self._checked(texts, encoded)
+
+    def _checked(self, texts: list[str], encoded: Any) -> FloatArray:
+        """One finite L2-normalised row per text, or a JudgeError saying what came back."""
+        vectors = np.asarray(encoded, dtype=np.float64)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts) or not np.all(np.isfinite(vectors)):
             raise JudgeError(
                 f"embedding judge: the encoder returned an array of shape {vectors.shape} for "
