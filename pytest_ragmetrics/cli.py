@@ -1,5 +1,5 @@
-"""The ``ragmetrics`` command: evaluate, compare, report, retrieve, calibrate, pool, judge-pool
-(no pytest needed)."""
+"""The ``ragmetrics`` command: evaluate, compare, report, retrieve, calibrate, pool, judge-pool,
+generate (no pytest needed)."""
 
 from __future__ import annotations
 
@@ -1738,6 +1738,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_calibrate(sub)
     _add_pool(sub)
     _add_judge_pool(sub)
+    from pytest_ragmetrics.cli_generate import add_generate
+
+    add_generate(sub)
     return parser
 
 

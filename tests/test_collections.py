@@ -562,7 +562,7 @@ def manifest_case(edit: dict[str, Any], reason: str, *, drop: str | None = None)
     [
         manifest_case({"colour": "blue"}, "unknown key 'colour'; the keys are format, documents"),
         manifest_case({}, "missing 'queries'", drop="queries"),
-        manifest_case({"format": "beir"}, "'format': must be one of smart, trec, got 'beir'"),
+        manifest_case({"format": "xml"}, "'format': must be one of smart, trec, beir, got 'xml'"),
         manifest_case({"documents": "cran.all"}, "'documents': cran.all not found in"),
         manifest_case({"documents": []}, "'documents': must be a file name or a list of them"),
         manifest_case(

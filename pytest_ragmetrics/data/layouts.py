@@ -7,7 +7,14 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_ragmetrics.data.manifest import MANIFEST, load_manifest_parts, read_manifest
+from pytest_ragmetrics.data.manifest import (
+    MANIFEST,
+    Manifest,
+    ManifestParts,
+    load_manifest_parts,
+    read_manifest,
+    split_qrels,
+)
 from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries
 from pytest_ragmetrics.data.textfile import (
     PathLike,
@@ -120,7 +127,7 @@ def detect_layout(folder: Path, split: str) -> str:
     raise DataFormatError(
         "not a dataset folder: expected BEIR files (corpus.jsonl, queries.jsonl, "
         f"qrels/{split}.tsv), FlagEmbedding files (corpus.jsonl, {split}_queries.jsonl, "
-        f"{split}_qrels.jsonl), or a {MANIFEST} describing other files (TREC, SMART)",
+        f"{split}_qrels.jsonl), or a {MANIFEST} describing other files (TREC, SMART, BEIR)",
         folder,
     )
 
@@ -194,7 +201,7 @@ def load_dataset(
         raise DataFormatError("dataset folder not found", root)
     layout = detect_layout(root, split)
     if layout == "manifest":
-        parts = load_manifest_parts(read_manifest(root / MANIFEST), split)
+        parts = _manifest_parts(read_manifest(root / MANIFEST), split)
         return _assemble(
             root,
             split,
@@ -221,6 +228,21 @@ def load_dataset(
     all_queries = read_queries(queries_path)
     return _assemble(
         root, split, name or root.name, corpus, all_queries, qrels, queries_path, qrels_path, warn
+    )
+
+
+def _manifest_parts(manifest: Manifest, split: str) -> ManifestParts:
+    """What a dataset.json names: BEIR files read here, the classic formats by the manifest."""
+    if manifest.format != "beir":
+        return load_manifest_parts(manifest, split)
+    qrels_path = split_qrels(manifest, split)
+    return ManifestParts(
+        read_corpus(manifest.documents[0]),
+        read_queries(manifest.queries),
+        read_qrels(qrels_path, layout="beir"),
+        manifest.queries,
+        qrels_path,
+        manifest.name,
     )
 
 

@@ -24,10 +24,10 @@ from pytest_ragmetrics.data.trec import QrelsColumns, read_qrels
 from pytest_ragmetrics.errors import DataFormatError
 
 MANIFEST = "dataset.json"
-FORMATS = ("smart", "trec")
+FORMATS = ("smart", "trec", "beir")
 QUERY_ID_SCHEMES = ("id", "number", "ordinal")
 QRELS_COLUMNS = ("auto", "pairs")
-Format = Literal["smart", "trec"]
+Format = Literal["smart", "trec", "beir"]
 QueryIdScheme = Literal["id", "number", "ordinal"]
 
 _DEFAULT_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -46,6 +46,17 @@ _REQUIRED = ("format", "documents", "queries", "qrels")
 _OPTIONAL = (
     "name",
     "about",
+    "qrels_columns",
+    "query_ids",
+    "grades",
+    "title_fields",
+    "text_fields",
+    "query_fields",
+    "encoding",
+    "provenance",
+)
+# What only the classic formats need: how to read their fields, ids and grades.
+_CLASSIC_ONLY = (
     "qrels_columns",
     "query_ids",
     "grades",
@@ -73,6 +84,7 @@ class Manifest:
     query_fields: tuple[str, ...] = ()
     encoding: str = "utf-8"
     name: str | None = None
+    provenance: dict[str, Any] | None = None
 
     @property
     def folder(self) -> Path:
@@ -106,13 +118,18 @@ def read_manifest(path: Path) -> Manifest:
         raise DataFormatError(f"missing {', '.join(repr(k) for k in missing)}", path)
     check = _Checker(path)
     fmt = check.choice(data, "format", FORMATS, None)
-    defaults = _DEFAULT_FIELDS[fmt]
     documents = check.files(data["documents"], "documents")
     qrels = data["qrels"]
     if not isinstance(qrels, dict) or not qrels:
         raise DataFormatError(
             '\'qrels\' must be an object {split: file}, e.g. {"test": "qrels.txt"}', path
         )
+    provenance = data.get("provenance")
+    if provenance is not None and not isinstance(provenance, dict):
+        raise check.fail("provenance", f"must be an object, got {type(provenance).__name__}")
+    if fmt == "beir":
+        return _beir_manifest(path, data, check, documents, qrels, provenance)
+    defaults = _DEFAULT_FIELDS[fmt]
     return Manifest(
         path=path,
         format=cast(Format, fmt),
@@ -129,6 +146,32 @@ def read_manifest(path: Path) -> Manifest:
         query_fields=check.names(data, "query_fields", defaults),
         encoding=check.encoding(data.get("encoding", "utf-8")),
         name=check.optional_text(data, "name"),
+        provenance=provenance,
+    )
+
+
+def _beir_manifest(
+    path: Path,
+    data: dict[str, Any],
+    check: _Checker,
+    documents: tuple[Path, ...],
+    qrels: dict[str, Any],
+    provenance: dict[str, Any] | None,
+) -> Manifest:
+    """A manifest of BEIR files (corpus JSONL, queries JSONL, qrels TSV per split)."""
+    classic = [key for key in _CLASSIC_ONLY if key in data]
+    if classic:
+        raise check.fail(classic[0], "applies to the smart and trec formats only, not beir")
+    if len(documents) != 1:
+        raise check.fail("documents", "format beir reads one corpus file (corpus.jsonl)")
+    return Manifest(
+        path=path,
+        format="beir",
+        documents=documents,
+        queries=check.file(data["queries"], "queries"),
+        qrels={str(split): check.file(f, f"qrels.{split}") for split, f in qrels.items()},
+        name=check.optional_text(data, "name"),
+        provenance=provenance,
     )
 
 
@@ -241,14 +284,23 @@ class ManifestParts:
     name: str | None
 
 
-def load_manifest_parts(manifest: Manifest, split: str) -> ManifestParts:
-    """Corpus, every query, and the split's qrels (query ids and grades translated)."""
+def split_qrels(manifest: Manifest, split: str) -> Path:
+    """The qrels file of ``split``, or an error listing the splits the manifest has."""
     if split not in manifest.qrels:
         raise DataFormatError(
             f"split {split!r} not found in {MANIFEST}'s 'qrels'; available splits: "
             f"{', '.join(manifest.qrels)}",
             manifest.folder,
         )
+    return manifest.qrels[split]
+
+
+def load_manifest_parts(manifest: Manifest, split: str) -> ManifestParts:
+    """Corpus, every query, and the split's qrels (query ids and grades translated) of a
+    smart or trec manifest (a beir one names files the BEIR readers read)."""
+    split_qrels(manifest, split)
+    if manifest.format == "beir":
+        raise ValueError("a beir manifest is read by the BEIR readers (data.layouts)")
     enc = manifest.encoding
     if manifest.format == "smart":
         seen: dict[str, tuple[str, int]] = {}

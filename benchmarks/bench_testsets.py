@@ -1,0 +1,77 @@
+"""The test-set generator's speed (issue 28, item 6).
+
+1. **Offline**: ``ragmetrics generate --generator offline`` on SciFact's 5,183 abstracts, 300
+   queries, in-process: reading the corpus, generating, filtering, writing the folder. Target
+   < 30 s.
+2. **HTTP concurrency**: the HTTP generator against a local OpenAI-compatible server answering
+   every request after 200 ms, serial vs concurrency 8, no cache. Target >= 6x.
+
+Prints the times and the ratio. Run:
+    python benchmarks/bench_testsets.py [--queries 300] [--requests 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from bench_answers import LATENCY, slow_server  # noqa: E402
+from scifact_data import scifact  # noqa: E402
+
+
+def offline(queries: int) -> None:
+    from pytest_ragmetrics.cli import main
+
+    with tempfile.TemporaryDirectory() as folder:
+        out = io.StringIO()
+        start = time.perf_counter()
+        code = main(
+            ["generate", "--corpus", str(scifact()), "--out", f"{folder}/set",
+             "--queries", str(queries), "--seed", "0"],
+            out=out,
+        )  # fmt: skip
+        seconds = time.perf_counter() - start
+        assert code == 0, out.getvalue()
+    print(f"offline: {queries} queries from SciFact's 5,183 abstracts in {seconds:.1f} s")
+
+
+def http_concurrency(requests: int) -> None:
+    from pytest_ragmetrics.data.layouts import read_corpus
+    from pytest_ragmetrics.testsets.http import HttpTestsetGenerator
+
+    corpus = read_corpus(scifact() / "corpus.jsonl")
+    times: dict[int, float] = {}
+    with slow_server() as url:
+        for concurrency in (1, 8):
+            generator = HttpTestsetGenerator(
+                url, "bench", concurrency=concurrency, answers=False, styles=["fact"]
+            )
+            start = time.perf_counter()
+            outcome = generator.generate(corpus, requests)
+            times[concurrency] = time.perf_counter() - start
+            assert outcome.cost.calls == requests, outcome.cost
+    print(
+        f"HTTP generator, {requests} requests, {LATENCY * 1000:.0f} ms latency each: serial "
+        f"{times[1]:.2f} s, concurrency 8 {times[8]:.2f} s, speed-up {times[1] / times[8]:.2f}x"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--requests", type=int, default=40)
+    args = parser.parse_args()
+    offline(args.queries)
+    http_concurrency(args.requests)
+
+
+if __name__ == "__main__":
+    main()

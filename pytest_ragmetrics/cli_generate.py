@@ -1,0 +1,422 @@
+"""``ragmetrics generate``: a test set from a corpus (queries, qrels, reference answers, a
+``dataset.json`` recording provenance), its filters, and applying a person's review.
+
+Registered by :mod:`pytest_ragmetrics.cli` through :func:`add_generate`; raises
+:class:`~pytest_ragmetrics.errors.RagMetricsError` for bad input (exit code 2 there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from pytest_ragmetrics.errors import ConfigError
+from pytest_ragmetrics.vocabulary import JUDGE_KINDS
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.cache import Cache
+    from pytest_ragmetrics.data.model import Corpus
+    from pytest_ragmetrics.testsets.build import FilterSettings
+    from pytest_ragmetrics.testsets.model import Candidate, TestSet
+
+GENERATORS = ("offline", "http")
+# Options that only one generator reads (the other refuses them).
+_GENERATOR_OPTIONS = {
+    "offline": ("min_words", "max_words", "keyphrase_terms"),
+    "http": (
+        "url", "model", "api_key_env", "timeout", "concurrency", "prompts", "temperature",
+        "max_tokens", "no_answers", "max_passage_chars", "budget",
+    ),
+}  # fmt: skip
+_JUDGE_OPTIONS = ("judge_model", "judge_url", "judge_threshold", "judge_verdicts", "calibration")
+
+
+def add_generate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``generate`` command's parser."""
+    p = sub.add_parser(
+        "generate",
+        help="generate a test set (queries, qrels, reference answers) from a corpus",
+        description="Write a dataset folder that ragmetrics_dataset reads as it is: queries made "
+        "from the corpus's documents, each document its query's relevant answer (qrels), "
+        "reference answers where the generator gives them, review.jsonl for a person, and a "
+        "dataset.json recording provenance (generator, prompts, seed, corpus fingerprint, "
+        "filters and what each removed). --apply-review rebuilds the folder from a reviewed "
+        "review.jsonl. Other top-ranked documents: `ragmetrics retrieve`, then `ragmetrics "
+        "pool` and `judge-pool` on the folder.",
+    )
+    p.add_argument("--corpus", metavar="PATH", help="corpus.jsonl, or a dataset folder")
+    p.add_argument("--out", required=True, metavar="DIR", help="the dataset folder to write")
+    p.add_argument("--queries", type=int, metavar="N", help="queries to keep")
+    p.add_argument(
+        "--candidates",
+        type=int,
+        metavar="M",
+        help="queries to generate before filtering (default N; more leaves room for filters)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="document order and sampling (default 0)")
+    p.add_argument("--generator", choices=GENERATORS, default="offline")
+    p.add_argument(
+        "--styles",
+        metavar="A,B",
+        help="offline: sentence,title,keyphrase (default all); http: fact,paraphrase,multi",
+    )
+    p.add_argument("--split", default="test", help="the split the qrels are (default test)")
+    p.add_argument("--name", help="the dataset's name (default: the folder's)")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="of the summary")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="count the requests the http generator would send (nothing is sent or written)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        default=".ragmetrics/cache",
+        metavar="DIR",
+        help="reply and verdict cache folder (default .ragmetrics/cache)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    _add_generator_options(p)
+    _add_filter_options(p)
+    review = p.add_argument_group("review")
+    review.add_argument(
+        "--apply-review",
+        metavar="REVIEW.jsonl",
+        help="rebuild --out's queries, qrels and answers from this reviewed file",
+    )
+    review.add_argument(
+        "--accepted-only", action="store_true", help="with --apply-review: keep decided rows only"
+    )
+    p.set_defaults(handler=cmd_generate)
+
+
+def _add_generator_options(p: argparse.ArgumentParser) -> None:
+    off = p.add_argument_group("offline generator")
+    off.add_argument("--min-words", type=int, help="sentence queries: fewest words (default 6)")
+    off.add_argument("--max-words", type=int, help="sentence queries: most words (default 40)")
+    off.add_argument("--keyphrase-terms", type=int, help="keyphrase queries: words (default 4)")
+    web = p.add_argument_group("http generator")
+    web.add_argument("--url", help="base URL (or RAGMETRICS_GENERATOR_URL)")
+    web.add_argument("--model", help="model name (or RAGMETRICS_GENERATOR_MODEL)")
+    web.add_argument("--api-key-env", metavar="VAR", help="variable holding the API key")
+    web.add_argument("--timeout", type=float, help="seconds per request (default 120)")
+    web.add_argument("--concurrency", type=int, metavar="N", help="requests in flight (default 1)")
+    web.add_argument(
+        "--prompts",
+        metavar="DIR",
+        help="prompt folder: system.txt, fact.txt, paraphrase.txt, multi.txt, answer.txt, "
+        "answer_system.txt (a missing file keeps the built-in prompt)",
+    )
+    web.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    web.add_argument("--max-tokens", type=int, help="tokens per reply (default 64)")
+    web.add_argument("--no-answers", action="store_true", help="no reference answers")
+    web.add_argument("--max-passage-chars", type=int, help="passage cut (default 1500)")
+    web.add_argument("--budget", type=int, metavar="TOKENS", help="stop before this many tokens")
+
+
+def _add_filter_options(p: argparse.ArgumentParser) -> None:
+    f = p.add_argument_group("filters")
+    f.add_argument("--keep-duplicates", action="store_true", help="no exact-duplicate filter")
+    f.add_argument(
+        "--near-duplicates",
+        type=float,
+        metavar="COSINE",
+        help="drop queries this close (embedding cosine) to an earlier one, e.g. 0.95",
+    )
+    f.add_argument("--embedding-model", metavar="DIR", help="near duplicates: the model")
+    f.add_argument(
+        "--leak-words",
+        type=int,
+        default=5,
+        metavar="N",
+        help="drop queries holding their reference answer, or N of its words in a row "
+        "(default 5; 0: off)",
+    )
+    f.add_argument(
+        "--answerability-judge",
+        choices=JUDGE_KINDS,
+        help="drop queries whose source passage this relevance judge finds not relevant "
+        "(applied only when its calibrated kappa reaches --min-kappa; else reported)",
+    )
+    f.add_argument("--judge-model", help="embedding: model folder; http: model name")
+    f.add_argument("--judge-url", help="http judge: base URL")
+    f.add_argument("--judge-threshold", type=float, help="embedding judge: cosine threshold")
+    f.add_argument("--judge-verdicts", metavar="FILE.jsonl", help="recorded judge: verdicts")
+    f.add_argument("--calibration", metavar="FILE", help="calibration file (ragmetrics calibrate)")
+    f.add_argument("--min-kappa", type=float, default=0.4, help="the kappa gate (default 0.4)")
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
+    """Generate (or, with --apply-review, rebuild) the test set; print a summary."""
+    from pytest_ragmetrics.testsets.folder import check_output_folder
+
+    _check_options(args)
+    target = Path(args.out)
+    if args.apply_review is not None:
+        return _apply_review(args, target, out)
+    check_output_folder(target, args.corpus)
+    from pytest_ragmetrics.testsets.folder import load_corpus
+
+    corpus = load_corpus(args.corpus)
+    count = args.queries
+    candidates_wanted = args.candidates or count
+    cache = _cache(args)
+    if args.generator == "http":
+        generator = _http_generator(args, cache)
+        if args.dry_run:
+            plan = generator.plan(corpus, candidates_wanted)
+            out.write(f"dry run: {plan.describe()}; nothing was sent or written\n")
+            return 0
+        candidates, dropped, cost, identity = _run_http(generator, corpus, candidates_wanted)
+    else:
+        if args.dry_run:
+            out.write("dry run: the offline generator sends no requests; nothing was written\n")
+            return 0
+        candidates, identity = _run_offline(args, corpus, candidates_wanted)
+        dropped, cost = {}, {}
+    testset = _filtered(args, corpus, candidates, cache, identity, dropped, cost)
+    from pytest_ragmetrics.testsets.folder import write_testset
+
+    write_testset(target, corpus, testset, split=args.split)
+    _summary(args, testset, out)
+    return 0
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    from pytest_ragmetrics.values import MAX_CUTOFF
+
+    for name in ("queries", "candidates", "concurrency", "max_tokens", "budget", "min_words",
+                 "max_words", "keyphrase_terms", "max_passage_chars"):  # fmt: skip
+        value = getattr(args, name)
+        if value is not None and not 0 < value <= MAX_CUTOFF:
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"{flag} must be a positive integer, got {value}")
+    if args.apply_review is not None:
+        if args.corpus is not None or args.queries is not None:
+            raise ConfigError(
+                "--apply-review: rebuilds --out from the review; no --corpus or --queries"
+            )
+        return
+    if args.accepted_only:
+        raise ConfigError("--accepted-only: only with --apply-review")
+    if args.corpus is None or args.queries is None:
+        raise ConfigError("--corpus PATH and --queries N are required (or --apply-review FILE)")
+    if args.candidates is not None and args.candidates < args.queries:
+        raise ConfigError(f"--candidates {args.candidates} is below --queries {args.queries}")
+    other = "http" if args.generator == "offline" else "offline"
+    for name in _GENERATOR_OPTIONS[other]:
+        if getattr(args, name) not in (None, False):
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"{flag}: an option of --generator {other}")
+    if args.answerability_judge is None:
+        for name in _JUDGE_OPTIONS:
+            if getattr(args, name) is not None:
+                flag = "--" + name.replace("_", "-")
+                raise ConfigError(f"{flag}: only with --answerability-judge")
+    if args.embedding_model is not None and args.near_duplicates is None:
+        raise ConfigError("--embedding-model: only with --near-duplicates")
+    if args.leak_words < 0:
+        raise ConfigError(f"--leak-words must be 0 (off) or positive, got {args.leak_words}")
+
+
+def _cache(args: argparse.Namespace) -> Cache | None:
+    from pytest_ragmetrics.cache import Cache
+
+    return None if args.no_cache else Cache(args.cache_dir)
+
+
+def _styles(args: argparse.Namespace) -> dict[str, Any]:
+    if args.styles is None:
+        return {}
+    return {"styles": [s.strip() for s in args.styles.split(",") if s.strip()]}
+
+
+def _run_offline(
+    args: argparse.Namespace, corpus: Corpus, count: int
+) -> tuple[list[Candidate], dict[str, Any]]:
+    from pytest_ragmetrics.progress import progress, stream_reporter, use_reporter
+    from pytest_ragmetrics.testsets.offline import OfflineGenerator
+
+    options = {
+        name: getattr(args, name)
+        for name in _GENERATOR_OPTIONS["offline"]
+        if getattr(args, name) is not None
+    }
+    generator = OfflineGenerator(seed=args.seed, **_styles(args), **options)
+    with use_reporter(stream_reporter()), progress("generating queries", count) as advance:
+        candidates = generator.generate(corpus, count, advance=advance)
+    return candidates, generator.identity()
+
+
+def _http_generator(args: argparse.Namespace, cache: Cache | None) -> Any:
+    from pytest_ragmetrics.testsets.http import TESTSET_ROLES, HttpTestsetGenerator
+    from pytest_ragmetrics.transport import Budget
+
+    options: dict[str, Any] = {}
+    for name in ("api_key_env", "timeout", "concurrency", "temperature", "max_tokens",
+                 "max_passage_chars"):  # fmt: skip
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    if args.prompts is not None:
+        from pytest_ragmetrics.prompts import read_prompts
+
+        options["prompts"] = read_prompts(
+            args.prompts, TESTSET_ROLES, label=f"--prompts {args.prompts}"
+        )
+    if args.budget is not None:
+        options["budget"] = Budget(args.budget, option="--budget")
+    return HttpTestsetGenerator(
+        args.url,
+        args.model,
+        seed=args.seed,
+        answers=not args.no_answers,
+        cache=cache,
+        **_styles(args),
+        **options,
+    )
+
+
+def _run_http(
+    generator: Any, corpus: Corpus, count: int
+) -> tuple[list[Candidate], dict[str, str], dict[str, int], dict[str, Any]]:
+    from pytest_ragmetrics.progress import progress, stream_reporter, use_reporter
+
+    with use_reporter(stream_reporter()), progress("generating queries", count) as advance:
+        outcome = generator.generate(corpus, count, advance=advance)
+    return outcome.candidates, outcome.dropped, outcome.cost.to_dict(), generator.identity()
+
+
+def _filtered(
+    args: argparse.Namespace,
+    corpus: Corpus,
+    candidates: list[Candidate],
+    cache: Cache | None,
+    identity: dict[str, Any],
+    dropped: dict[str, str],
+    cost: dict[str, int],
+) -> TestSet:
+    from pytest_ragmetrics.progress import progress, stream_reporter, use_reporter
+    from pytest_ragmetrics.testsets.build import build_testset
+
+    settings = _filter_settings(args, cache)
+    with use_reporter(stream_reporter()), progress("filtering", len(candidates)) as advance:
+        return build_testset(
+            candidates,
+            args.queries,
+            corpus,
+            settings,
+            generator=identity,
+            corpus_source=str(args.corpus),
+            dropped=dropped,
+            cost=cost,
+            name=args.name,
+            advance=advance,
+        )
+
+
+def _filter_settings(args: argparse.Namespace, cache: Cache | None) -> FilterSettings:
+    from pytest_ragmetrics.testsets.build import FilterSettings
+
+    embed, model = None, ""
+    if args.near_duplicates is not None:
+        from pytest_ragmetrics.judges.embedding import EmbeddingJudge
+
+        embedder = EmbeddingJudge(args.embedding_model)
+        embed, model = embedder.embed, embedder.model_name
+    judge, kappa = None, None
+    if args.answerability_judge is not None:
+        judge, kappa = _answerability_judge(args, cache)
+    return FilterSettings(
+        exact=not args.keep_duplicates,
+        near_cosine=args.near_duplicates,
+        embed=embed,
+        embed_model=model,
+        leak_words=args.leak_words or None,
+        judge=judge,
+        kappa=kappa,
+        min_kappa=args.min_kappa,
+    )
+
+
+def _answerability_judge(args: argparse.Namespace, cache: Cache | None) -> tuple[Any, float | None]:
+    from pytest_ragmetrics.judges.relevance import build_relevance_judge
+
+    options: dict[str, Any] = {}
+    if args.answerability_judge == "http":
+        options["unparseable"] = "unjudged"  # an off-script reply keeps its query
+    judge = build_relevance_judge(
+        args.answerability_judge,
+        cache=cache,
+        threshold=args.judge_threshold,
+        model=args.judge_model,
+        url=args.judge_url,
+        verdicts=args.judge_verdicts,
+        **options,
+    )
+    kappa = None
+    if args.calibration is not None:
+        from pytest_ragmetrics.judges.calibration import load_kappa
+
+        if not Path(args.calibration).is_file():
+            raise ConfigError(f"--calibration {args.calibration}: no such file")
+        kappa = load_kappa(args.calibration, judge.identity())
+    return judge, kappa
+
+
+def _apply_review(args: argparse.Namespace, target: Path, out: TextIO) -> int:
+    from pytest_ragmetrics.data.layouts import read_corpus
+    from pytest_ragmetrics.testsets.folder import generated_provenance, write_testset
+    from pytest_ragmetrics.testsets.model import TestSet
+    from pytest_ragmetrics.testsets.review import apply_review, read_review
+
+    provenance = generated_provenance(target) if target.is_dir() else None
+    if provenance is None:
+        raise ConfigError(f"--out {target}: holds no test set that ragmetrics generate wrote")
+    corpus = read_corpus(target / "corpus.jsonl")
+    rows = read_review(args.apply_review, corpus)
+    kept, summary = apply_review(rows, args.apply_review, accepted_only=args.accepted_only)
+    provenance.update(review=summary, queries=len(kept))
+    provenance["references"] = sum(1 for c in kept if c.answer)
+    testset = TestSet(tuple(kept), provenance)
+    write_testset(target, corpus, testset, split=args.split, review=False)
+    _summary(args, testset, out)
+    return 0
+
+
+def _summary(args: argparse.Namespace, testset: TestSet, out: TextIO) -> None:
+    provenance = testset.provenance
+    if args.format == "json":
+        out.write(json.dumps(provenance, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        return
+    out.write(f"wrote {args.out}: {len(testset)} queries")
+    references = provenance.get("references") or 0
+    out.write(f", {references} reference answers\n" if references else "\n")
+    dropped = provenance.get("dropped_by_generator") or {}
+    if dropped:
+        out.write(f"  generator: dropped {len(dropped)} (empty or unusable replies)\n")
+    for report in provenance.get("filters") or []:
+        if report.get("applied"):
+            out.write(f"  {report['name']}: removed {report['removed']} of {report['checked']}\n")
+        else:
+            out.write(
+                f"  {report['name']}: NOT APPLIED ({report.get('reason')}); it would remove "
+                f"{report['would_remove']} of {report['checked']}\n"
+            )
+    review = provenance.get("review")
+    if review:
+        out.write(
+            f"  review: {review['accept']} accepted, {review['edit']} edited, "
+            f"{review['reject']} rejected, {review['undecided']} undecided\n"
+        )
+    cost = provenance.get("cost") or {}
+    if cost.get("calls") or cost.get("cache_hits"):
+        out.write(f"  requests: {cost.get('calls', 0)} sent, {cost.get('cache_hits', 0)} cached\n")
+    if len(testset) < (provenance.get("requested") or 0):
+        out.write(
+            f"  note: fewer than the {provenance['requested']} queries asked for; raise "
+            "--candidates to leave room for the filters\n"
+        )

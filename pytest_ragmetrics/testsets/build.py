@@ -1,0 +1,116 @@
+"""From candidates to a test set: the filters in order, the first ``count`` kept, provenance."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pytest_ragmetrics._version import __version__
+from pytest_ragmetrics.data.model import Corpus
+from pytest_ragmetrics.testsets import filters
+from pytest_ragmetrics.testsets.folder import CREATED_BY
+from pytest_ragmetrics.testsets.model import Candidate, FilterReport, TestSet
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.judges.relevance import RelevanceJudge
+
+DEFAULT_LEAK_WORDS = 5
+DEFAULT_MIN_KAPPA = 0.4
+
+
+@dataclass(frozen=True)
+class FilterSettings:
+    """Which filters run: exact duplicates; near duplicates at ``near_cosine`` with ``embed``;
+    answer leaks with ``leak_words`` (None: off); answerability by ``judge`` (None: off),
+    applied when its ``kappa`` reaches ``min_kappa``."""
+
+    exact: bool = True
+    near_cosine: float | None = None
+    embed: filters.Embed | None = None
+    embed_model: str = ""
+    leak_words: int | None = DEFAULT_LEAK_WORDS
+    judge: RelevanceJudge | None = None
+    kappa: float | None = None
+    min_kappa: float = DEFAULT_MIN_KAPPA
+
+
+def apply_filters(
+    candidates: Sequence[Candidate],
+    corpus: Corpus,
+    settings: FilterSettings,
+    *,
+    advance: Callable[[int], None] | None = None,
+) -> tuple[list[Candidate], list[FilterReport]]:
+    """The candidates every applied filter keeps, and each filter's report, in order."""
+    kept = list(candidates)
+    reports: list[FilterReport] = []
+    if settings.exact:
+        kept, report = filters.exact_duplicates(kept)
+        reports.append(report)
+    if settings.near_cosine is not None:
+        if settings.embed is None:
+            raise ValueError("near-duplicate filtering needs an embed function")
+        kept, report = filters.near_duplicates(
+            kept, settings.embed, settings.near_cosine, model=settings.embed_model
+        )
+        reports.append(report)
+    if settings.leak_words is not None:
+        kept, report = filters.answer_leaks(kept, settings.leak_words)
+        reports.append(report)
+    if settings.judge is not None:
+        kept, report = filters.answerability(
+            kept,
+            corpus,
+            settings.judge,
+            kappa=settings.kappa,
+            min_kappa=settings.min_kappa,
+            advance=advance,
+        )
+        reports.append(report)
+    return kept, reports
+
+
+def build_testset(
+    candidates: Sequence[Candidate],
+    count: int,
+    corpus: Corpus,
+    settings: FilterSettings,
+    *,
+    generator: Mapping[str, Any],
+    corpus_source: str,
+    dropped: Mapping[str, str] | None = None,
+    cost: Mapping[str, int] | None = None,
+    name: str | None = None,
+    advance: Callable[[int], None] | None = None,
+) -> TestSet:
+    """Filter ``candidates``, keep the first ``count`` survivors, and record how."""
+    kept, reports = apply_filters(candidates, corpus, settings, advance=advance)
+    final = tuple(kept[:count])
+    styles: dict[str, int] = {}
+    for c in final:
+        styles[c.style] = styles.get(c.style, 0) + 1
+    provenance: dict[str, Any] = {
+        "created_by": CREATED_BY,
+        "version": __version__,
+        "name": name,
+        "generator": dict(generator),
+        "seed": generator.get("seed"),
+        "corpus": {
+            "source": corpus_source,
+            "documents": len(corpus),
+            "fingerprint": corpus.fingerprint,
+            "text_fingerprint": corpus.text_fingerprint,
+        },
+        "requested": count,
+        "candidates": len(candidates),
+        "dropped_by_generator": dict(dropped or {}),
+        "filters": [r.to_dict() for r in reports],
+        "after_filters": len(kept),
+        "queries": len(final),
+        "styles": styles,
+        "references": sum(1 for c in final if c.answer),
+        "cost": dict(cost or {}),
+        "review": None,
+    }
+    return TestSet(final, provenance)

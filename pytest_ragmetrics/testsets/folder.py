@@ -1,0 +1,171 @@
+"""The dataset folder a test set is written to, in BEIR layout with a ``dataset.json``::
+
+    corpus.jsonl        the corpus the queries were made from (so the folder stands alone)
+    queries.jsonl       {"_id", "text"}
+    qrels/<split>.tsv   query-id, corpus-id, score (each query's source document(s), grade 1)
+    answers.jsonl       reference answers, where the generator gave them
+    review.jsonl        one row per query for a person to accept, reject or edit
+    dataset.json        {"format": "beir", ..., "provenance": {generator, seed, corpus, filters}}
+
+``load_dataset(folder)``, ``ragmetrics_dataset`` and every command read it as it is. Every file
+is written atomically, under a lock on the folder, ``dataset.json`` last.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pytest_ragmetrics.data.layouts import detect_layout, load_dataset, read_corpus
+from pytest_ragmetrics.data.manifest import MANIFEST, read_manifest
+from pytest_ragmetrics.data.model import Corpus
+from pytest_ragmetrics.errors import ConfigError, DataFormatError
+from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock
+from pytest_ragmetrics.testsets.model import Candidate, TestSet, check_candidates
+
+CREATED_BY = "ragmetrics generate"
+REVIEW = "review.jsonl"
+ANSWERS = "answers.jsonl"
+
+
+def load_corpus(path: str | Path) -> Corpus:
+    """The corpus of ``path``: a corpus JSONL file, a folder holding ``corpus.jsonl``, or a
+    dataset folder of any layout (a SMART or TREC one through its ``dataset.json``)."""
+    source = Path(path)
+    if source.is_file():
+        return read_corpus(source)
+    if not source.is_dir():
+        raise ConfigError(f"--corpus {path}: no such file or folder")
+    if not (source / MANIFEST).is_file() and (
+        (source / "corpus.jsonl").exists() or (source / "corpus.jsonl.gz").exists()
+    ):
+        return read_corpus(source / "corpus.jsonl")
+    if detect_layout(source, "test") == "manifest":
+        splits = list(read_manifest(source / MANIFEST).qrels)
+        return load_dataset(source, splits[0], warn=False).corpus
+    raise DataFormatError("no corpus.jsonl here, nor a dataset.json naming the documents", source)
+
+
+def generated_provenance(folder: Path) -> dict[str, Any] | None:
+    """The provenance of a test set written here, or None when the folder holds none."""
+    if not (folder / MANIFEST).is_file():
+        return None
+    manifest = read_manifest(folder / MANIFEST)
+    provenance = manifest.provenance
+    if provenance is None or provenance.get("created_by") != CREATED_BY:
+        return None
+    return dict(provenance)
+
+
+def check_output_folder(out: Path, corpus_path: str | Path | None) -> None:
+    """Refuse an output that is a file, lies inside the corpus folder, or is a non-empty
+    folder that holds no generated test set (it would be overwritten)."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: is a file; give a folder")
+    if corpus_path is not None:
+        from pytest_ragmetrics.fileio import is_within
+
+        source = Path(corpus_path)
+        folder = source if source.is_dir() else source.parent
+        if is_within(out, folder) or is_within(folder, out):
+            raise ConfigError(
+                f"--out {out}: overlaps the --corpus folder {folder}; write the test set elsewhere"
+            )
+    if out.is_dir() and any(out.iterdir()) and generated_provenance(out) is None:
+        raise ConfigError(
+            f"--out {out}: the folder holds files but no test set that {CREATED_BY} wrote; "
+            "give an empty or new folder"
+        )
+
+
+@contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """The folder's lock: two writers of one folder never interleave."""
+    out.mkdir(parents=True, exist_ok=True)
+    with exclusive_lock(out / ".generate.lock", what="test-set folder", error=ConfigError):
+        yield
+
+
+def _jsonl(rows: Sequence[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def corpus_jsonl(corpus: Corpus) -> str:
+    return _jsonl([{"_id": d.id, "title": d.title, "text": d.text} for d in corpus])
+
+
+def qrels_tsv(queries: Sequence[Candidate]) -> str:
+    """BEIR qrels: a header, then tab-separated rows (ids may hold spaces, not tabs)."""
+    lines = ["query-id\tcorpus-id\tscore\n"]
+    for c in queries:
+        for doc_id, grade in c.relevant:
+            for value in (c.query_id, doc_id):
+                if not value or any(ch in "\t\r\n" for ch in value):
+                    raise DataFormatError(
+                        f"id {value!r} is empty or holds a tab or line break; a qrels TSV "
+                        "cannot hold it"
+                    )
+            lines.append(f"{c.query_id}\t{doc_id}\t{grade}\n")
+    return "".join(lines)
+
+
+def review_rows(queries: Sequence[Candidate], corpus: Corpus) -> list[dict[str, Any]]:
+    """One row per query: what it is, the documents it names, and a decision to fill in."""
+    rows = []
+    for c in queries:
+        documents = []
+        for doc_id, _ in c.relevant:
+            doc = corpus[doc_id]
+            documents.append({"id": doc.id, "title": doc.title, "text": doc.text})
+        rows.append({**c.to_dict(), "decision": None, "note": None, "documents": documents})
+    return rows
+
+
+def existing_decisions(path: Path) -> int:
+    """How many rows of a review file carry a decision (0 when there is no file)."""
+    if not path.is_file():
+        return 0
+    from pytest_ragmetrics.data.textfile import read_jsonl
+
+    return sum(1 for _, row in read_jsonl(path) if row.get("decision") is not None)
+
+
+def write_testset(
+    out: Path, corpus: Corpus, testset: TestSet, *, split: str = "test", review: bool = True
+) -> None:
+    """Write the folder (see the module); ``review=False`` leaves review.jsonl as it is."""
+    check_candidates(testset.queries, f"test set for {out}")
+    decided = existing_decisions(out / REVIEW) if review else 0
+    if decided:
+        raise ConfigError(
+            f"{out / REVIEW}: {decided} rows carry a person's decision; apply them with "
+            f"`ragmetrics generate --apply-review {out / REVIEW} --out {out}`, or move the file "
+            "away before generating again"
+        )
+    queries = [{"_id": c.query_id, "text": c.text} for c in testset]
+    answers = [{"query_id": c.query_id, "answer": c.answer} for c in testset if c.answer]
+    manifest = {
+        "format": "beir",
+        "name": testset.provenance.get("name") or out.name,
+        "about": "A test set generated from a corpus by ragmetrics generate; see provenance.",
+        "documents": "corpus.jsonl",
+        "queries": "queries.jsonl",
+        "qrels": {split: f"qrels/{split}.tsv"},
+        "provenance": dict(testset.provenance),
+    }
+    with locked(out):
+        (out / "qrels").mkdir(exist_ok=True)
+        atomic_write_text(out / "corpus.jsonl", corpus_jsonl(corpus))
+        atomic_write_text(out / "queries.jsonl", _jsonl(queries))
+        atomic_write_text(out / "qrels" / f"{split}.tsv", qrels_tsv(testset.queries))
+        if answers:
+            atomic_write_text(out / ANSWERS, _jsonl(answers))
+        elif (out / ANSWERS).is_file():
+            (out / ANSWERS).unlink()  # an earlier set's references would name these ids
+        if review:
+            atomic_write_text(out / REVIEW, _jsonl(review_rows(testset.queries, corpus)))
+        text = json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+        atomic_write_text(out / MANIFEST, text)

@@ -1,0 +1,121 @@
+"""What a test-set generator makes: candidate queries, the filters' reports, the test set."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pytest_ragmetrics.errors import DataFormatError
+
+STYLES = ("sentence", "title", "keyphrase", "fact", "paraphrase", "multi")
+OFFLINE_STYLES = ("sentence", "title", "keyphrase")
+HTTP_STYLES = ("fact", "paraphrase", "multi")
+_WORD = re.compile(r"\w+")
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``, NFKC-normalised and case-folded (letters of any script)."""
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def normalised(text: str) -> str:
+    """``text`` as duplicates are compared: its words, one space apart."""
+    return " ".join(words(text))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One generated query: its text, the documents it was made from (the relevant ones,
+    graded), the style that made it, and a reference answer when the generator gives one."""
+
+    query_id: str
+    text: str
+    relevant: tuple[tuple[str, int], ...]
+    style: str
+    answer: str | None = None
+
+    @property
+    def source(self) -> str:
+        """The document the query was made from (the first relevant one)."""
+        return self.relevant[0][0]
+
+    def with_id(self, query_id: str) -> Candidate:
+        return replace(self, query_id=query_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query_id": self.query_id,
+            "query": self.text,
+            "relevant": dict(self.relevant),
+            "style": self.style,
+            "answer": self.answer,
+        }
+
+
+@dataclass(frozen=True)
+class FilterReport:
+    """What one filter did: how many candidates it removed (or, not applied, would have
+    removed), which, and why it was not applied."""
+
+    name: str
+    removed: tuple[str, ...]
+    applied: bool = True
+    reason: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    checked: int = 0
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "name": self.name,
+            "applied": self.applied,
+            "checked": self.checked,
+            "removed" if self.applied else "would_remove": len(self.removed),
+            "query_ids": list(self.removed),
+            "parameters": dict(self.parameters),
+        }
+        if self.reason:
+            data["reason"] = self.reason
+        if self.details:
+            data["details"] = dict(self.details)
+        return data
+
+    def describe(self) -> str:
+        count = len(self.removed)
+        if self.applied:
+            return f"{self.name}: removed {count} of {self.checked}"
+        return (
+            f"{self.name}: not applied ({self.reason}); it would remove {count} of {self.checked}"
+        )
+
+
+@dataclass(frozen=True)
+class TestSet:
+    """The queries kept, in order, and the provenance that ``dataset.json`` records."""
+
+    __test__ = False  # not a pytest test class
+
+    queries: tuple[Candidate, ...]
+    provenance: Mapping[str, Any]
+
+    def __iter__(self) -> Iterator[Candidate]:
+        return iter(self.queries)
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+
+def check_candidates(candidates: Sequence[Candidate], where: str) -> None:
+    """Candidates a writer can store: unique ids, non-empty texts, judged documents."""
+    seen: set[str] = set()
+    for c in candidates:
+        if c.query_id in seen:
+            raise DataFormatError(f"{where}: query id {c.query_id!r} appears twice")
+        seen.add(c.query_id)
+        if not c.text.strip():
+            raise DataFormatError(f"{where}: query {c.query_id!r} has no text")
+        if not c.relevant:
+            raise DataFormatError(f"{where}: query {c.query_id!r} names no relevant document")

@@ -1,0 +1,265 @@
+"""The test-set generator's library: the offline generator, the filters and their κ gate, the
+folder it writes (read back by load_dataset), the review file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from testset_data import corpus
+
+from pytest_ragmetrics.data.answers import load_references
+from pytest_ragmetrics.data.layouts import load_dataset
+from pytest_ragmetrics.errors import ConfigError, DataFormatError
+from pytest_ragmetrics.judges.calibration import CalibrationResult, save_calibration
+from pytest_ragmetrics.judges.relevance import RecordedRelevanceJudge
+from pytest_ragmetrics.testsets import filters
+from pytest_ragmetrics.testsets.build import FilterSettings, build_testset
+from pytest_ragmetrics.testsets.folder import write_testset
+from pytest_ragmetrics.testsets.model import Candidate
+from pytest_ragmetrics.testsets.offline import OfflineGenerator
+from pytest_ragmetrics.testsets.review import apply_review, read_review
+
+
+def _c(qid: str, text: str, doc: str = "d0-0", answer: str | None = None) -> Candidate:
+    return Candidate(qid, text, ((doc, 1),), "fact", answer)
+
+
+# -- the offline generator ---------------------------------------------------------------------
+
+
+def test_offline_is_deterministic_under_a_seed() -> None:
+    docs = corpus()
+    first = OfflineGenerator(seed=7).generate(docs, 12)
+    again = OfflineGenerator(seed=7).generate(docs, 12)
+    other = OfflineGenerator(seed=8).generate(docs, 12)
+    assert first == again
+    assert [c.text for c in first] != [c.text for c in other]
+    assert len(first) == 12
+    assert {c.style for c in first} == {"sentence", "title", "keyphrase"}
+
+
+def test_offline_styles_make_what_they_say() -> None:
+    docs = corpus()
+    for c in OfflineGenerator(seed=1).generate(docs, 12):
+        doc = docs[c.source]
+        if c.style == "title":
+            assert c.text == doc.title
+        elif c.style == "sentence":
+            assert c.text in doc.text and len(c.text.split()) >= 6
+        else:
+            assert len(c.text.split()) == 4
+            assert all(w in f"{doc.title} {doc.text}".lower() for w in c.text.split())
+        assert c.relevant == ((c.source, 1),) and c.answer is None
+
+
+def test_offline_stops_when_the_corpus_runs_out() -> None:
+    docs = corpus()
+    found = OfflineGenerator(styles=["title"]).generate(docs, 100)
+    assert len(found) == len(docs)  # one query per document at most
+
+
+def test_offline_refuses_an_unknown_style() -> None:
+    with pytest.raises(ConfigError, match=r"unknown style 'fact'.*sentence, title, keyphrase"):
+        OfflineGenerator(styles=["fact"])
+
+
+# -- filters ----------------------------------------------------------------------------------
+
+
+def test_exact_duplicates_ignore_case_punctuation_and_spacing() -> None:
+    cands = [_c("a", "What is lava?"), _c("b", "what  is LAVA"), _c("c", "What is ice?")]
+    kept, report = filters.exact_duplicates(cands)
+    assert [c.query_id for c in kept] == ["a", "c"]
+    assert report.removed == ("b",) and report.details["duplicate_of"] == {"b": "a"}
+
+
+def test_exact_duplicates_of_non_latin_text_are_not_all_one() -> None:
+    # A normaliser that keeps only a-z would make every Greek query the empty string.
+    cands = [
+        _c("a", "\u03c4\u03b9 \u03bb\u03ac\u03b2\u03b1;"),
+        _c("b", "\u03c4\u03b9 \u03c0\u03ac\u03b3\u03bf\u03c2;"),
+    ]
+    kept, _ = filters.exact_duplicates(cands)
+    assert len(kept) == 2
+
+
+def test_near_duplicates_by_cosine_keep_the_first_of_a_group() -> None:
+    vectors = {"x": [1.0, 0.0], "x2": [0.99, 0.141], "y": [0.0, 1.0], "x3": [0.96, 0.28]}
+    cands = [_c(k, k) for k in vectors]
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.asarray([vectors[t] for t in texts])
+
+    kept, report = filters.near_duplicates(cands, embed, 0.98, model="toy")
+    assert [c.query_id for c in kept] == ["x", "y", "x3"]  # x3 is 0.96 from x: kept
+    assert report.details["duplicate_of"]["x2"]["of"] == "x"
+    kept, report = filters.near_duplicates(cands, embed, 0.95, model="toy")
+    assert [c.query_id for c in kept] == ["x", "y"] and report.removed == ("x2", "x3")
+
+
+def test_answer_leaks() -> None:
+    cands = [
+        _c("whole", "Was the tower finished in 1889?", answer="1889"),
+        _c(
+            "run",
+            "the tower was completed in the year 1889 in paris?",
+            answer="The tower was completed in the year 1889.",
+        ),
+        _c("fine", "When was the tower finished?", answer="It was finished in 1889."),
+        _c("partial", "Is 18 a number?", answer="1889"),  # "18" is not the word "1889"
+        _c("none", "When was it finished?"),
+    ]
+    kept, report = filters.answer_leaks(cands, 5)
+    assert report.removed == ("whole", "run")
+    assert report.checked == 4  # the query without a reference is not checked
+    assert [c.query_id for c in kept] == ["fine", "partial", "none"]
+
+
+def _verdicts(tmp_path: Path, cands: list[Candidate], no: set[str]) -> RecordedRelevanceJudge:
+    path = tmp_path / "verdicts.jsonl"
+    rows = [{"query_id": c.query_id, "doc_id": c.source, "relevant": c.query_id not in no}
+            for c in cands]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return RecordedRelevanceJudge(path)
+
+
+def _calibrate(path: Path, judge: RecordedRelevanceJudge, kappa: float) -> None:
+    confusion = {"tp": 8, "fn": 1, "fp": 1, "tn": 8}
+    save_calibration(
+        path, CalibrationResult(judge.identity(), {"n": 18}, 18, 0.9, kappa, confusion)
+    )
+
+
+def test_answerability_applies_only_for_a_calibrated_judge(tmp_path: Path) -> None:
+    docs = corpus()
+    cands = OfflineGenerator(seed=2).generate(docs, 10)
+    judge = _verdicts(tmp_path, cands, {"gen-2", "gen-5"})
+    # Uncalibrated: reported, not applied.
+    kept, report = filters.answerability(cands, docs, judge, kappa=None, min_kappa=0.4)
+    assert kept == cands and not report.applied
+    assert report.removed == ("gen-2", "gen-5") and "no calibration" in report.reason
+    assert report.to_dict()["would_remove"] == 2 and "removed" not in report.to_dict()
+    # Calibrated below the bound: reported, not applied.
+    kept, report = filters.answerability(cands, docs, judge, kappa=0.3, min_kappa=0.4)
+    assert kept == cands and "kappa 0.300 < --min-kappa 0.4" in report.reason
+    # Calibrated at the bound: applied.
+    kept, report = filters.answerability(cands, docs, judge, kappa=0.4, min_kappa=0.4)
+    assert report.applied and [c.query_id for c in kept if c.query_id in ("gen-2", "gen-5")] == []
+    assert len(kept) == 8 and report.to_dict()["removed"] == 2
+
+
+def test_build_counts_every_filter_and_keeps_the_first_count(tmp_path: Path) -> None:
+    docs = corpus()
+    cands = [*OfflineGenerator(seed=3).generate(docs, 9)]
+    cands.append(cands[0].with_id("gen-dup"))
+    judge = _verdicts(tmp_path, cands, {"gen-4"})
+    settings = FilterSettings(judge=judge, kappa=0.9)
+    testset = build_testset(
+        cands, 6, docs, settings, generator={"generator": "offline", "seed": 3},
+        corpus_source="toy",
+    )  # fmt: skip
+    p = testset.provenance
+    assert [f["name"] for f in p["filters"]] == [
+        "exact_duplicates",
+        "answer_leaks",
+        "answerability",
+    ]
+    assert p["filters"][0]["removed"] == 1 and p["filters"][0]["query_ids"] == ["gen-dup"]
+    assert p["filters"][2]["removed"] == 1
+    assert (p["candidates"], p["after_filters"], p["queries"]) == (10, 8, 6)
+    assert [c.query_id for c in testset] == ["gen-1", "gen-2", "gen-3", "gen-5", "gen-6", "gen-7"]
+    assert p["corpus"]["fingerprint"] == docs.fingerprint and p["seed"] == 3
+
+
+# -- the folder -------------------------------------------------------------------------------
+
+
+def _written(tmp_path: Path, cands: list[Candidate]) -> Path:
+    docs = corpus()
+    testset = build_testset(
+        cands, len(cands), docs, FilterSettings(), generator={"generator": "t"},
+        corpus_source="toy",
+    )  # fmt: skip
+    out = tmp_path / "set"
+    write_testset(out, docs, testset)
+    return out
+
+
+def test_the_folder_is_a_dataset_with_references_and_provenance(tmp_path: Path) -> None:
+    cands = [
+        Candidate("q 1", "What erupts?", (("d0-0", 1),), "fact", "Lava."),
+        Candidate("q2", "Which two reports?", (("d1-0", 1), ("d1-1", 1)), "multi"),
+    ]
+    out = _written(tmp_path, cands)
+    dataset = load_dataset(out)
+    assert dict(dataset.queries.items()) == {"q 1": "What erupts?", "q2": "Which two reports?"}
+    assert dataset.qrels.to_dict() == {"q 1": {"d0-0": 1}, "q2": {"d1-0": 1, "d1-1": 1}}
+    assert dataset.corpus.text_fingerprint == corpus().text_fingerprint
+    references = load_references(out)
+    assert references is not None and references["q 1"].text == "Lava." and len(references) == 1
+    manifest = json.loads((out / "dataset.json").read_text())
+    assert manifest["format"] == "beir" and manifest["provenance"]["queries"] == 2
+
+
+def test_a_second_write_without_references_removes_the_old_ones(tmp_path: Path) -> None:
+    out = _written(tmp_path, [_c("a", "What erupts?", answer="Lava.")])
+    assert (out / "answers.jsonl").exists()
+    _written(tmp_path, [_c("b", "What melts?")])
+    assert not (out / "answers.jsonl").exists()
+    assert load_references(out) is None
+
+
+def test_beir_manifest_refuses_the_classic_keys(tmp_path: Path) -> None:
+    out = _written(tmp_path, [_c("a", "What erupts?")])
+    manifest = json.loads((out / "dataset.json").read_text())
+    manifest["grades"] = {"1": 1}
+    (out / "dataset.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataFormatError, match="'grades': applies to the smart and trec formats"):
+        load_dataset(out)
+    manifest.pop("grades")
+    manifest["provenance"] = [1]
+    (out / "dataset.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataFormatError, match="'provenance': must be an object"):
+        load_dataset(out)
+
+
+# -- review -----------------------------------------------------------------------------------
+
+
+def test_review_accepts_rejects_and_edits(tmp_path: Path) -> None:
+    out = _written(tmp_path, [_c("a", "What erupts?"), _c("b", "What melts?"), _c("c", "Why?")])
+    rows = [json.loads(line) for line in (out / "review.jsonl").read_text().splitlines()]
+    assert rows[0]["decision"] is None and rows[0]["documents"][0]["id"] == "d0-0"
+    rows[0].update(decision="accept")
+    rows[1].update(decision="edit", query="What melts in spring?", relevant={"d1-0": 2})
+    rows[2].update(decision="reject")
+    review = tmp_path / "review.jsonl"
+    review.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    kept, summary = apply_review(read_review(review, corpus()), review)
+    assert [(c.query_id, c.text, c.relevant) for c in kept] == [
+        ("a", "What erupts?", (("d0-0", 1),)),
+        ("b", "What melts in spring?", (("d1-0", 2),)),
+    ]
+    assert (summary["accept"], summary["edit"], summary["reject"], summary["kept"]) == (1, 1, 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"decision": "maybe"}, "review.jsonl:1: 'decision' must be accept, reject, edit or null"),
+        ({"relevant": {"nope": 1}}, "review.jsonl:1: query 'a': document 'nope' is not in"),
+        ({"relevant": {"d0-0": -1}}, "review.jsonl:1: the grade of document 'd0-0' must be"),
+        ({"query": ""}, "review.jsonl:1: 'query' must be a non-empty string"),
+    ],
+)
+def test_review_errors_name_the_line(tmp_path: Path, change: dict, message: str) -> None:
+    row = {"query_id": "a", "query": "What?", "relevant": {"d0-0": 1}, "decision": None}
+    row.update(change)
+    review = tmp_path / "review.jsonl"
+    review.write_text(json.dumps(row) + "\n")
+    with pytest.raises(DataFormatError) as info:
+        read_review(review, corpus())
+    assert message in str(info.value)
