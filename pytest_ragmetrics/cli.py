@@ -188,8 +188,12 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
     if args.supplementary_qrels is not None:
         from pytest_ragmetrics.pooling import load_supplement
 
-        supplement = load_supplement(args.supplementary_qrels, calibration=None, min_kappa=None)
+        corpus = None if judgments.dataset is None else judgments.dataset.corpus
+        supplement = load_supplement(
+            args.supplementary_qrels, calibration=None, min_kappa=None, corpus=corpus
+        )
         evaluation.supplemented = supplement.evaluate(judgments.qrels, run, metrics, **semantics)
+        evaluation.notes.extend(supplement.notes)
     if args.format == "json":
         # Always with per-query values: 'ragmetrics compare' pairs them (--per-query is for
         # the table).

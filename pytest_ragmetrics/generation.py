@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pytest_ragmetrics import dryrun
 from pytest_ragmetrics.cache import Cache, canonical_json, identity_of
-from pytest_ragmetrics.data.answers import GeneratedAnswer, read_answers, write_answers
+from pytest_ragmetrics.data.answers import GeneratedAnswer, write_answers
 from pytest_ragmetrics.data.textfile import repaired_text
 from pytest_ragmetrics.errors import ConfigError, DryRun, GeneratorError, RagMetricsError
 from pytest_ragmetrics.executors.base import Executor, LocalExecutor, resolve_executor
@@ -259,14 +259,25 @@ class RetrieveThenGenerate:
 
 class RecordedAnswers:
     """Answers recorded earlier (a JSONL answers file), replayed by query id: no model, no
-    retriever. Its identity is the file's content hash."""
+    retriever. Its identity is the file's content hash.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    ``dataset=(name, split)`` replays the answers recorded for that pair of a file holding
+    several (see :mod:`~pytest_ragmetrics.data.recordings`); its identity is then the hash of
+    that pair's lines, so recording another pair changes nothing of this one."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, dataset: tuple[str, str] | None = None
+    ) -> None:
         self.path = Path(path)
-        answers = read_answers(self.path)
+        from pytest_ragmetrics.data.recordings import read_recording
+
+        answers, digest = read_recording(self.path, dataset)
+        self._identity: dict[str, Any] = {"pipeline": "recorded", "file": self.path.name}
+        if dataset is None:
+            self._identity["file_sha256"] = hashlib.sha256(self.path.read_bytes()).hexdigest()
+        else:
+            self._identity.update(dataset=dataset[0], split=dataset[1], answers_sha256=digest)
         self._by_id = {a.query_id: a for a in answers}
-        digest = hashlib.sha256(self.path.read_bytes()).hexdigest()
-        self._identity = {"pipeline": "recorded", "file": self.path.name, "file_sha256": digest}
 
     def __repr__(self) -> str:
         return f"RecordedAnswers({os.fspath(self.path)!r}, {len(self._by_id)} answers)"
@@ -328,9 +339,17 @@ class AnswerSet:
                 return answer
         raise KeyError(query_id)
 
-    def write(self, path: str | os.PathLike[str]) -> None:
-        """Record the answers as JSONL (atomically), to replay with :class:`RecordedAnswers`."""
-        write_answers(path, self.answers)
+    def write(
+        self, path: str | os.PathLike[str], *, dataset: tuple[str, str] | None = None
+    ) -> None:
+        """Record the answers as JSONL (atomically), to replay with :class:`RecordedAnswers`;
+        with ``dataset=(name, split)``, as that pair's lines, keeping the other pairs'."""
+        if dataset is None:
+            write_answers(path, self.answers)
+        else:
+            from pytest_ragmetrics.data.recordings import write_recording
+
+            write_recording(path, self.answers, dataset)
 
 
 @dataclass(frozen=True)
@@ -376,9 +395,13 @@ def _staged(pipeline: Any) -> bool:
 
 
 def _keys(
-    pipeline: Any, queries: Mapping[str, str]
+    pipeline: Any, queries: Mapping[str, str], corpus: Any = None
 ) -> tuple[dict[str, dict[str, Any] | None], dict[str, tuple[tuple[str, str], ...]]]:
-    """Per query its cache key (None: not cacheable) and, for a staged pipeline, contexts."""
+    """Per query its cache key (None: not cacheable) and, for a staged pipeline, contexts.
+
+    A staged pipeline's key holds the contexts the generator is given; any other pipeline's
+    holds the fingerprint of ``corpus`` (the dataset it answers from, when known), so that
+    two datasets asking the same question never share an answer."""
     staged = _staged(pipeline)
     has_identity = callable(getattr(pipeline, "identity", None))
     pipeline_sha = _sha256(identity_of(pipeline)) if has_identity else None
@@ -391,17 +414,21 @@ def _keys(
         key: dict[str, Any] = {"pipeline_sha256": pipeline_sha, "query": text}
         if staged:
             key["contexts_sha256"] = _sha256([list(p) for p in contexts[qid]])
+        elif corpus is not None:
+            key["corpus"] = corpus.fingerprint
         keys[qid] = key
     return keys, contexts
 
 
-def plan_answers(pipeline: Any, queries: Mapping[str, str], cache: Cache | None) -> AnswerPlan:
+def plan_answers(
+    pipeline: Any, queries: Mapping[str, str], cache: Cache | None, *, corpus: Any = None
+) -> AnswerPlan:
     """How many generator calls :func:`answer_all` would make (a dry run: retrieval runs,
     nothing is generated)."""
     if isinstance(pipeline, RecordedAnswers):
         pipeline.answers_for(queries)
         return AnswerPlan(0, len(queries))
-    keys, _ = _keys(pipeline, queries)
+    keys, _ = _keys(pipeline, queries, corpus)
     return _plan(keys, cache)
 
 
@@ -434,6 +461,7 @@ def answer_all(
     concurrency: int | None = None,
     description: str = "generating answers",
     executor: str | Executor | None = None,
+    corpus: Any = None,
 ) -> AnswerSet:
     """Every query's answer, once: from the cache when it holds it, else from the pipeline
     (``concurrency`` at a time, default the pipeline's), stored for the next run.
@@ -446,6 +474,9 @@ def answer_all(
     answers the cache lacks on a Ray cluster's actors, each holding a copy of the pipeline,
     ``concurrency`` at a time; the answers are stored in the same cache entries here, so a
     rerun, with or without Ray, generates nothing.
+
+    ``corpus`` (the dataset's, as ``rag_answers`` gives) joins the cache key of a pipeline
+    whose contexts cannot be seen (not a :class:`RetrieveThenGenerate`).
     """
     if isinstance(pipeline, RecordedAnswers):
         answers = pipeline.answers_for(queries)
@@ -463,7 +494,7 @@ def answer_all(
                 else f"query {qid!r} holds a lone surrogate (not Unicode text): {text[:60]!r}"
             )
     staged = _staged(pipeline)
-    keys, contexts = _keys(pipeline, queries)
+    keys, contexts = _keys(pipeline, queries, corpus)
     if dryrun.active():
         plan = _plan(keys, cache)
         if plan.calls:

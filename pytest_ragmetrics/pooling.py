@@ -7,10 +7,12 @@ Files:
 - pool file (JSONL), one row per pair: ``query_id``, ``doc_id``, ``query``, ``title``,
   ``text``, ``runs`` (which runs retrieved it, at which rank), ``relevant`` (null until
   judged: true/false), ``judge`` (identity of the judge that labelled it, null for a person),
-  ``verdict`` (its raw verdict), ``prompt_tokens`` / ``completion_tokens``.
-- supplementary qrels: TREC qrels (``qid 0 docno grade``, 1 relevant, 0 not) after one header
+  ``verdict`` (its raw verdict), ``prompt_tokens`` / ``completion_tokens``, ``dataset``
+  (``{"corpus": fingerprint}`` of the dataset the texts came from; null without one).
+- supplementary qrels: TREC qrels (``qid 0 docno grade``, 1 relevant, 0 not) after a header
   line ``# ragmetrics supplementary qrels; judge: {identity JSON}`` naming the judge, which
-  :func:`read_supplementary_qrels` reads back (the κ gate looks the judge up by it).
+  :func:`read_supplementary_qrels` reads back (the κ gate looks the judge up by it), and one
+  naming the dataset the labels were made for (see :mod:`pytest_ragmetrics.provenance`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class PoolEntry:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     line: int = 0  # where it was read from (0: built here)
+    dataset: Mapping[str, str] | None = None  # the dataset its texts came from
 
     @property
     def passage(self) -> str | None:
@@ -73,6 +76,7 @@ class PoolEntry:
             "verdict": self.verdict,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "dataset": None if self.dataset is None else dict(self.dataset),
         }
 
 
@@ -91,9 +95,11 @@ def build_pool(
 
     A pair is unjudged when the qrels give it no grade >= 0 (TREC's -1, "pooled but not
     judged", is unjudged). Rows come by query (qrels order), then by best rank over the runs.
-    With ``queries``/``corpus`` the rows carry the texts a reviewer or a judge reads; a
-    document missing from ``corpus`` is a DataFormatError naming the run.
+    With ``queries``/``corpus`` the rows carry the texts a reviewer or a judge reads and the
+    corpus fingerprint; a document missing from ``corpus`` is a DataFormatError naming the run.
     """
+    from pytest_ragmetrics.provenance import made_for
+
     if depth < 1:
         raise DataFormatError(f"pool depth must be at least 1, got {depth}")
     if not runs:
@@ -123,7 +129,11 @@ def build_pool(
                     query = queries[qid]
                 except (KeyError, DataFormatError):
                     query = None
-            entries.append(PoolEntry(qid, doc, query, title, text, ranks))
+            entries.append(
+                PoolEntry(qid, doc, query, title, text, ranks)
+                if corpus is None
+                else PoolEntry(qid, doc, query, title, text, ranks, dataset=made_for(corpus))
+            )
     return entries
 
 
@@ -198,6 +208,11 @@ def _entry(record: Mapping[str, Any], path: Path, line: int) -> PoolEntry:
     judge = record.get("judge")
     if judge is not None and not isinstance(judge, dict):
         raise DataFormatError("'judge' must be a judge identity (an object) or null", path, line)
+    dataset = record.get("dataset")
+    if dataset is not None and not (
+        isinstance(dataset, dict) and isinstance(dataset.get("corpus"), str)
+    ):
+        raise DataFormatError('\'dataset\' must be {"corpus": "<fingerprint>"} or null', path, line)
     runs = record.get("runs") or {}
     if not isinstance(runs, dict) or not all(
         isinstance(r, int) and not isinstance(r, bool) for r in runs.values()
@@ -218,6 +233,7 @@ def _entry(record: Mapping[str, Any], path: Path, line: int) -> PoolEntry:
         count("prompt_tokens"),
         count("completion_tokens"),
         line,
+        dataset,
     )
 
 
@@ -327,6 +343,7 @@ class SupplementaryQrels:
     qrels: Qrels
     judge: Mapping[str, Any] | None
     path: str | None = None
+    dataset: Mapping[str, str] | None = None  # what the labels were made for (None: unknown)
 
     @property
     def judges(self) -> list[Mapping[str, Any]]:
@@ -348,8 +365,13 @@ def supplementary_lines(entries: Sequence[PoolEntry]) -> tuple[dict[str, Any] | 
         judge = {"name": "person"}
     else:
         judge = {"name": "mixed", "judges": sorted(identities)}
+    from pytest_ragmetrics.provenance import dataset_line, one_dataset
+
     body = "".join(f"{e.query_id} 0 {e.doc_id} {1 if e.relevant else 0}\n" for e in labelled)
     header = HEADER_PREFIX + json.dumps(judge, sort_keys=True, ensure_ascii=False) + "\n"
+    made_for = one_dataset([e.dataset for e in labelled], "the pool")
+    if made_for is not None:
+        header += dataset_line(made_for)
     return judge, header + body
 
 
@@ -371,9 +393,12 @@ def read_supplementary_qrels(path: PathLike) -> SupplementaryQrels:
     file and line.
     """
     from pytest_ragmetrics.data.trec import read_qrels
+    from pytest_ragmetrics.provenance import read_dataset_line
 
     p = resolve(path)
-    first: tuple[int, str] | None = next(iter(read_lines(p)), None)
+    lines = iter(read_lines(p))
+    first: tuple[int, str] | None = next(lines, None)
+    second: tuple[int, str] | None = next(lines, None)
     if first is None or not first[1].startswith(HEADER_PREFIX):
         raise DataFormatError(
             f"supplementary qrels start with a line '{HEADER_PREFIX}{{...}}' naming the judge "
@@ -387,8 +412,9 @@ def read_supplementary_qrels(path: PathLike) -> SupplementaryQrels:
         judge = None
     if not isinstance(judge, dict):
         raise DataFormatError("the judge in the header is not a JSON object", p, first[0])
+    dataset = None if second is None else read_dataset_line(second[1], p, second[0])
     qrels = read_qrels(p, layout="trec", comments=True)
-    return SupplementaryQrels(qrels, judge, os.fspath(p))
+    return SupplementaryQrels(qrels, judge, os.fspath(p), dataset)
 
 
 def supplement(human: Qrels, extra: Qrels) -> tuple[Qrels, int]:
@@ -420,6 +446,7 @@ class Supplement:
     labels: SupplementaryQrels
     kappa: float | None = None
     min_kappa: float | None = None
+    notes: tuple[str, ...] = ()  # on the dataset it was checked against (see load_supplement)
 
     @property
     def used(self) -> bool:
@@ -477,16 +504,27 @@ def _finite(value: float) -> float | None:
 
 
 def load_supplement(
-    path: PathLike, *, calibration: PathLike | None, min_kappa: float | None
+    path: PathLike,
+    *,
+    calibration: PathLike | None,
+    min_kappa: float | None,
+    corpus: Corpus | None = None,
 ) -> Supplement:
-    """Read supplementary qrels and look their judge's kappa up in ``calibration``."""
+    """Read supplementary qrels and look their judge's kappa up in ``calibration``; with the
+    ``corpus`` they are used on, check they were made for it (see
+    :func:`~pytest_ragmetrics.provenance.checked_notes`: refused if made for another)."""
     labels = read_supplementary_qrels(path)
+    notes: list[str] = []
+    if corpus is not None:
+        from pytest_ragmetrics.provenance import checked_notes
+
+        notes = checked_notes(labels.path, labels.dataset, labels.qrels, corpus)
     kappa = None
     if calibration is not None and labels.judge is not None and Path(calibration).exists():
         from pytest_ragmetrics.judges.calibration import load_kappa
 
         kappa = load_kappa(calibration, dict(labels.judge))
-    return Supplement(labels, kappa, min_kappa)
+    return Supplement(labels, kappa, min_kappa, tuple(notes))
 
 
 def supplemented_note(evaluation: Evaluation) -> str:

@@ -4,7 +4,7 @@
 folders (a bare path is named after its folder); ``ragmetrics_split = "test"`` applies to all,
 ``"scifact=test cranfield=dev,test"`` per dataset. Every (dataset, split) pair is one
 :class:`DatasetSelection`; its :attr:`~DatasetSelection.key` (``scifact-test``) is what test
-ids, reports and summaries call it.
+ids, reports and summaries call it (one key per pair: see :func:`pair_key`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,19 @@ class DatasetSelection:
 
     @property
     def key(self) -> str:
-        """``name-split``: the id of this pair in test ids and reports."""
-        return f"{self.name}-{self.split}"
+        """``name-split``: the id of this pair in test ids and reports (see :func:`pair_key`)."""
+        return pair_key(self.name, self.split)
+
+
+def pair_key(name: str, split: str) -> str:
+    """The id of a (dataset, split) pair: ``name-split``, each ``-`` of the name doubled.
+
+    Injective: names and splits start with a letter or digit, so the separator is the end of
+    the first odd run of ``-`` (``("a-b", "c")`` is ``a--b-c``, ``("a", "b-c")`` is
+    ``a-b-c``). Two distinct pairs never share a key, hence never a test id, a baseline entry,
+    a recording or a report column. Names without ``-`` keep their plain ``name-split``.
+    """
+    return f"{name.replace('-', '--')}-{split}"
 
 
 def parse_named_paths(text: str, where: str) -> list[tuple[str, str]]:
@@ -98,9 +109,20 @@ def select_datasets(
     splits: dict[str, tuple[str, ...]],
     ignore_identical_ids: Callable[[str], bool] = lambda name: False,
 ) -> tuple[DatasetSelection, ...]:
-    """Every (dataset, split) pair, in the order given."""
-    return tuple(
+    """Every (dataset, split) pair, in the order given.
+
+    A dataset name that is also another pair's key (a dataset ``x-test`` beside the pair
+    ``x``/``test``) is refused: a marker or ``--dataset`` naming it would mean two things.
+    """
+    pairs = tuple(
         DatasetSelection(name, path, split, ignore_identical_ids(name))
         for name, path in folders
         for split in splits[name]
     )
+    for pair in pairs:
+        if any(pair.key == name and pair.name != name for name, _ in folders):
+            raise ConfigError(
+                f"ragmetrics_dataset: the dataset name {pair.key!r} is also the id of dataset "
+                f"{pair.name!r}, split {pair.split!r}; rename one of the datasets (name=path)"
+            )
+    return pairs

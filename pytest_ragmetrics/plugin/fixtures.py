@@ -199,19 +199,29 @@ def rag_generator(request: pytest.FixtureRequest) -> Any:
     return without_traceback(build)
 
 
+def recorded_pair(request: pytest.FixtureRequest, dataset: Dataset) -> tuple[str, str] | None:
+    """The (name, split) a recording of ``dataset``'s answers is kept under (None: one
+    dataset is configured, the recording is the whole file)."""
+    session = rag_session(request.config)
+    pair = session.selection_of(dataset) if session.settings.several_datasets else None
+    return None if pair is None else (pair.name, pair.split)
+
+
 @pytest.fixture(scope="session")
-def rag_pipeline(request: pytest.FixtureRequest) -> Any:
-    """The pipeline under test, query -> (answer, contexts): the recorded answers of
-    ragmetrics_answers when that file exists (unless recording), else rag_retriever's top
-    ragmetrics_top_n documents (each cut after ragmetrics_context_chars characters, when set)
-    given to rag_generator. Override it with any function
-    ``pipeline(query) -> (answer, contexts)`` (with an ``identity()`` to cache its answers)."""
+def rag_pipeline(request: pytest.FixtureRequest, rag_dataset: Dataset) -> Any:
+    """The pipeline under test, query -> (answer, contexts), one per (dataset, split) pair:
+    the recorded answers of ragmetrics_answers when that file exists (unless recording),
+    else rag_retriever's top ragmetrics_top_n documents (each cut after
+    ragmetrics_context_chars characters, when set) given to rag_generator. Override it with
+    any function ``pipeline(query) -> (answer, contexts)`` (with an ``identity()`` to cache
+    its answers)."""
     settings = rag_session(request.config).settings
     path = settings.answers
     if path is not None and path.exists() and not settings.record_answers:
         from pytest_ragmetrics.generation import RecordedAnswers
 
-        return without_traceback(lambda: RecordedAnswers(path))
+        pair = recorded_pair(request, rag_dataset)
+        return without_traceback(lambda: RecordedAnswers(path, dataset=pair))
     retriever = request.getfixturevalue("rag_retriever")
     corpus = request.getfixturevalue("rag_corpus")
     generator = request.getfixturevalue("rag_generator")
@@ -231,7 +241,9 @@ def rag_pipeline(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture(scope="session")
-def rag_answers(request: pytest.FixtureRequest, rag_pipeline: Any, rag_queries: Queries) -> Any:
+def rag_answers(
+    request: pytest.FixtureRequest, rag_pipeline: Any, rag_queries: Queries, rag_dataset: Dataset
+) -> Any:
     """Every query's answer from rag_pipeline, computed once per session (per worker under
     xdist, the answers shared through the cache), an :class:`AnswerSet` with its cost. With
     --ragmetrics-dry-run, answers still to generate skip the tests using it, saying how many
@@ -246,9 +258,9 @@ def rag_answers(request: pytest.FixtureRequest, rag_pipeline: Any, rag_queries: 
     def run() -> Any:
         from pytest_ragmetrics.generation import answer_all
 
-        answers = answer_all(rag_pipeline, queries, cache=cache)
+        answers = answer_all(rag_pipeline, queries, cache=cache, corpus=rag_dataset.corpus)
         if settings.record_answers and settings.answers is not None:
-            answers.write(settings.answers)
+            answers.write(settings.answers, dataset=recorded_pair(request, rag_dataset))
         return answers
 
     return without_traceback(run)

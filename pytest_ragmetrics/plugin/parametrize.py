@@ -91,7 +91,7 @@ def _parametrize_queries(
     metafunc.parametrize(
         ["rag_dataset", "rag_query"],
         values,
-        ids=[f"{key}-{qid}" for key, qid in values],
+        ids=_query_ids(test, values),
         indirect=True,
         scope="session",
     )
@@ -122,3 +122,19 @@ def _chosen_queries(
         present = set(ids)
         out[key] = [q for q in wanted if q in present]
     return {key: ids for key, ids in out.items() if ids}
+
+
+def _query_ids(test: str, values: list[tuple[str | None, str]]) -> list[str]:
+    """``pair-query`` ids; two (pair, query) values that would share one are an error (a
+    split ``test-x`` with query ``q`` and a split ``test`` with query ``x-q``), so that no
+    test id, hence no baseline entry, stands for two instances."""
+    ids: dict[str, tuple[str | None, str]] = {}
+    for key, qid in values:
+        name = f"{key}-{qid}"
+        if name in ids:
+            raise ConfigError(
+                f"{test}: query {ids[name][1]!r} of {ids[name][0]} and query {qid!r} of {key} "
+                f"would both be the test id {name!r}; rename a split or a dataset"
+            )
+        ids[name] = (key, qid)
+    return list(ids)

@@ -187,6 +187,7 @@ class RagEval:
                 ignore_identical_ids=self._semantics.ignore_identical_ids,
             )
             evaluation.notes.append(supplemented_note(evaluation))
+            evaluation.notes.extend(supplement.notes)
         identity, k = _source_of(run_obj, retriever)
         evaluation.notes.extend(_run_notes(run_obj, evaluation, identity, sources.get("dataset")))
         recorded = EvaluationRecord(

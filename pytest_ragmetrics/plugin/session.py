@@ -153,7 +153,8 @@ class RagSession:
         return self._cache
 
     def supplement(self) -> Supplement | None:
-        """The supplementary qrels (ragmetrics_supplementary_qrels), read once; None if unset."""
+        """The supplementary qrels (ragmetrics_supplementary_qrels), read once and checked
+        against the dataset's corpus (labels made for another are refused); None if unset."""
         path = self.settings.supplementary_qrels
         if path is None:
             return None
@@ -161,14 +162,20 @@ class RagSession:
             from pytest_ragmetrics.errors import RagMetricsError
             from pytest_ragmetrics.pooling import load_supplement
 
+            corpus = self.dataset().corpus  # its own errors say what they are about
             try:
                 self._supplement = load_supplement(
                     path,
                     calibration=self.settings.calibration,
                     min_kappa=self.settings.min_judge_kappa,
+                    corpus=corpus,
                 )
             except RagMetricsError as exc:
                 raise ConfigError(f"ragmetrics_supplementary_qrels: {exc}") from None
+            # Its notes name the file under the rootdir: relative, like the dataset's.
+            root = f"{Path(self.settings.rootdir).resolve()}{os.sep}"
+            notes = tuple(note.replace(root, "") for note in self._supplement.notes)
+            self._supplement = dataclasses.replace(self._supplement, notes=notes)
         return self._supplement
 
     def judge_kappa(self, judge: Mapping[str, Any]) -> float | None:

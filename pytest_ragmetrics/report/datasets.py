@@ -52,10 +52,13 @@ class DatasetSummary:
 
 
 def pair_key(dataset: Any) -> str | None:
-    """``name-split`` of an evaluation's dataset identity (None: no named dataset)."""
+    """The pair key (``name-split``) of an evaluation's dataset identity (None: no named
+    dataset)."""
+    from pytest_ragmetrics.data.selection import pair_key as key_of
+
     if not isinstance(dataset, dict) or not dataset.get("name") or not dataset.get("split"):
         return None
-    return f"{dataset['name']}-{dataset['split']}"
+    return key_of(str(dataset["name"]), str(dataset["split"]))
 
 
 def without_pair(test: str, key: str) -> str:

@@ -165,7 +165,9 @@ class SessionOutcome:
     @property
     def dataset_order(self) -> list[str]:
         """The configured (dataset, split) pairs, ``name-split``, in the configured order."""
-        return [f"{d['name']}-{d['split']}" for d in self.settings.get("datasets", [])]
+        from pytest_ragmetrics.data.selection import pair_key
+
+        return [pair_key(d["name"], d["split"]) for d in self.settings.get("datasets", [])]
 
     def layer(self, layer: Layer) -> list[Checked]:
         return [c for c in self.evaluations if c.layer == layer]
