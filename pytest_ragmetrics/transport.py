@@ -4,10 +4,11 @@
 It talks only to the URL it is given: no redirects are followed and environment proxies are
 ignored unless ``use_env_proxy=True``. The API key is read from an environment variable, held
 as a :class:`Secret` (never in a repr, an identity or a cache key), sent only in the
-``Authorization`` header, and scrubbed from every reply and error text. Requests time out, are
-retried on 429/5xx, timeouts and failed connections with exponential backoff (honouring
-Retry-After), and a reply larger than 1 MiB is refused. Several requests can be in flight at
-once (:meth:`ChatClient.map`); results always come back in input order.
+``Authorization`` header, and scrubbed from every error message (whole occurrences only, see
+:mod:`~pytest_ragmetrics.redaction`); replies are data and are never altered. Requests time
+out, are retried on 429/5xx, timeouts and failed connections with exponential backoff
+(honouring Retry-After), and a reply larger than 1 MiB is refused. Several requests can be in
+flight at once (:meth:`ChatClient.map`); results always come back in input order.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pytest_ragmetrics import dryrun
 from pytest_ragmetrics.data.textfile import repaired_text
 from pytest_ragmetrics.errors import BudgetError, DryRun, RagMetricsError
 from pytest_ragmetrics.executors.base import LocalExecutor
+from pytest_ragmetrics.redaction import redact_url, scrub
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -39,11 +41,12 @@ R = TypeVar("R")
 # Worth retrying: rate limits and server trouble (not 501/505, which a retry cannot fix).
 NO_RETRY_5XX = frozenset({501, 505})
 MAX_REPLY_BYTES = 1 << 20
+SNIPPET_CHARS = 200  # of a reply body quoted in an error message
 Message = Mapping[str, str]
 
 
 class Secret:
-    """Holds an API key; its repr never shows it and it scrubs it from text."""
+    """Holds an API key; its repr never shows it and it scrubs it from messages."""
 
     __slots__ = ("_value",)
 
@@ -62,8 +65,9 @@ class Secret:
         return f"Bearer {self._value}"
 
     def scrub(self, text: str) -> str:
-        """``text`` with the key replaced by ``***``."""
-        return text.replace(self._value, "***") if self._value else text
+        """``text`` (a message, never data) with the key's whole occurrences and the
+        ``user:password@`` of URLs replaced by ``***``."""
+        return scrub(text, self._value)
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,8 @@ class Usage:
 
 @dataclass(frozen=True)
 class ChatReply:
-    """The text of a chat completion (key scrubbed) and its token usage, when reported."""
+    """The text of a chat completion (as sent: data is never scrubbed) and its token usage,
+    when reported."""
 
     text: str
     usage: Usage | None = None
@@ -296,7 +301,7 @@ def endpoint(base_url: str, naming: Naming) -> tuple[str, str]:
     parts = urllib.parse.urlsplit(base_url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise naming.error(
-            f"{naming.label}: base URL {base_url!r} must look like http://host:port or "
+            f"{naming.label}: base URL {redact_url(base_url)!r} must look like http://host:port or "
             f"https://host/v1 (set it with base_url= or {naming.url_env})"
         )
     if parts.username or parts.password:
@@ -402,7 +407,13 @@ class ChatClient:
         return f"ChatClient(url={self.url!r}, model={self.model!r})"
 
     def _error(self, message: str) -> RagMetricsError:
-        return self.naming.error(f"{self.naming.label}: {message}")
+        return self.naming.error(self.scrub(f"{self.naming.label}: {message}"))
+
+    def scrub(self, text: str) -> str:
+        """``text`` safe to show in a message: the API key's whole occurrences and URLs'
+        ``user:password@`` masked. For messages only: replies are data and stay as sent.
+        Scrub before cutting to a length, so that no half of a key survives the cut."""
+        return self._secret.scrub(text)
 
     # -- one completion -------------------------------------------------------------------
 
@@ -480,7 +491,7 @@ class ChatClient:
             what = (
                 f"no reply within {self.timeout:g} s"
                 if isinstance(exc.reason, TimeoutError)
-                else f"cannot connect ({self._secret.scrub(str(exc.reason))})"
+                else f"cannot connect ({self.scrub(str(exc.reason))})"
             )
             raise _Retryable(
                 lambda n: (
@@ -526,13 +537,14 @@ class ChatClient:
 
     def _snippet(self, exc: urllib.error.HTTPError) -> str:
         try:
-            raw = exc.read(300)
+            # Enough for SNIPPET_CHARS characters and a key straddling the cut, scrubbed whole.
+            raw = exc.read(4 * SNIPPET_CHARS + 4096)
         except (OSError, http.client.HTTPException):
             raw = b""
         finally:
             exc.close()
         text = raw.decode("utf-8", "replace").strip().replace("\n", " ")
-        return self._secret.scrub(text)[:200] or "empty body"
+        return self.scrub(text)[:SNIPPET_CHARS] or "empty body"
 
     def _status_message(self, status: int, snippet: str) -> str:
         naming = self.naming
@@ -552,19 +564,24 @@ class ChatClient:
     def _reply(self, payload: bytes) -> ChatReply:
         if len(payload) > MAX_REPLY_BYTES:
             raise self._error(f"reply from {self.url} is larger than 1 MiB")
-        text = self._secret.scrub(payload.decode("utf-8", "replace"))
+        # The reply is data: never altered. Only what an error quotes of it is scrubbed.
+        text = payload.decode("utf-8", "replace")
         try:
             data = json.loads(text)
         except ValueError:
             raise self._error(
-                f"malformed reply from {self.url}: not JSON ({text[:200]!r}); is this an "
+                f"malformed reply from {self.url}: not JSON ({self._quote(text)}); is this an "
                 "OpenAI-compatible /v1/chat/completions endpoint?"
             ) from None
         try:
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             error = data.get("error") if isinstance(data, dict) else None
-            detail = f"server error: {error!r:.200}" if error else f"got {text[:200]!r}"
+            detail = (
+                f"server error: {self.scrub(repr(error))[:SNIPPET_CHARS]}"
+                if error
+                else f"got {self._quote(text)}"
+            )
             raise self._error(
                 f"malformed reply from {self.url}: no choices[0].message.content ({detail})"
             ) from None
@@ -574,6 +591,10 @@ class ChatClient:
                 f"{type(content).__name__}, not text"
             )
         return ChatReply(repaired_text(content), parse_usage(data))
+
+    def _quote(self, text: str) -> str:
+        """The start of a reply, scrubbed, then cut, then quoted."""
+        return repr(self.scrub(text)[:SNIPPET_CHARS])
 
     # -- many at once ---------------------------------------------------------------------
 

@@ -182,9 +182,59 @@ def test_the_key_is_sent_and_never_shown(monkeypatch: pytest.MonkeyPatch) -> Non
             with pytest.raises(RagMetricsError) as info:
                 client(server.url, max_retries=1).complete(HELLO)
             texts += [str(info.value), "".join(traceback.format_exception(info.value))]
-    assert texts[3] == "Bearer ***"
+    # The reply is data: returned as the server sent it; only messages are scrubbed.
+    assert texts[3] == f"Bearer {SECRET}"
+    del texts[3]
     for text in texts:
         assert SECRET not in text, text
+
+
+def test_a_short_key_leaves_replies_untouched_and_is_masked_whole_in_messages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TEST_CHAT_KEY", "x")
+    answer = "max(x) is six; the box holds x items"
+    body = {"error": {"message": "bad key x for max_tokens"}}
+    with serve([Reply(200, completion(answer)), Reply(401, body)]) as server:
+        assert client(server.url).complete(HELLO).text == answer
+        with pytest.raises(RagMetricsError) as info:
+            client(server.url).complete(HELLO)
+    message = str(info.value)
+    assert "bad key *** for max_tokens" in message  # whole occurrences only
+    assert " x " not in message
+
+
+def test_a_key_straddling_the_quoted_length_is_scrubbed_before_the_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TEST_CHAT_KEY", SECRET)
+    for status in (400, 200):
+        padding = "p" * (190 if status == 400 else 175)
+        script = [Reply(status, f"{padding} {SECRET} tail")]
+        with serve(script) as server, pytest.raises(RagMetricsError) as info:
+            client(server.url).complete(HELLO)
+        assert SECRET[:8] not in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "htps://user:hunter2pw@127.0.0.1:8080/v1",
+        "http://user:hunter2pw@",
+        "http://user:hunter2pw@/v1",
+        "user:hunter2pw@127.0.0.1:8080",
+        "ftp://user:hunter2pw@host/v1",
+    ],
+)
+def test_a_bad_url_with_credentials_is_never_echoed_with_its_password(
+    monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    for given in (url, None):
+        monkeypatch.setenv("TEST_CHAT_URL", url)
+        with pytest.raises(ConfigError) as info:
+            ChatClient(given, "m", naming=NAMING)
+        assert "hunter2pw" not in str(info.value)
+        assert "base URL" in str(info.value) or "credentials" in str(info.value)
 
 
 def test_map_keeps_input_order_and_reports_the_first_failure_in_that_order() -> None:

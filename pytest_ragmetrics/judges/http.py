@@ -3,8 +3,8 @@ llama.cpp server), asked one narrow yes/no question at a time.
 
 The questions travel through :class:`~pytest_ragmetrics.transport.ChatClient`: only to the URL
 given, no redirects, no environment proxies unless ``use_env_proxy=True``, the API key read from
-an environment variable, sent only in the ``Authorization`` header and scrubbed from anything
-stored or raised.
+an environment variable, sent only in the ``Authorization`` header and scrubbed from every
+error message (replies and verdicts are data: stored as the server sent them).
 """
 
 from __future__ import annotations
@@ -320,7 +320,7 @@ class HttpJudge(JudgeBase):
     # -- asking ---------------------------------------------------------------------------
 
     def _ask(self, prompt: str) -> str:
-        """Send one question; return the reply text (key scrubbed)."""
+        """Send one question; return the reply text (as sent)."""
         messages = [
             {"role": "system", "content": self._system},
             {"role": "user", "content": prompt},
@@ -338,7 +338,8 @@ class HttpJudge(JudgeBase):
         # must still raise for an "error" judge (the mode is not part of the identity).
         if found["verdict"] is None and self._unparseable == "error":
             raise JudgeError(
-                f"HTTP judge: model {self.model!r} replied {found['reply'][:120]!r} to the "
+                f"HTTP judge: model {self.model!r} replied "
+                f"{self._client.scrub(found['reply'])[:120]!r} to the "
                 f"{what} question instead of yes or no; use a stronger model, or "
                 "unparseable='unjudged' to leave such claims unjudged"
             )

@@ -504,7 +504,8 @@ class HttpRelevanceJudge:
                 self._client.meter.hit()
             if raw["verdict"] is None and self._unparseable == "error":
                 raise JudgeError(
-                    f"HTTP relevance judge: model {self.model!r} replied {raw['reply'][:120]!r} "
+                    f"HTTP relevance judge: model {self.model!r} replied "
+                    f"{self._client.scrub(raw['reply'])[:120]!r} "
                     "instead of yes or no; use a stronger model, or unparseable='unjudged' to "
                     "leave such pairs unjudged"
                 )
