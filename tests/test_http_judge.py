@@ -219,12 +219,13 @@ def test_garbage_verdict_can_be_left_unjudged(tmp_path: Path) -> None:
         assert assessment.addresses_question is None
         evaluation = evaluate_answers([assessment])
         assert evaluation.details["no_claims"].tolist() == [1]
-        # The same cached reply still raises for a judge that wants yes/no.
+        # An unparseable reply is no verdict: not cached, so a judge that wants yes/no asks
+        # again (and raises on the same reply).
         strict = judge(server.url, cache=tmp_path)
         before = server.count
         with pytest.raises(JudgeError, match="instead of yes or no"):
             strict.judge_claims(["One claim."], ["ctx"])
-        assert server.count == before
+        assert server.count == before + 1
 
 
 @pytest.mark.parametrize(

@@ -70,12 +70,13 @@ def parse_yes_no(reply: str) -> bool | None:
 
 
 def _is_verdict(value: Any) -> bool:
-    """The shape of a cached verdict: {"reply": text, "verdict": true, false or null}."""
+    """The shape of a cached verdict: {"reply": text, "verdict": true or false}. A reply that
+    did not parse into yes or no (an empty one, a refusal) is no verdict: never stored, and
+    an entry holding one (written by an older version) is asked again."""
     return (
         isinstance(value, dict)
         and isinstance(value.get("reply"), str)
-        and "verdict" in value
-        and (value["verdict"] is None or isinstance(value["verdict"], bool))
+        and isinstance(value.get("verdict"), bool)
     )
 
 
@@ -118,7 +119,8 @@ class HttpJudge(JudgeBase):
     Retry-After). A reply that is not a chat completion raises JudgeError; a verdict that is
     neither yes nor no raises JudgeError too, or, with ``unparseable="unjudged"``, leaves the
     claim unjudged.
-    Verdicts are cached per question in ``cache``; the identity (what the cache and the
+    Verdicts are cached per question in ``cache`` (a reply that is neither yes nor no is no
+    verdict and is never cached: the next run asks again); the identity (what the cache and the
     calibration file are keyed by) is the model name, rubric and parameters, not the URL.
 
     The questions are templates: ``support_template`` ({claim}, {context}),
