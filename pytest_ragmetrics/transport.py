@@ -30,10 +30,13 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pytest_ragmetrics import dryrun
+from pytest_ragmetrics.budget import Budget
 from pytest_ragmetrics.data.textfile import repaired_text
-from pytest_ragmetrics.errors import BudgetError, DryRun, RagMetricsError
+from pytest_ragmetrics.errors import DryRun, RagMetricsError
 from pytest_ragmetrics.executors.base import LocalExecutor
 from pytest_ragmetrics.redaction import redact_url, scrub
+
+__all__ = ["Budget", "ChatClient", "ChatReply", "Cost", "Meter", "Naming", "Secret", "Usage"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -169,72 +172,6 @@ class Cost:
         if self.unmetered:
             text += f"; {self.unmetered} calls reported no usage"
         return text
-
-
-class Budget:
-    """A token budget shared by every client given it (generator and judges alike).
-
-    Before a request is sent its tokens are estimated and reserved: the prompt at the highest
-    tokens-per-character ratio seen so far in replies' ``usage`` (plus 10 %; one token per 3
-    characters before any reply), the completion at ``max_tokens`` (256 when unbounded). A
-    request whose reservation would take the total over ``tokens`` is not sent and raises
-    :class:`~pytest_ragmetrics.errors.BudgetError`. When the reply comes, the reservation is
-    replaced by the reported usage (kept as estimated when the server reports none). So the
-    budget holds as long as no prompt has more tokens per character than those before it.
-    """
-
-    def __init__(self, tokens: int, *, option: str = "ragmetrics_judge_budget") -> None:
-        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
-            raise BudgetError(f"{option}: the budget must be a positive number of tokens")
-        self.tokens = tokens
-        self.option = option
-        self.spent = 0
-        self.calls = 0
-        self._reserved = 0
-        self._ratio = 1 / 3  # prompt tokens per character, the highest seen
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"Budget({self.tokens}, spent={self.spent})"
-
-    def estimate(self, messages: Sequence[Message], max_tokens: object) -> tuple[int, int]:
-        """(characters of the messages, tokens reserved for a request of them)."""
-        chars = sum(len(str(m.get("content", ""))) for m in messages) + 16 * len(messages)
-        limit = max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else 256
-        with self._lock:
-            ratio = self._ratio
-        return chars, math.ceil(chars * ratio * 1.1) + limit
-
-    def reserve(self, estimate: int, who: str) -> None:
-        """Reserve ``estimate`` tokens for one request of ``who``, or raise BudgetError."""
-        with self._lock:
-            if self.spent + self._reserved + estimate > self.tokens:
-                raise BudgetError(
-                    f"{who}: stopped before exceeding the token budget ({self.option} = "
-                    f"{self.tokens:,}): {self.spent:,} tokens used by {self.calls} "
-                    + ("call" if self.calls == 1 else "calls")
-                    + (f", {self._reserved:,} reserved in flight" if self._reserved else "")
-                    + f", and the next call needs about {estimate:,}. Nothing more is sent; "
-                    "what was computed is cached, so raising the budget and rerunning pays "
-                    "only for the rest"
-                )
-            self._reserved += estimate
-
-    def settle(self, estimate: int, usage: Usage | None, chars: int) -> None:
-        """Replace a reservation by what the call used (no usage: the estimate stands), and
-        learn the prompt's tokens per character."""
-        used = usage.total_tokens if usage is not None else None
-        with self._lock:
-            self._reserved -= estimate
-            self.spent += estimate if used is None else used
-            self.calls += 1
-            if usage is not None and usage.prompt_tokens and chars:
-                self._ratio = max(self._ratio, usage.prompt_tokens / chars)
-
-    def release(self, estimate: int) -> None:
-        """Drop a reservation whose request failed before any reply."""
-        with self._lock:
-            self._reserved -= estimate
 
 
 class Meter:
