@@ -293,9 +293,12 @@ class ChatClient:
 
     ``base_url`` and ``model`` default to the environment variables ``naming.url_env`` and
     ``naming.model_env``; the API key (optional for local servers) is read from the variable
-    ``api_key_env``. Each request times out after ``timeout`` seconds and is retried
-    ``max_retries`` times with exponential backoff from ``backoff`` seconds (at most
-    ``max_backoff``, or what Retry-After asks if that is not more). ``concurrency`` requests are
+    ``api_key_env``. ``timeout`` is a deadline: it bounds the whole call, retries and the
+    waits between them included (no retry is started that the deadline would cut short);
+    each attempt may take at most ``attempt_timeout`` seconds (default: all that is left).
+    A failed attempt is retried ``max_retries`` times with exponential backoff from
+    ``backoff`` seconds (at most ``max_backoff``, or what Retry-After asks if that is not
+    more). ``concurrency`` requests are
     in flight at once in :meth:`map`. Errors are ``naming.error`` and start with
     ``naming.label``.
     """
@@ -315,6 +318,7 @@ class ChatClient:
         use_env_proxy: bool = False,
         sleep: Callable[[float], None] = time.sleep,
         meter: Meter | None = None,
+        attempt_timeout: float | None = None,
     ) -> None:
         self.naming = naming
         self.meter = meter if meter is not None else Meter()
@@ -328,6 +332,9 @@ class ChatClient:
         self.api_key_env = api_key_env or naming.api_key_env
         self._secret = Secret(os.environ.get(self.api_key_env))
         self.timeout = float(timeout)
+        if attempt_timeout is not None and not attempt_timeout > 0:
+            raise naming.error(f"{naming.label}: attempt_timeout must be > 0")
+        self.attempt_timeout = min(self.timeout, float(attempt_timeout or self.timeout))
         self.max_retries = int(max_retries)
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
@@ -385,15 +392,23 @@ class ChatClient:
             {"model": self.model, "messages": list(messages), "stream": False, **parameters}
         ).encode("utf-8")
         attempts = self.max_retries + 1
+        deadline = time.monotonic() + self.timeout
         for attempt in range(attempts):
+            left = max(deadline - time.monotonic(), 0.001)
             try:
-                return self._send(body)
+                return self._send(body, min(self.attempt_timeout, left))
             except _Retryable as failure:
                 retry = failure
             # Outside the except clause: what is raised from here carries no retry internals.
             if attempt == attempts - 1:
                 raise self._error(retry.describe(attempts))
-            self._wait(attempt, retry.retry_after)
+            delay = self._delay(attempt, retry.retry_after)
+            if time.monotonic() + delay >= deadline:
+                raise self._error(
+                    f"{retry.describe(attempt + 1)}; no more retries: the timeout of "
+                    f"{self.timeout:g} s bounds the whole call, retries included"
+                )
+            self._sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _request(self, body: bytes) -> urllib.request.Request:
@@ -407,26 +422,27 @@ class ChatClient:
             request.add_unredirected_header("Authorization", self._secret.header())
         return request
 
-    def _send(self, body: bytes) -> ChatReply:
-        """One attempt: the reply, an error, or :class:`_Retryable` when worth another."""
+    def _send(self, body: bytes, timeout: float) -> ChatReply:
+        """One attempt of at most ``timeout`` seconds: the reply, an error, or
+        :class:`_Retryable` when worth another."""
         request = self._request(body)
         with self._count_lock:
             self.requests_sent += 1
         try:
-            with self._opener.open(request, timeout=self.timeout) as response:
+            with self._opener.open(request, timeout=timeout) as response:
                 payload = response.read(MAX_REPLY_BYTES + 1)
         except urllib.error.HTTPError as exc:
             raise self._status_failure(exc) from None
         except TimeoutError:
             raise _Retryable(
                 lambda n: (
-                    f"no reply from {self.url} within {self.timeout:g} s ({n} attempts); "
+                    f"no reply from {self.url} within {timeout:.3g} s ({n} attempts); "
                     "raise timeout= or check the server"
                 )
             ) from None
         except urllib.error.URLError as exc:
             what = (
-                f"no reply within {self.timeout:g} s"
+                f"no reply within {timeout:.3g} s"
                 if isinstance(exc.reason, TimeoutError)
                 else f"cannot connect ({self.scrub(str(exc.reason))})"
             )
@@ -458,7 +474,8 @@ class ChatClient:
             retry_after,
         )
 
-    def _wait(self, attempt: int, retry_after: float | None) -> None:
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before the next attempt."""
         if retry_after is not None:
             if retry_after > self.max_backoff:
                 raise self._error(
@@ -470,7 +487,7 @@ class ChatClient:
             # Exponential backoff with a little jitter so parallel workers spread out.
             delay = min(self.max_backoff, self.backoff * 2**attempt)
             delay *= 1.0 + 0.1 * random.random()
-        self._sleep(delay)
+        return delay
 
     def _snippet(self, exc: urllib.error.HTTPError) -> str:
         try:

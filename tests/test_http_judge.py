@@ -118,7 +118,7 @@ def test_configuration_errors(kwargs: dict[str, object], message: str) -> None:
 
 def test_timeout_is_retried_then_reported() -> None:
     with serve([Reply(delay=1.5), Reply(delay=1.5)]) as server:
-        j = judge(server.url, timeout=0.2, max_retries=1)
+        j = judge(server.url, timeout=5, attempt_timeout=0.2, max_retries=1)
         with pytest.raises(JudgeError, match=r"no reply .* within 0.2 s \(2 attempts\)"):
             j.judge_claims(["x"], ["y"])
         assert server.count == 2
@@ -126,7 +126,8 @@ def test_timeout_is_retried_then_reported() -> None:
 
 def test_timeout_then_success() -> None:
     with serve([Reply(delay=1.5)]) as server:
-        claims = judge(server.url, timeout=0.2, max_retries=2).judge_claims(["SUPPORTED"], ["y"])
+        j = judge(server.url, timeout=5, attempt_timeout=0.2, max_retries=2)
+        claims = j.judge_claims(["SUPPORTED"], ["y"])
     assert claims[0].supported is False or claims[0].supported is True
     assert server.count == 2
 

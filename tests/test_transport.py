@@ -268,3 +268,23 @@ def test_map_keeps_input_order_and_reports_the_first_failure_in_that_order() -> 
         with pytest.raises(ConfigError, match="item 1"):
             chat.map(fail_late, [0, 1, 2, 3])
         assert client(server.url).map(str, [3, 1, 2]) == ["3", "1", "2"]
+
+
+def test_the_timeout_bounds_the_whole_call_retries_included() -> None:
+    # Each attempt answers 503 after 0.4 s: ten retries would take 4.4 s; the deadline is 1 s.
+    with serve([Reply(503, "busy", delay=0.4)] * 11) as server:
+        start = time.monotonic()
+        with pytest.raises(ConfigError) as info:
+            client(server.url, timeout=1.0, max_retries=10).complete(HELLO)
+        elapsed = time.monotonic() - start
+    assert elapsed < 2.0, elapsed
+    assert server.count <= 3
+    assert "the timeout of 1 s bounds the whole call, retries included" in str(info.value)
+
+
+def test_a_hung_attempt_may_be_retried_within_the_deadline() -> None:
+    with serve([Reply(delay=1.5)]) as server:
+        reply = client(server.url, timeout=5.0, attempt_timeout=0.2, max_retries=2).complete(HELLO)
+    assert reply.text and server.count == 2
+    with serve([Reply(delay=1.5)]) as server, pytest.raises(ConfigError, match=r"within 0\.5 s"):
+        client(server.url, timeout=0.5, max_retries=2).complete(HELLO)  # no time left to retry

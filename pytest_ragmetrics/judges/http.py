@@ -114,11 +114,11 @@ class HttpJudge(JudgeBase):
     ``base_url`` and ``model`` default to the environment variables RAGMETRICS_JUDGE_URL and
     RAGMETRICS_JUDGE_MODEL; the API key (optional for local servers) is read from the
     variable named by ``api_key_env``. Requests use ``temperature`` (default 0) and a fixed
-    ``seed``; they time out after ``timeout`` seconds and are retried ``max_retries`` times
-    with exponential backoff on 429/5xx, timeouts and refused connections (honouring
-    Retry-After). A reply that is not a chat completion raises JudgeError; a verdict that is
-    neither yes nor no raises JudgeError too, or, with ``unparseable="unjudged"``, leaves the
-    claim unjudged.
+    ``seed``; a question gets ``timeout`` seconds, retries included (each attempt at most
+    ``attempt_timeout``), and is retried ``max_retries`` times with exponential backoff on
+    429/5xx, timeouts and refused connections (honouring Retry-After). A reply that is not a
+    chat completion raises JudgeError; a verdict that is neither yes nor no raises JudgeError
+    too, or, with ``unparseable="unjudged"``, leaves the claim unjudged.
     Verdicts are cached per question in ``cache`` (a reply that is neither yes nor no is no
     verdict and is never cached: the next run asks again); the identity (what the cache and the
     calibration file are keyed by) is the model name, rubric and parameters, not the URL.
@@ -166,6 +166,7 @@ class HttpJudge(JudgeBase):
         context_template: str | None = None,
         context_system_prompt: str | None = None,
         repeats: int = 1,
+        attempt_timeout: float | None = None,
     ) -> None:
         _check_questions(
             unparseable,
@@ -189,6 +190,7 @@ class HttpJudge(JudgeBase):
             use_env_proxy=use_env_proxy,
             sleep=sleep,
             meter=Meter(budget),
+            attempt_timeout=attempt_timeout,
         )
         self._agreement = agreement_template
         # The context question is the relevance judge's (same prompts by default), asked

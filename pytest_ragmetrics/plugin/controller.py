@@ -181,6 +181,10 @@ class ControllerPlugin:
             else:
                 terminalreporter.write_line(text)
         settings = self.session.settings
+        from pytest_ragmetrics.plugin.ineffective import ineffective_options
+
+        for note in ineffective_options(settings):
+            terminalreporter.write_line(f"ragmetrics: note: {note}", yellow=True)
         if self.error:
             terminalreporter.write_line(f"ragmetrics: error: {self.error}", red=True)
         for path in (settings.json_report, settings.markdown_report, settings.html_report):
