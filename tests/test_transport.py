@@ -9,6 +9,7 @@ import email.utils
 import threading
 import time
 import traceback
+from pathlib import Path
 
 import pytest
 from fake_openai import Reply, completion, serve
@@ -288,3 +289,19 @@ def test_a_hung_attempt_may_be_retried_within_the_deadline() -> None:
     assert reply.text and server.count == 2
     with serve([Reply(delay=1.5)]) as server, pytest.raises(ConfigError, match=r"within 0\.5 s"):
         client(server.url, timeout=0.5, max_retries=2).complete(HELLO)  # no time left to retry
+
+
+def test_the_cli_never_echoes_the_password_of_a_bad_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_ragmetrics.cli import main
+
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text('{"query_id": "q", "doc_id": "d", "query": "a", "text": "b"}\n')
+    url = "htps://user:hunter2pw@127.0.0.1:8080/v1"
+    argv = ["judge-pool", "--pool", str(pool), "--judge", "http", "--url", url, "--model", "m",
+            "--no-cache", "--qrels-out", str(tmp_path / "s.qrels")]  # fmt: skip
+    assert main(argv) != 0
+    captured = capsys.readouterr()
+    assert "htps://***@127.0.0.1:8080/v1" in captured.err + captured.out
+    assert "hunter2pw" not in captured.err + captured.out
