@@ -366,7 +366,11 @@ class Cache:
         *,
         valid: Callable[[Any], bool] | None = None,
     ) -> Any:
-        """Get the JSON value, computing and storing it under the lock on a miss."""
+        """Get the JSON value, computing and storing it under the lock on a miss.
+
+        A computed value that fails ``valid`` is returned but not stored: what the cache
+        would not read back (a reply that did not parse into a verdict or an answer) is never
+        written, so the next run asks again instead of replaying a failure."""
         if not self.enabled:
             return compute()
         found = self.get_json(kind, identity, valid=valid)
@@ -378,8 +382,9 @@ class Cache:
             if found is not None:
                 return found
             value = compute()
-            self.put_json(kind, identity, value, meta)
             self._record_computation(kind, identity)
+            if valid is None or valid(value):
+                self.put_json(kind, identity, value, meta)
             return value
 
     def _record_computation(self, kind: str, identity: Mapping[str, Any]) -> None:

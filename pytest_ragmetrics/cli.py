@@ -1253,7 +1253,9 @@ def _add_judge_options(p: argparse.ArgumentParser, *, threshold: str, verdicts: 
         metavar="VAR",
         help="environment variable holding the API key (default RAGMETRICS_JUDGE_API_KEY)",
     )
-    web.add_argument("--timeout", type=float, help="seconds per request (default 60)")
+    web.add_argument(
+        "--timeout", type=float, help="seconds a question may take, retries included (default 60)"
+    )
     web.add_argument(
         "--concurrency",
         type=int,

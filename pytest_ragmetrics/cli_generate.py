@@ -100,7 +100,9 @@ def _add_generator_options(p: argparse.ArgumentParser) -> None:
     web.add_argument("--url", help="base URL (or RAGMETRICS_GENERATOR_URL)")
     web.add_argument("--model", help="model name (or RAGMETRICS_GENERATOR_MODEL)")
     web.add_argument("--api-key-env", metavar="VAR", help="variable holding the API key")
-    web.add_argument("--timeout", type=float, help="seconds per request (default 120)")
+    web.add_argument(
+        "--timeout", type=float, help="seconds a request may take, retries included (default 120)"
+    )
     web.add_argument("--concurrency", type=int, metavar="N", help="requests in flight (default 1)")
     web.add_argument(
         "--prompts",

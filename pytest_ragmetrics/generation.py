@@ -367,9 +367,12 @@ class AnswerPlan:
 
 
 def _is_stored(value: Any) -> bool:
+    """The shape of a cached answer. A blank answer (an endpoint's empty content) is no
+    answer: used for this run, never stored, and asked for again next time."""
     return (
         isinstance(value, dict)
         and isinstance(value.get("answer"), str)
+        and value["answer"].strip() != ""
         and isinstance(value.get("contexts"), list)
     )
 
@@ -517,6 +520,8 @@ def answer_all(
         computed = [False]
 
         def fresh() -> dict[str, Any]:
+            if qid in generated:  # generated elsewhere but not storable (a blank answer)
+                return dict(generated[qid])
             computed[0] = True
             return compute(qid)
 

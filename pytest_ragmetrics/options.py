@@ -318,7 +318,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "ragmetrics_judge_budget",
         "stop before the generator and the http judge together use more than this many "
-        "tokens (as their endpoints report them; default: no limit)",
+        "tokens in the session, xdist workers included (as their endpoints report them; "
+        "default: no limit)",
         parse=_positive(200000),
         metavar="TOKENS",
     ),

@@ -4,10 +4,11 @@
 It talks only to the URL it is given: no redirects are followed and environment proxies are
 ignored unless ``use_env_proxy=True``. The API key is read from an environment variable, held
 as a :class:`Secret` (never in a repr, an identity or a cache key), sent only in the
-``Authorization`` header, and scrubbed from every reply and error text. Requests time out, are
-retried on 429/5xx, timeouts and failed connections with exponential backoff (honouring
-Retry-After), and a reply larger than 1 MiB is refused. Several requests can be in flight at
-once (:meth:`ChatClient.map`); results always come back in input order.
+``Authorization`` header, and scrubbed from every error message (whole occurrences only, see
+:mod:`~pytest_ragmetrics.redaction`); replies are data and are never altered. Requests time
+out, are retried on 429/5xx, timeouts and failed connections with exponential backoff
+(honouring Retry-After), and a reply larger than 1 MiB is refused. Several requests can be in
+flight at once (:meth:`ChatClient.map`); results always come back in input order.
 """
 
 from __future__ import annotations
@@ -29,9 +30,13 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pytest_ragmetrics import dryrun
+from pytest_ragmetrics.budget import Budget
 from pytest_ragmetrics.data.textfile import repaired_text
-from pytest_ragmetrics.errors import BudgetError, DryRun, RagMetricsError
+from pytest_ragmetrics.errors import DryRun, RagMetricsError
 from pytest_ragmetrics.executors.base import LocalExecutor
+from pytest_ragmetrics.redaction import redact_url, scrub
+
+__all__ = ["Budget", "ChatClient", "ChatReply", "Cost", "Meter", "Naming", "Secret", "Usage"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -39,11 +44,12 @@ R = TypeVar("R")
 # Worth retrying: rate limits and server trouble (not 501/505, which a retry cannot fix).
 NO_RETRY_5XX = frozenset({501, 505})
 MAX_REPLY_BYTES = 1 << 20
+SNIPPET_CHARS = 200  # of a reply body quoted in an error message
 Message = Mapping[str, str]
 
 
 class Secret:
-    """Holds an API key; its repr never shows it and it scrubs it from text."""
+    """Holds an API key; its repr never shows it and it scrubs it from messages."""
 
     __slots__ = ("_value",)
 
@@ -62,8 +68,9 @@ class Secret:
         return f"Bearer {self._value}"
 
     def scrub(self, text: str) -> str:
-        """``text`` with the key replaced by ``***``."""
-        return text.replace(self._value, "***") if self._value else text
+        """``text`` (a message, never data) with the key's whole occurrences and the
+        ``user:password@`` of URLs replaced by ``***``."""
+        return scrub(text, self._value)
 
 
 @dataclass(frozen=True)
@@ -95,7 +102,8 @@ class Usage:
 
 @dataclass(frozen=True)
 class ChatReply:
-    """The text of a chat completion (key scrubbed) and its token usage, when reported."""
+    """The text of a chat completion (as sent: data is never scrubbed) and its token usage,
+    when reported."""
 
     text: str
     usage: Usage | None = None
@@ -166,72 +174,6 @@ class Cost:
         return text
 
 
-class Budget:
-    """A token budget shared by every client given it (generator and judges alike).
-
-    Before a request is sent its tokens are estimated and reserved: the prompt at the highest
-    tokens-per-character ratio seen so far in replies' ``usage`` (plus 10 %; one token per 3
-    characters before any reply), the completion at ``max_tokens`` (256 when unbounded). A
-    request whose reservation would take the total over ``tokens`` is not sent and raises
-    :class:`~pytest_ragmetrics.errors.BudgetError`. When the reply comes, the reservation is
-    replaced by the reported usage (kept as estimated when the server reports none). So the
-    budget holds as long as no prompt has more tokens per character than those before it.
-    """
-
-    def __init__(self, tokens: int, *, option: str = "ragmetrics_judge_budget") -> None:
-        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
-            raise BudgetError(f"{option}: the budget must be a positive number of tokens")
-        self.tokens = tokens
-        self.option = option
-        self.spent = 0
-        self.calls = 0
-        self._reserved = 0
-        self._ratio = 1 / 3  # prompt tokens per character, the highest seen
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"Budget({self.tokens}, spent={self.spent})"
-
-    def estimate(self, messages: Sequence[Message], max_tokens: object) -> tuple[int, int]:
-        """(characters of the messages, tokens reserved for a request of them)."""
-        chars = sum(len(str(m.get("content", ""))) for m in messages) + 16 * len(messages)
-        limit = max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else 256
-        with self._lock:
-            ratio = self._ratio
-        return chars, math.ceil(chars * ratio * 1.1) + limit
-
-    def reserve(self, estimate: int, who: str) -> None:
-        """Reserve ``estimate`` tokens for one request of ``who``, or raise BudgetError."""
-        with self._lock:
-            if self.spent + self._reserved + estimate > self.tokens:
-                raise BudgetError(
-                    f"{who}: stopped before exceeding the token budget ({self.option} = "
-                    f"{self.tokens:,}): {self.spent:,} tokens used by {self.calls} "
-                    + ("call" if self.calls == 1 else "calls")
-                    + (f", {self._reserved:,} reserved in flight" if self._reserved else "")
-                    + f", and the next call needs about {estimate:,}. Nothing more is sent; "
-                    "what was computed is cached, so raising the budget and rerunning pays "
-                    "only for the rest"
-                )
-            self._reserved += estimate
-
-    def settle(self, estimate: int, usage: Usage | None, chars: int) -> None:
-        """Replace a reservation by what the call used (no usage: the estimate stands), and
-        learn the prompt's tokens per character."""
-        used = usage.total_tokens if usage is not None else None
-        with self._lock:
-            self._reserved -= estimate
-            self.spent += estimate if used is None else used
-            self.calls += 1
-            if usage is not None and usage.prompt_tokens and chars:
-                self._ratio = max(self._ratio, usage.prompt_tokens / chars)
-
-    def release(self, estimate: int) -> None:
-        """Drop a reservation whose request failed before any reply."""
-        with self._lock:
-            self._reserved -= estimate
-
-
 class Meter:
     """Counts one client's requests, cache hits and reported tokens (thread-safe), and holds
     the :class:`Budget` its requests draw on, if any."""
@@ -296,7 +238,7 @@ def endpoint(base_url: str, naming: Naming) -> tuple[str, str]:
     parts = urllib.parse.urlsplit(base_url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise naming.error(
-            f"{naming.label}: base URL {base_url!r} must look like http://host:port or "
+            f"{naming.label}: base URL {redact_url(base_url)!r} must look like http://host:port or "
             f"https://host/v1 (set it with base_url= or {naming.url_env})"
         )
     if parts.username or parts.password:
@@ -351,9 +293,12 @@ class ChatClient:
 
     ``base_url`` and ``model`` default to the environment variables ``naming.url_env`` and
     ``naming.model_env``; the API key (optional for local servers) is read from the variable
-    ``api_key_env``. Each request times out after ``timeout`` seconds and is retried
-    ``max_retries`` times with exponential backoff from ``backoff`` seconds (at most
-    ``max_backoff``, or what Retry-After asks if that is not more). ``concurrency`` requests are
+    ``api_key_env``. ``timeout`` is a deadline: it bounds the whole call, retries and the
+    waits between them included (no retry is started that the deadline would cut short);
+    each attempt may take at most ``attempt_timeout`` seconds (default: all that is left).
+    A failed attempt is retried ``max_retries`` times with exponential backoff from
+    ``backoff`` seconds (at most ``max_backoff``, or what Retry-After asks if that is not
+    more). ``concurrency`` requests are
     in flight at once in :meth:`map`. Errors are ``naming.error`` and start with
     ``naming.label``.
     """
@@ -373,6 +318,7 @@ class ChatClient:
         use_env_proxy: bool = False,
         sleep: Callable[[float], None] = time.sleep,
         meter: Meter | None = None,
+        attempt_timeout: float | None = None,
     ) -> None:
         self.naming = naming
         self.meter = meter if meter is not None else Meter()
@@ -386,6 +332,9 @@ class ChatClient:
         self.api_key_env = api_key_env or naming.api_key_env
         self._secret = Secret(os.environ.get(self.api_key_env))
         self.timeout = float(timeout)
+        if attempt_timeout is not None and not attempt_timeout > 0:
+            raise naming.error(f"{naming.label}: attempt_timeout must be > 0")
+        self.attempt_timeout = min(self.timeout, float(attempt_timeout or self.timeout))
         self.max_retries = int(max_retries)
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
@@ -402,7 +351,13 @@ class ChatClient:
         return f"ChatClient(url={self.url!r}, model={self.model!r})"
 
     def _error(self, message: str) -> RagMetricsError:
-        return self.naming.error(f"{self.naming.label}: {message}")
+        return self.naming.error(self.scrub(f"{self.naming.label}: {message}"))
+
+    def scrub(self, text: str) -> str:
+        """``text`` safe to show in a message: the API key's whole occurrences and URLs'
+        ``user:password@`` masked. For messages only: replies are data and stay as sent.
+        Scrub before cutting to a length, so that no half of a key survives the cut."""
+        return self._secret.scrub(text)
 
     # -- one completion -------------------------------------------------------------------
 
@@ -437,15 +392,23 @@ class ChatClient:
             {"model": self.model, "messages": list(messages), "stream": False, **parameters}
         ).encode("utf-8")
         attempts = self.max_retries + 1
+        deadline = time.monotonic() + self.timeout
         for attempt in range(attempts):
+            left = max(deadline - time.monotonic(), 0.001)
             try:
-                return self._send(body)
+                return self._send(body, min(self.attempt_timeout, left))
             except _Retryable as failure:
                 retry = failure
             # Outside the except clause: what is raised from here carries no retry internals.
             if attempt == attempts - 1:
                 raise self._error(retry.describe(attempts))
-            self._wait(attempt, retry.retry_after)
+            delay = self._delay(attempt, retry.retry_after)
+            if time.monotonic() + delay >= deadline:
+                raise self._error(
+                    f"{retry.describe(attempt + 1)}; no more retries: the timeout of "
+                    f"{self.timeout:g} s bounds the whole call, retries included"
+                )
+            self._sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _request(self, body: bytes) -> urllib.request.Request:
@@ -459,28 +422,29 @@ class ChatClient:
             request.add_unredirected_header("Authorization", self._secret.header())
         return request
 
-    def _send(self, body: bytes) -> ChatReply:
-        """One attempt: the reply, an error, or :class:`_Retryable` when worth another."""
+    def _send(self, body: bytes, timeout: float) -> ChatReply:
+        """One attempt of at most ``timeout`` seconds: the reply, an error, or
+        :class:`_Retryable` when worth another."""
         request = self._request(body)
         with self._count_lock:
             self.requests_sent += 1
         try:
-            with self._opener.open(request, timeout=self.timeout) as response:
+            with self._opener.open(request, timeout=timeout) as response:
                 payload = response.read(MAX_REPLY_BYTES + 1)
         except urllib.error.HTTPError as exc:
             raise self._status_failure(exc) from None
         except TimeoutError:
             raise _Retryable(
                 lambda n: (
-                    f"no reply from {self.url} within {self.timeout:g} s ({n} attempts); "
+                    f"no reply from {self.url} within {timeout:.3g} s ({n} attempts); "
                     "raise timeout= or check the server"
                 )
             ) from None
         except urllib.error.URLError as exc:
             what = (
-                f"no reply within {self.timeout:g} s"
+                f"no reply within {timeout:.3g} s"
                 if isinstance(exc.reason, TimeoutError)
-                else f"cannot connect ({self._secret.scrub(str(exc.reason))})"
+                else f"cannot connect ({self.scrub(str(exc.reason))})"
             )
             raise _Retryable(
                 lambda n: (
@@ -510,7 +474,8 @@ class ChatClient:
             retry_after,
         )
 
-    def _wait(self, attempt: int, retry_after: float | None) -> None:
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before the next attempt."""
         if retry_after is not None:
             if retry_after > self.max_backoff:
                 raise self._error(
@@ -522,17 +487,18 @@ class ChatClient:
             # Exponential backoff with a little jitter so parallel workers spread out.
             delay = min(self.max_backoff, self.backoff * 2**attempt)
             delay *= 1.0 + 0.1 * random.random()
-        self._sleep(delay)
+        return delay
 
     def _snippet(self, exc: urllib.error.HTTPError) -> str:
         try:
-            raw = exc.read(300)
+            # Enough for SNIPPET_CHARS characters and a key straddling the cut, scrubbed whole.
+            raw = exc.read(4 * SNIPPET_CHARS + 4096)
         except (OSError, http.client.HTTPException):
             raw = b""
         finally:
             exc.close()
         text = raw.decode("utf-8", "replace").strip().replace("\n", " ")
-        return self._secret.scrub(text)[:200] or "empty body"
+        return self.scrub(text)[:SNIPPET_CHARS] or "empty body"
 
     def _status_message(self, status: int, snippet: str) -> str:
         naming = self.naming
@@ -552,19 +518,24 @@ class ChatClient:
     def _reply(self, payload: bytes) -> ChatReply:
         if len(payload) > MAX_REPLY_BYTES:
             raise self._error(f"reply from {self.url} is larger than 1 MiB")
-        text = self._secret.scrub(payload.decode("utf-8", "replace"))
+        # The reply is data: never altered. Only what an error quotes of it is scrubbed.
+        text = payload.decode("utf-8", "replace")
         try:
             data = json.loads(text)
         except ValueError:
             raise self._error(
-                f"malformed reply from {self.url}: not JSON ({text[:200]!r}); is this an "
+                f"malformed reply from {self.url}: not JSON ({self._quote(text)}); is this an "
                 "OpenAI-compatible /v1/chat/completions endpoint?"
             ) from None
         try:
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             error = data.get("error") if isinstance(data, dict) else None
-            detail = f"server error: {error!r:.200}" if error else f"got {text[:200]!r}"
+            detail = (
+                f"server error: {self.scrub(repr(error))[:SNIPPET_CHARS]}"
+                if error
+                else f"got {self._quote(text)}"
+            )
             raise self._error(
                 f"malformed reply from {self.url}: no choices[0].message.content ({detail})"
             ) from None
@@ -574,6 +545,10 @@ class ChatClient:
                 f"{type(content).__name__}, not text"
             )
         return ChatReply(repaired_text(content), parse_usage(data))
+
+    def _quote(self, text: str) -> str:
+        """The start of a reply, scrubbed, then cut, then quoted."""
+        return repr(self.scrub(text)[:SNIPPET_CHARS])
 
     # -- many at once ---------------------------------------------------------------------
 

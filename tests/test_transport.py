@@ -9,6 +9,7 @@ import email.utils
 import threading
 import time
 import traceback
+from pathlib import Path
 
 import pytest
 from fake_openai import Reply, completion, serve
@@ -182,9 +183,59 @@ def test_the_key_is_sent_and_never_shown(monkeypatch: pytest.MonkeyPatch) -> Non
             with pytest.raises(RagMetricsError) as info:
                 client(server.url, max_retries=1).complete(HELLO)
             texts += [str(info.value), "".join(traceback.format_exception(info.value))]
-    assert texts[3] == "Bearer ***"
+    # The reply is data: returned as the server sent it; only messages are scrubbed.
+    assert texts[3] == f"Bearer {SECRET}"
+    del texts[3]
     for text in texts:
         assert SECRET not in text, text
+
+
+def test_a_short_key_leaves_replies_untouched_and_is_masked_whole_in_messages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TEST_CHAT_KEY", "x")
+    answer = "max(x) is six; the box holds x items"
+    body = {"error": {"message": "bad key x for max_tokens"}}
+    with serve([Reply(200, completion(answer)), Reply(401, body)]) as server:
+        assert client(server.url).complete(HELLO).text == answer
+        with pytest.raises(RagMetricsError) as info:
+            client(server.url).complete(HELLO)
+    message = str(info.value)
+    assert "bad key *** for max_tokens" in message  # whole occurrences only
+    assert " x " not in message
+
+
+def test_a_key_straddling_the_quoted_length_is_scrubbed_before_the_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TEST_CHAT_KEY", SECRET)
+    for status in (400, 200):
+        padding = "p" * (190 if status == 400 else 175)
+        script = [Reply(status, f"{padding} {SECRET} tail")]
+        with serve(script) as server, pytest.raises(RagMetricsError) as info:
+            client(server.url).complete(HELLO)
+        assert SECRET[:8] not in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "htps://user:hunter2pw@127.0.0.1:8080/v1",
+        "http://user:hunter2pw@",
+        "http://user:hunter2pw@/v1",
+        "user:hunter2pw@127.0.0.1:8080",
+        "ftp://user:hunter2pw@host/v1",
+    ],
+)
+def test_a_bad_url_with_credentials_is_never_echoed_with_its_password(
+    monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    for given in (url, None):
+        monkeypatch.setenv("TEST_CHAT_URL", url)
+        with pytest.raises(ConfigError) as info:
+            ChatClient(given, "m", naming=NAMING)
+        assert "hunter2pw" not in str(info.value)
+        assert "base URL" in str(info.value) or "credentials" in str(info.value)
 
 
 def test_map_keeps_input_order_and_reports_the_first_failure_in_that_order() -> None:
@@ -218,3 +269,39 @@ def test_map_keeps_input_order_and_reports_the_first_failure_in_that_order() -> 
         with pytest.raises(ConfigError, match="item 1"):
             chat.map(fail_late, [0, 1, 2, 3])
         assert client(server.url).map(str, [3, 1, 2]) == ["3", "1", "2"]
+
+
+def test_the_timeout_bounds_the_whole_call_retries_included() -> None:
+    # Each attempt answers 503 after 0.4 s: ten retries would take 4.4 s; the deadline is 1 s.
+    with serve([Reply(503, "busy", delay=0.4)] * 11) as server:
+        start = time.monotonic()
+        with pytest.raises(ConfigError) as info:
+            client(server.url, timeout=1.0, max_retries=10).complete(HELLO)
+        elapsed = time.monotonic() - start
+    assert elapsed < 2.0, elapsed
+    assert server.count <= 3
+    assert "the timeout of 1 s bounds the whole call, retries included" in str(info.value)
+
+
+def test_a_hung_attempt_may_be_retried_within_the_deadline() -> None:
+    with serve([Reply(delay=1.5)]) as server:
+        reply = client(server.url, timeout=5.0, attempt_timeout=0.2, max_retries=2).complete(HELLO)
+    assert reply.text and server.count == 2
+    with serve([Reply(delay=1.5)]) as server, pytest.raises(ConfigError, match=r"within 0\.5 s"):
+        client(server.url, timeout=0.5, max_retries=2).complete(HELLO)  # no time left to retry
+
+
+def test_the_cli_never_echoes_the_password_of_a_bad_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_ragmetrics.cli import main
+
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text('{"query_id": "q", "doc_id": "d", "query": "a", "text": "b"}\n')
+    url = "htps://user:hunter2pw@127.0.0.1:8080/v1"
+    argv = ["judge-pool", "--pool", str(pool), "--judge", "http", "--url", url, "--model", "m",
+            "--no-cache", "--qrels-out", str(tmp_path / "s.qrels")]  # fmt: skip
+    assert main(argv) != 0
+    captured = capsys.readouterr()
+    assert "htps://***@127.0.0.1:8080/v1" in captured.err + captured.out
+    assert "hunter2pw" not in captured.err + captured.out

@@ -3,8 +3,8 @@ llama.cpp server), asked one narrow yes/no question at a time.
 
 The questions travel through :class:`~pytest_ragmetrics.transport.ChatClient`: only to the URL
 given, no redirects, no environment proxies unless ``use_env_proxy=True``, the API key read from
-an environment variable, sent only in the ``Authorization`` header and scrubbed from anything
-stored or raised.
+an environment variable, sent only in the ``Authorization`` header and scrubbed from every
+error message (replies and verdicts are data: stored as the server sent them).
 """
 
 from __future__ import annotations
@@ -70,12 +70,13 @@ def parse_yes_no(reply: str) -> bool | None:
 
 
 def _is_verdict(value: Any) -> bool:
-    """The shape of a cached verdict: {"reply": text, "verdict": true, false or null}."""
+    """The shape of a cached verdict: {"reply": text, "verdict": true or false}. A reply that
+    did not parse into yes or no (an empty one, a refusal) is no verdict: never stored, and
+    an entry holding one (written by an older version) is asked again."""
     return (
         isinstance(value, dict)
         and isinstance(value.get("reply"), str)
-        and "verdict" in value
-        and (value["verdict"] is None or isinstance(value["verdict"], bool))
+        and isinstance(value.get("verdict"), bool)
     )
 
 
@@ -113,12 +114,13 @@ class HttpJudge(JudgeBase):
     ``base_url`` and ``model`` default to the environment variables RAGMETRICS_JUDGE_URL and
     RAGMETRICS_JUDGE_MODEL; the API key (optional for local servers) is read from the
     variable named by ``api_key_env``. Requests use ``temperature`` (default 0) and a fixed
-    ``seed``; they time out after ``timeout`` seconds and are retried ``max_retries`` times
-    with exponential backoff on 429/5xx, timeouts and refused connections (honouring
-    Retry-After). A reply that is not a chat completion raises JudgeError; a verdict that is
-    neither yes nor no raises JudgeError too, or, with ``unparseable="unjudged"``, leaves the
-    claim unjudged.
-    Verdicts are cached per question in ``cache``; the identity (what the cache and the
+    ``seed``; a question gets ``timeout`` seconds, retries included (each attempt at most
+    ``attempt_timeout``), and is retried ``max_retries`` times with exponential backoff on
+    429/5xx, timeouts and refused connections (honouring Retry-After). A reply that is not a
+    chat completion raises JudgeError; a verdict that is neither yes nor no raises JudgeError
+    too, or, with ``unparseable="unjudged"``, leaves the claim unjudged.
+    Verdicts are cached per question in ``cache`` (a reply that is neither yes nor no is no
+    verdict and is never cached: the next run asks again); the identity (what the cache and the
     calibration file are keyed by) is the model name, rubric and parameters, not the URL.
 
     The questions are templates: ``support_template`` ({claim}, {context}),
@@ -164,6 +166,7 @@ class HttpJudge(JudgeBase):
         context_template: str | None = None,
         context_system_prompt: str | None = None,
         repeats: int = 1,
+        attempt_timeout: float | None = None,
     ) -> None:
         _check_questions(
             unparseable,
@@ -187,6 +190,7 @@ class HttpJudge(JudgeBase):
             use_env_proxy=use_env_proxy,
             sleep=sleep,
             meter=Meter(budget),
+            attempt_timeout=attempt_timeout,
         )
         self._agreement = agreement_template
         # The context question is the relevance judge's (same prompts by default), asked
@@ -320,7 +324,7 @@ class HttpJudge(JudgeBase):
     # -- asking ---------------------------------------------------------------------------
 
     def _ask(self, prompt: str) -> str:
-        """Send one question; return the reply text (key scrubbed)."""
+        """Send one question; return the reply text (as sent)."""
         messages = [
             {"role": "system", "content": self._system},
             {"role": "user", "content": prompt},
@@ -338,7 +342,8 @@ class HttpJudge(JudgeBase):
         # must still raise for an "error" judge (the mode is not part of the identity).
         if found["verdict"] is None and self._unparseable == "error":
             raise JudgeError(
-                f"HTTP judge: model {self.model!r} replied {found['reply'][:120]!r} to the "
+                f"HTTP judge: model {self.model!r} replied "
+                f"{self._client.scrub(found['reply'])[:120]!r} to the "
                 f"{what} question instead of yes or no; use a stronger model, or "
                 "unparseable='unjudged' to leave such claims unjudged"
             )

@@ -306,11 +306,12 @@ DEFAULT_MAX_PASSAGE_CHARS = 4000
 
 
 def _is_reply(value: Any) -> bool:
-    """The shape of a cached reply: {"reply", "verdict", "usage"}."""
+    """The shape of a cached reply: {"reply", "verdict", "usage"}, the verdict true or false
+    (a reply that did not parse into yes or no is never stored, nor read back)."""
     if not (
         isinstance(value, dict)
         and isinstance(value.get("reply"), str)
-        and (value.get("verdict") is None or isinstance(value.get("verdict"), bool))
+        and isinstance(value.get("verdict"), bool)
     ):
         return False
     usage = value.get("usage")
@@ -328,7 +329,7 @@ class HttpRelevanceJudge:
     longer than ``max_passage_chars`` are cut (the cut is part of the identity). A reply that is
     neither yes nor no raises JudgeError naming the pair, or with ``unparseable="unjudged"``
     leaves the pair unjudged. Replies are cached per prompt, with the token usage reported
-    when they were asked.
+    when they were asked; one that is neither yes nor no (an empty one) is never cached.
     """
 
     name = "http-relevance"
@@ -504,7 +505,8 @@ class HttpRelevanceJudge:
                 self._client.meter.hit()
             if raw["verdict"] is None and self._unparseable == "error":
                 raise JudgeError(
-                    f"HTTP relevance judge: model {self.model!r} replied {raw['reply'][:120]!r} "
+                    f"HTTP relevance judge: model {self.model!r} replied "
+                    f"{self._client.scrub(raw['reply'])[:120]!r} "
                     "instead of yes or no; use a stronger model, or unparseable='unjudged' to "
                     "leave such pairs unjudged"
                 )

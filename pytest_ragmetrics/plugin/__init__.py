@@ -125,7 +125,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if is_worker:
         from pytest_ragmetrics.plugin.worker import WorkerPlugin
 
-        config.pluginmanager.register(WorkerPlugin(session), "ragmetrics-worker")
+        plugin = WorkerPlugin(session, config.workerinput)  # type: ignore[attr-defined]
+        config.pluginmanager.register(plugin, "ragmetrics-worker")
     else:
         from pytest_ragmetrics.plugin.controller import ControllerPlugin, XdistControllerHooks
 

@@ -5,13 +5,14 @@ xdist the single pytest process is the controller."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_ragmetrics.errors import BaselineError, OutputError, RagMetricsError
-from pytest_ragmetrics.plugin.worker import COLLECTION_KEY, REPORT_ATTRIBUTE
+from pytest_ragmetrics.plugin.worker import BUDGET_LEDGER_KEY, COLLECTION_KEY, REPORT_ATTRIBUTE
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.baseline.store import BaselineStore
@@ -180,6 +181,10 @@ class ControllerPlugin:
             else:
                 terminalreporter.write_line(text)
         settings = self.session.settings
+        from pytest_ragmetrics.plugin.ineffective import ineffective_options
+
+        for note in ineffective_options(settings):
+            terminalreporter.write_line(f"ragmetrics: note: {note}", yellow=True)
         if self.error:
             terminalreporter.write_line(f"ragmetrics: error: {self.error}", red=True)
         for path in (settings.json_report, settings.markdown_report, settings.html_report):
@@ -192,12 +197,29 @@ class XdistControllerHooks:
 
     def __init__(self, session: RagSession) -> None:
         self.session = session
+        self._ledger_folder: str | None = None
 
     def pytest_configure_node(self, node: Any) -> None:
-        """Tell each worker whether it may draw progress bars on the controlling terminal."""
+        """Tell each worker whether it may draw progress bars on the controlling terminal, and
+        where the session's token budget is kept (one ledger for all workers)."""
         from pytest_ragmetrics.plugin.progress import WORKER_TTY_KEY, controller_shows_progress
 
         node.workerinput[WORKER_TTY_KEY] = controller_shows_progress(node.config)
+        if self.session.in_use and self.session.settings.judge_budget is not None:
+            node.workerinput[BUDGET_LEDGER_KEY] = self._ledger()
+
+    def _ledger(self) -> str:
+        if self._ledger_folder is None:
+            import tempfile
+
+            self._ledger_folder = tempfile.mkdtemp(prefix="ragmetrics-budget-")
+        return os.path.join(self._ledger_folder, "budget.json")
+
+    def pytest_unconfigure(self, config: Any) -> None:
+        if self._ledger_folder is not None:
+            import shutil
+
+            shutil.rmtree(self._ledger_folder, ignore_errors=True)
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """A worker finished: the controller (which does not collect) learns which tests exist,

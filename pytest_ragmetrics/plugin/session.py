@@ -35,6 +35,8 @@ class RagSession:
         self._baseline: BaselineStore | None = None
         self._cache: Cache | None = None
         self._budget: Any = None
+        # The file the token budget is kept in when several processes share it (xdist).
+        self.budget_ledger: str | None = None
         self._run_evaluations: dict[str, Evaluation] = {}
         # Which tests exist (for stale baseline entries): every test pytest collected, and
         # whether the collection covered whole files and the whole suite.
@@ -136,13 +138,14 @@ class RagSession:
         return self._baseline
 
     def budget(self) -> Any:
-        """The token budget (ragmetrics_judge_budget) shared by the generator and the judge of
-        this process, or None."""
+        """The token budget (ragmetrics_judge_budget) shared by the generator and the judge,
+        or None: for the whole session, every xdist worker spending from the ledger file the
+        controller named (:attr:`budget_ledger`)."""
         tokens = self.settings.judge_budget
         if tokens is not None and self._budget is None:
-            from pytest_ragmetrics.transport import Budget
+            from pytest_ragmetrics.budget import Budget
 
-            self._budget = Budget(tokens)
+            self._budget = Budget(tokens, ledger=self.budget_ledger)
         return self._budget
 
     def cache(self) -> Cache:

@@ -14,13 +14,18 @@ if TYPE_CHECKING:
 REPORT_ATTRIBUTE = "ragmetrics"
 # Each worker reports the tests it collected, deselected ones included, in workeroutput.
 COLLECTION_KEY = "ragmetrics_collected"
+# The controller names, in each worker's workerinput, the file the session's budget is kept in.
+BUDGET_LEDGER_KEY = "ragmetrics_budget_ledger"
 
 
 class WorkerPlugin:
     """Registered on xdist workers only."""
 
-    def __init__(self, session: RagSession) -> None:
+    def __init__(self, session: RagSession, workerinput: dict[str, object]) -> None:
         self.session = session
+        ledger = workerinput.get(BUDGET_LEDGER_KEY)
+        if isinstance(ledger, str):
+            session.budget_ledger = ledger
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Send the controller (which does not collect) the tests that exist."""
