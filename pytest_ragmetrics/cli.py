@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
+from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError, RagMetricsWarning
 from pytest_ragmetrics.options import OPTION, add_cli_argument
 from pytest_ragmetrics.vocabulary import DEFAULT_METRICS, JUDGE_KINDS, RETRIEVER_KINDS
@@ -807,7 +808,7 @@ def _pair_table(
         if not verdict.metrics:
             rows.append([label, "", "", "", "", verdict.status])
         for m in verdict.metrics:
-            numbers = [f"{m.baseline:.4f}", f"{m.current:.4f}", f"{m.delta:+.4f}"]
+            numbers = [f"{m.baseline:.4f}", f"{m.current:.4f}", delta_text(m.delta)]
             rows.append([label, m.metric, *numbers, m.status])
             label = ""
     tablefmt = "github" if args.format == "markdown" else "simple"
@@ -1023,14 +1024,21 @@ def _versus_text(comparison: SystemsComparison, versus: Versus) -> str:
         stats = ["", "", "", "", ""]
         if c is not None and c.n:
             stats = [
-                f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]",
+                f"[{delta_text(c.ci_low)}, {delta_text(c.ci_high)}]",
                 f"{c.p_value:.4f}",
                 str(c.better),
                 str(c.same),
                 str(c.worse),
             ]
         rows.append(
-            [m.metric, f"{m.baseline:.4f}", f"{m.current:.4f}", f"{m.delta:+.4f}", *stats, m.status]
+            [
+                m.metric,
+                f"{m.baseline:.4f}",
+                f"{m.current:.4f}",
+                delta_text(m.delta),
+                *stats,
+                m.status,
+            ]
         )
     text = (
         f"{head} ({paired} queries paired)\n"
@@ -1065,7 +1073,7 @@ def _versus_text(comparison: SystemsComparison, versus: Versus) -> str:
                         c.query,
                         f"{c.reference:.4f}",
                         f"{c.value:.4f}",
-                        f"{c.delta:+.4f}",
+                        delta_text(c.delta),
                         rank_move(c.rank_reference, c.rank_value),
                     ]
                     for c in changes

@@ -526,3 +526,63 @@ def test_html_of_runs(runs) -> None:
     assert "unknown (not recorded" in page.text  # k of a TREC run
     # Per query, the reference's values and rankings are the baseline's: q1 lost its hit.
     assert "q11.00000.0000-1.00001 → not retrieved" in page.text
+
+
+# --------------------------------------------------------------------------------------------
+# One rule for Δ (pytest_ragmetrics/deltas.py): better / worse / tied and how a Δ is written.
+
+# Values as a JSON report holds them: full precision, so only rounding digits could differ.
+UNROUNDED = {f"q{i}": (i * 0.1234567891) % 1 for i in range(20)}
+
+
+@pytest.fixture
+def unrounded(tmp_path: Path) -> Path:
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report(UNROUNDED)))
+    return path
+
+
+def test_a_report_against_itself_is_tied_everywhere(unrounded: Path, tmp_path: Path) -> None:
+    both = (str(unrounded), str(unrounded))
+    code, text = run("compare", *both)
+    assert code == 0
+    row = next(line for line in text.splitlines() if "[dense]" in line)
+    assert row.split()[-2:] == ["0.0000", "ok"]
+    code, markdown = run("compare", *both, "--format", "markdown")
+    assert "| 0.4728   | 0.4728  | 0.0000 | ok       |" in markdown
+    code, text = run("compare", *both, "--format", "json")
+    m = json.loads(text)["evaluations"][0]["metrics"][0]
+    assert (m["queries_better"], m["queries_worse"], m["queries_same"]) == (0, 0, 20)
+    assert m["delta"] == 0.0 and str(m["delta"]) == "0.0"  # not -0.0
+    assert [str(x) for x in m["ci95"]] == ["0.0", "0.0"] and m["p_value"] == 1.0
+    out = tmp_path / "page.html"
+    code, _ = run("compare", *both, "--format", "html", "--out", str(out))
+    page = out.read_text()
+    assert "0 / 20 / 0" in page  # worse / unchanged / better
+    assert "All 20 queries unchanged." in page
+    for shown in (row, markdown, page):
+        assert "-0.0000" not in shown and "+0.0000" not in shown
+
+
+def test_runs_form_of_a_report_against_itself_is_tied(unrounded: Path) -> None:
+    code, text = run("compare", "--evaluation", "dense", str(unrounded), str(unrounded))
+    assert code == 0
+    row = next(line for line in text.splitlines() if line.startswith("ndcg_at_10"))
+    assert row.split()[3:10] == ["0.0000", "[0.0000,", "0.0000]", "1.0000", "0", "20", "0"]
+    assert "most changed" not in text
+    code, markdown = run(
+        "compare", "--evaluation", "dense", "--format", "markdown", *[str(unrounded)] * 2
+    )
+    assert "| 0.0000 | [0.0000, 0.0000] | 1.0000 | 0 | 20 | 0 | ok |" in markdown
+
+
+def test_delta_rule_counts_and_writes_alike() -> None:
+    from pytest_ragmetrics.deltas import change, delta, delta_text, tally
+
+    assert delta(0.1234564, 0.1234561) == 0.0  # equal at the stored precision: tied
+    assert change(delta(0.1234564, 0.1234561)) == "tied" and delta_text(-1e-9) == "0.0000"
+    assert delta_text(-0.0) == "0.0000" and delta_text(0.25) == "+0.2500"
+    # A real change below four digits is counted, and written so that it shows.
+    assert change(-0.00003) == "worse" and delta_text(-0.00003) == "-0.00003"
+    assert tally([-0.00003, 0.0, 4e-7, 0.5, float("nan")]) == (1, 2, 1)
+    assert delta_text(None) == delta_text(float("nan")) == "n/a"

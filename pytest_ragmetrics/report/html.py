@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pytest_ragmetrics.data.model import FloatArray
+from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.errors import BaselineError, ConfigError
 from pytest_ragmetrics.report.json_report import REPORT_SCHEMA, REPORT_VERSION
 from pytest_ragmetrics.report.query_records import (
@@ -136,7 +137,7 @@ def _f(value: float | None, digits: int = 4) -> str:
 
 
 def _signed(value: float | None, digits: int = 4) -> str:
-    return "n/a" if value is None else f"{value:+.{digits}f}"
+    return delta_text(value, digits)  # the one rule for a Δ (deltas.py): never "-0.0000"
 
 
 def _num_cell(value: float | None, text: str | None = None, cls: str = "") -> str:
@@ -331,12 +332,13 @@ def _delta_chart(d: _Deltas, metric: str, max_bars: int, uid: str) -> str:
             w = max(size * step - (0.6 if step * size > 2 else 0), 0.4)
             if size == 1:
                 q, b, c, dq = d.row(start)
-                tip = f"{q}: Δ {dq:+.4f} ({b:.4f} → {c:.4f})"
+                tip = f"{q}: Δ {delta_text(dq)} ({b:.4f} → {c:.4f})"
             else:
                 tip = (
                     f"queries {start + 1} to {start + size} of {n} by Δ: Δ from "
-                    f"{float(delta[start]):+.4f} to {float(delta[start + size - 1]):+.4f}, "
-                    f"mean {mean:+.4f}"
+                    f"{delta_text(float(delta[start]))} to "
+                    f"{delta_text(float(delta[start + size - 1]))}, "
+                    f"mean {delta_text(mean)}"
                 )
             parts.append(
                 f'<rect x="{left + start * step:.1f}" y="{y:.1f}" width="{w:.1f}" '
