@@ -40,7 +40,10 @@ and draws what it can without them)::
 
 and one optional top-level field, written by ``ragmetrics compare --format html``::
 
-    "comparison": {"before": str, "after": str, "tolerance": [str], "alpha": number | null}
+    "comparison": {"before": str, "after": str, "tolerance": [str], "alpha": number | null,
+                   "strict": bool, "not_compared": {"evaluations": [{"test", "name", "layer"}],
+                   "metrics": [{"test", "name", "metrics"}], "queries": [{"test", "name",
+                   "queries"}], "lines": [str]}}
 
 or, comparing runs (:func:`systems_document`), ``{"reference": label, "runs": [label],
 "judgments": str | null, "tolerance": [str], "alpha": number | null}``, with the reference's
@@ -68,6 +71,7 @@ from pytest_ragmetrics.data.model import FloatArray
 from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.errors import BaselineError, ConfigError
 from pytest_ragmetrics.report.json_report import REPORT_SCHEMA, REPORT_VERSION
+from pytest_ragmetrics.report.pair import not_compared_html
 from pytest_ragmetrics.report.query_records import (
     PerQueryValues,
     baseline_per_query,
@@ -594,7 +598,7 @@ class _Renderer:
         return (
             f'<header><h1>{esc(self.title())}</h1><p class="facts">{" · ".join(facts)}</p>'
             f'<p class="verdict" id="verdict"><strong>{n} evaluation{"s" if n != 1 else ""}'
-            f"</strong> {chips}</p>{self.headline()}</header>"
+            f"</strong> {chips}</p>{self.headline()}{not_compared_html(comparison)}</header>"
         )
 
     def headline(self) -> str:
@@ -1087,7 +1091,8 @@ class _Renderer:
             rows.insert(0, ("plugin version", self.doc["plugin_version"]))
         comparison = _map(self.doc.get("comparison"))
         for key, value in comparison.items():
-            rows.append((f"compare: {key}", _flat(value)))
+            if key != "not_compared":  # named in the header
+                rows.append((f"compare: {key}", _flat(value)))
         summary = _map(self.doc.get("summary"))
         update = _map(summary.get("baseline_update"))
         if update:
