@@ -619,6 +619,7 @@ def compare_systems(
     """Every system after the first against the first (``tolerance`` is how
     ``tolerances`` was written, for the reports)."""
     from pytest_ragmetrics.baseline.compare import compare_to_baseline
+    from pytest_ragmetrics.baseline.pair import not_compared_notes
 
     if len(systems) < 2:
         raise ConfigError(
@@ -632,6 +633,7 @@ def compare_systems(
         verdict = compare_to_baseline(
             after, before, tolerances, alpha=alpha, seed=seed, unjudged_drops=unjudged_drops
         )
+        notes += not_compared_notes(system.label, verdict)  # never silent: baseline/pair.py
         versus.append(
             Versus(system, verdict, _most_changed(before, after, most_changed), tuple(notes))
         )

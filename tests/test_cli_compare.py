@@ -672,3 +672,16 @@ def test_strict_is_refused_when_comparing_runs(runs, capsys: pytest.CaptureFixtu
     code, _ = cli("compare --qrels {qrels} {a} {b} --strict", runs)
     assert code == 2
     assert "--strict: only in the two-argument form" in capsys.readouterr().err
+
+
+def test_runs_form_names_the_reference_queries_a_run_lacks(tmp_path: Path) -> None:
+    paths = tmp_path / "ref.json", tmp_path / "run.json"
+    paths[0].write_text(json.dumps(report({f"q{i}": 1.0 for i in range(10)})))
+    paths[1].write_text(json.dumps(report({f"q{i}": 1.0 for i in range(2, 10)})))
+    args = ("compare", "--evaluation", "dense", *map(str, paths))
+    code, text = run(*args)
+    assert code == 0
+    note = f"{paths[1]}: 2 queries of the reference not in this run, not compared: q0, q1"
+    assert f"note: {note}\n" in text
+    code, text = run(*args, "--format", "json")
+    assert note in json.loads(text)["comparisons"][0]["notes"]

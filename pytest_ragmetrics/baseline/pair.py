@@ -165,6 +165,24 @@ class PairComparison:
         }
 
 
+def not_compared_notes(run: str, verdict: Verdict) -> list[str]:
+    """Comparing runs: the reference's metrics and queries that ``run`` lacks, in words."""
+    out = []
+    if verdict.metrics_not_compared:
+        out.append(
+            f"{run}: metrics of the reference not compared (no value in this run): "
+            f"{', '.join(verdict.metrics_not_compared)}"
+        )
+    queries = verdict.only_baseline
+    if queries:
+        more = f" and {len(queries) - SHOWN} more" if len(queries) > SHOWN else ""
+        out.append(
+            f"{run}: {len(queries)} queries of the reference not in this run, not compared: "
+            f"{', '.join(queries[:SHOWN])}{more}"
+        )
+    return out
+
+
 def compare_pair(
     before: Mapping[tuple[str, str], Mapping[str, Any]],
     after: Mapping[tuple[str, str], Mapping[str, Any]],
