@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
+from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError, RagMetricsWarning
 from pytest_ragmetrics.options import OPTION, add_cli_argument
 from pytest_ragmetrics.vocabulary import DEFAULT_METRICS, JUDGE_KINDS, RETRIEVER_KINDS
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 FORMATS = ("table", "json", "markdown")
 # Exit codes, the same for every command (README, "Exit codes").
 EXIT_OK = 0
-EXIT_FAILED = 1  # compare: an evaluation regressed or is not comparable
+EXIT_FAILED = 1  # compare: an evaluation regressed or is not comparable (or --strict: missing)
 EXIT_BAD_INPUT = 2  # a file, option or argument we cannot use (argparse's usage errors too)
 EXIT_INTERNAL_ERROR = 3
 
@@ -600,8 +601,12 @@ Two forms.
 The first form is used when --qrels, --dataset or --evaluation is given, when there are not
 exactly two inputs, or when an input is a TREC run or an evaluate output; else the second.
 
+What the baseline holds and the report lacks (evaluations, metrics, queries) is named, with
+how many, as not compared; with --strict it fails the comparison.
+
 Exit code 0 when nothing regressed; 1 when an evaluation (or a run, against the reference)
-dropped by more than --tolerance (and significantly, with --alpha) or is not comparable; 2
+dropped by more than --tolerance (and significantly, with --alpha) or is not comparable, or
+with --strict when an evaluation, metric or query of the baseline was not compared; 2
 when a file or option cannot be used (one line naming it; a newer schema version included);
 3 on an internal error.
 """
@@ -706,6 +711,12 @@ def _add_compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         metavar="N",
         help="with --format html: queries shown in detail per metric (default 10)",
     )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="two-argument form: fail (exit code 1) when an evaluation, metric or query of the "
+        "baseline is missing from the report (without it they are named, not failed)",
+    )
     p.set_defaults(handler=_cmd_compare)
 
 
@@ -727,6 +738,11 @@ def _cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
         or len(inputs) != 2
         or any(item.kind in ("run", "evaluation") for item in inputs)
     ):
+        if args.strict:
+            raise ConfigError(
+                "--strict: only in the two-argument form (BASELINE_OR_REPORT REPORT); comparing "
+                "runs, the queries only one run holds are named in each run's verdict"
+            )
         return _compare_runs(args, out, inputs, tolerances, tolerance)
     given = [flag for name, flag in _RUNS_OPTIONS if getattr(args, name) is not None]
     if given:
@@ -744,8 +760,9 @@ def _compare_pair(
     tolerances: Tolerances,
     tolerance: list[str],
 ) -> int:
-    """``compare BASELINE_OR_REPORT REPORT``: the plugin's verdicts, evaluation by evaluation."""
-    from pytest_ragmetrics.baseline.compare import compare_evaluations
+    """``compare BASELINE_OR_REPORT REPORT``: the plugin's verdicts, evaluation by evaluation,
+    and what the baseline holds that the report lacks (failing with --strict)."""
+    from pytest_ragmetrics.baseline.pair import compare_pair
 
     if args.format == "html":
         _require_positive(args, "worst")
@@ -756,84 +773,40 @@ def _compare_pair(
     before, after = (_evaluations_of(item) for item in inputs)
     # Only a baseline can be blessed: the advice after a failure says what fits.
     against: Against = "baseline" if inputs[0].kind == "baseline" else "report"
-    results = compare_evaluations(
-        before, after, tolerances, alpha=args.alpha, unjudged_drops=args.unjudged_drops
+    pair = compare_pair(
+        before,
+        after,
+        tolerances,
+        paths=(args.inputs[0], args.inputs[1]),
+        alpha=args.alpha,
+        unjudged_drops=args.unjudged_drops,
+        strict=args.strict,
     )
-    failed = [(r, v) for r, v in results if v.status in ("regressed", "not comparable")]
     if args.format == "html":
         from pytest_ragmetrics.report.html import comparison_document
 
         document = comparison_document(
             before,
             after,
-            {r.key: v.to_dict() for r, v in results},
+            {r.key: v.to_dict() for r, v in pair.results},
             header=_report_header(Path(args.inputs[1])),
             comparison={
                 "before": args.inputs[0],
                 "after": args.inputs[1],
                 "tolerance": tolerance,
                 "alpha": args.alpha,
+                "strict": args.strict,
+                "not_compared": pair.not_compared(),
             },
         )
-        _write_page(
-            args, out, document, args.inputs[1], f"{len(results)} evaluations, {len(failed)} failed"
-        )
+        _write_page(args, out, document, args.inputs[1], pair.summary())
     elif args.format == "json":
-        payload = {
-            "evaluations": [
-                {"test": r.test, "name": r.name, "layer": r.layer, **v.to_dict()}
-                for r, v in results
-            ],
-            "failed": len(failed),
-        }
-        out.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+        out.write(json.dumps(pair.to_dict(), indent=2, sort_keys=True) + "\n")
     else:
-        _pair_table(args, out, results, failed, against)
-    return 1 if failed else 0
+        from pytest_ragmetrics.report.pair import pair_table
 
-
-def _pair_table(
-    args: argparse.Namespace,
-    out: TextIO,
-    results: Sequence[tuple[Any, Any]],
-    failed: Sequence[tuple[Any, Any]],
-    against: Against,
-) -> None:
-    """The table (or Markdown) form of the two-argument compare: a row per metric, then the
-    failure messages."""
-    from tabulate import tabulate
-
-    from pytest_ragmetrics.baseline.verdicts import failure_message
-
-    rows = []
-    for recorded, verdict in results:
-        label = f"{recorded.test} [{recorded.name}]"
-        if not verdict.metrics:
-            rows.append([label, "", "", "", "", verdict.status])
-        for m in verdict.metrics:
-            numbers = [f"{m.baseline:.4f}", f"{m.current:.4f}", f"{m.delta:+.4f}"]
-            rows.append([label, m.metric, *numbers, m.status])
-            label = ""
-    tablefmt = "github" if args.format == "markdown" else "simple"
-    out.write(
-        tabulate(
-            rows,
-            headers=["evaluation", "metric", "before", "after", "Δ", "status"],
-            tablefmt=tablefmt,
-            disable_numparse=True,
-        )
-        + "\n"
-    )
-    if args.format == "markdown":
-        from pytest_ragmetrics.report.markdown import failures_markdown
-
-        out.write(failures_markdown(failed, args.inputs[0], against=against))
-    else:
-        for recorded, verdict in failed:
-            out.write(
-                "\n" + failure_message(recorded, verdict, args.inputs[0], against=against) + "\n"
-            )
-    out.write(f"\n{len(results)} evaluations, {len(failed)} failed\n")
+        out.write(pair_table(pair, markdown=args.format == "markdown", against=against))
+    return EXIT_FAILED if pair.exit_failed else EXIT_OK
 
 
 def _evaluations_of(item: Input) -> dict[tuple[str, str], dict[str, Any]]:
@@ -1027,14 +1000,21 @@ def _versus_text(comparison: SystemsComparison, versus: Versus) -> str:
         stats = ["", "", "", "", ""]
         if c is not None and c.n:
             stats = [
-                f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]",
+                f"[{delta_text(c.ci_low)}, {delta_text(c.ci_high)}]",
                 f"{c.p_value:.4f}",
                 str(c.better),
                 str(c.same),
                 str(c.worse),
             ]
         rows.append(
-            [m.metric, f"{m.baseline:.4f}", f"{m.current:.4f}", f"{m.delta:+.4f}", *stats, m.status]
+            [
+                m.metric,
+                f"{m.baseline:.4f}",
+                f"{m.current:.4f}",
+                delta_text(m.delta),
+                *stats,
+                m.status,
+            ]
         )
     text = (
         f"{head} ({paired} queries paired)\n"
@@ -1069,7 +1049,7 @@ def _versus_text(comparison: SystemsComparison, versus: Versus) -> str:
                         c.query,
                         f"{c.reference:.4f}",
                         f"{c.value:.4f}",
-                        f"{c.delta:+.4f}",
+                        delta_text(c.delta),
                         rank_move(c.rank_reference, c.rank_value),
                     ]
                     for c in changes

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pytest_ragmetrics.deltas import change, delta_text
+from pytest_ragmetrics.deltas import delta as delta_of
 from pytest_ragmetrics.errors import BaselineError, ConfigError, MetricError
 from pytest_ragmetrics.stats import DEFAULT_SEED
 
@@ -458,7 +460,7 @@ class QueryChange:
 
     @property
     def delta(self) -> float:
-        return self.value - self.reference
+        return delta_of(self.reference, self.value)
 
     def to_dict(self) -> dict[str, Any]:
         from pytest_ragmetrics.records import round_values
@@ -532,7 +534,7 @@ class SystemsComparison:
             )
         lines = [f"ragmetrics: {versus.system.label} is worse than the reference {reference}:"]
         for m in versus.verdict.failed_metrics:
-            line = f"  {m.metric}: Δ {m.delta:+.4f} (allowed drop {m.allowed_drop:.4f}"
+            line = f"  {m.metric}: Δ {delta_text(m.delta)} (allowed drop {m.allowed_drop:.4f}"
             c = m.comparison
             if c is not None and c.n:
                 line += f"; p = {c.p_value:.4f}, {c.worse} of {c.n} queries worse"
@@ -617,6 +619,7 @@ def compare_systems(
     """Every system after the first against the first (``tolerance`` is how
     ``tolerances`` was written, for the reports)."""
     from pytest_ragmetrics.baseline.compare import compare_to_baseline
+    from pytest_ragmetrics.baseline.pair import not_compared_notes
 
     if len(systems) < 2:
         raise ConfigError(
@@ -630,6 +633,7 @@ def compare_systems(
         verdict = compare_to_baseline(
             after, before, tolerances, alpha=alpha, seed=seed, unjudged_drops=unjudged_drops
         )
+        notes += not_compared_notes(system.label, verdict)  # never silent: baseline/pair.py
         versus.append(
             Versus(system, verdict, _most_changed(before, after, most_changed), tuple(notes))
         )
@@ -692,7 +696,7 @@ def _most_changed(
         changes = []
         for q in shared:
             before, after = base_pq[q].get(metric), cur_pq[q].get(metric)
-            if before is None or after is None or abs(after - before) <= 1e-9:
+            if before is None or after is None or change(delta_of(before, after)) == "tied":
                 continue
             changes.append(
                 QueryChange(

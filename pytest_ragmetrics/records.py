@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_ragmetrics.deltas import DIGITS as DIGITS
 from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
 from pytest_ragmetrics.vocabulary import Layer
@@ -28,13 +29,13 @@ if TYPE_CHECKING:
 # Optional, never in the baseline: the HTML report's per-query fields, and for answer-layer
 # evaluations what they cost (calls, cache hits, tokens) and the judge's measured noise.
 REPORT_FIELDS = ("queries", "baseline_per_query", "cost", "judge_noise")
-DIGITS = 6  # stored values are rounded so baseline diffs in code review stay readable
+# DIGITS: the precision stored values are rounded to (one rule with every Δ: deltas.py).
 
 
 def round_values(value: Any) -> Any:
     """``value`` with every float rounded to :data:`DIGITS` digits and NaN made None."""
     if isinstance(value, float):
-        return None if math.isnan(value) else round(value, DIGITS)
+        return None if math.isnan(value) else round(value, DIGITS) + 0.0  # never -0.0
     if isinstance(value, dict):
         return {k: round_values(v) for k, v in value.items()}
     if isinstance(value, list):

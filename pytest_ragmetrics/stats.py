@@ -88,18 +88,22 @@ def compare_paired(
     *,
     seed: int = DEFAULT_SEED,
     resamples: int = 10_000,
-    same_within: float = 1e-9,
 ) -> PairedComparison:
-    """Paired comparison of per-query values (NaN pairs are dropped)."""
+    """Paired comparison of per-query values (NaN pairs are dropped).
+
+    The per-query Δ follow :mod:`pytest_ragmetrics.deltas`: both values at the stored
+    precision, a Δ of 0 there is tied; the CI and p are computed on those same Δ.
+    """
+    from pytest_ragmetrics.deltas import deltas, tally
+
     b = np.asarray(baseline, dtype=np.float64)
     c = np.asarray(current, dtype=np.float64)
     keep = ~(np.isnan(b) | np.isnan(c))
-    d = c[keep] - b[keep]
+    d = deltas(b[keep], c[keep])
     n = len(d)
     if n == 0:
         return PairedComparison(0, np.nan, np.nan, np.nan, 1.0, 0, 0, 0)
     low, high = bootstrap_ci(d, resamples=resamples, seed=seed)
     p = randomization_p_value(d, permutations=resamples, seed=seed)
-    worse = int((d < -same_within).sum())
-    better = int((d > same_within).sum())
-    return PairedComparison(n, float(d.mean()), low, high, p, worse, better, n - worse - better)
+    worse, same, better = tally(d)
+    return PairedComparison(n, float(d.mean()) + 0.0, low + 0.0, high + 0.0, p, worse, better, same)

@@ -526,3 +526,162 @@ def test_html_of_runs(runs) -> None:
     assert "unknown (not recorded" in page.text  # k of a TREC run
     # Per query, the reference's values and rankings are the baseline's: q1 lost its hit.
     assert "q11.00000.0000-1.00001 → not retrieved" in page.text
+
+
+# --------------------------------------------------------------------------------------------
+# One rule for Δ (pytest_ragmetrics/deltas.py): better / worse / tied and how a Δ is written.
+
+# Values as a JSON report holds them: full precision, so only rounding digits could differ.
+UNROUNDED = {f"q{i}": (i * 0.1234567891) % 1 for i in range(20)}
+
+
+@pytest.fixture
+def unrounded(tmp_path: Path) -> Path:
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report(UNROUNDED)))
+    return path
+
+
+def test_a_report_against_itself_is_tied_everywhere(unrounded: Path, tmp_path: Path) -> None:
+    both = (str(unrounded), str(unrounded))
+    code, text = run("compare", *both)
+    assert code == 0
+    row = next(line for line in text.splitlines() if "[dense]" in line)
+    assert row.split()[-2:] == ["0.0000", "ok"]
+    code, markdown = run("compare", *both, "--format", "markdown")
+    assert "| 0.4728   | 0.4728  | 0.0000 | ok       |" in markdown
+    code, text = run("compare", *both, "--format", "json")
+    m = json.loads(text)["evaluations"][0]["metrics"][0]
+    assert (m["queries_better"], m["queries_worse"], m["queries_same"]) == (0, 0, 20)
+    assert m["delta"] == 0.0 and str(m["delta"]) == "0.0"  # not -0.0
+    assert [str(x) for x in m["ci95"]] == ["0.0", "0.0"] and m["p_value"] == 1.0
+    out = tmp_path / "page.html"
+    code, _ = run("compare", *both, "--format", "html", "--out", str(out))
+    page = out.read_text()
+    assert "0 / 20 / 0" in page  # worse / unchanged / better
+    assert "All 20 queries unchanged." in page
+    for shown in (row, markdown, page):
+        assert "-0.0000" not in shown and "+0.0000" not in shown
+
+
+def test_runs_form_of_a_report_against_itself_is_tied(unrounded: Path) -> None:
+    code, text = run("compare", "--evaluation", "dense", str(unrounded), str(unrounded))
+    assert code == 0
+    row = next(line for line in text.splitlines() if line.startswith("ndcg_at_10"))
+    assert row.split()[3:10] == ["0.0000", "[0.0000,", "0.0000]", "1.0000", "0", "20", "0"]
+    assert "most changed" not in text
+    code, markdown = run(
+        "compare", "--evaluation", "dense", "--format", "markdown", *[str(unrounded)] * 2
+    )
+    assert "| 0.0000 | [0.0000, 0.0000] | 1.0000 | 0 | 20 | 0 | ok |" in markdown
+
+
+def test_delta_rule_counts_and_writes_alike() -> None:
+    from pytest_ragmetrics.deltas import change, delta, delta_text, tally
+
+    assert delta(0.1234564, 0.1234561) == 0.0  # equal at the stored precision: tied
+    assert change(delta(0.1234564, 0.1234561)) == "tied" and delta_text(-1e-9) == "0.0000"
+    assert delta_text(-0.0) == "0.0000" and delta_text(0.25) == "+0.2500"
+    # A real change below four digits is counted, and written so that it shows.
+    assert change(-0.00003) == "worse" and delta_text(-0.00003) == "-0.00003"
+    assert tally([-0.00003, 0.0, 4e-7, 0.5, float("nan")]) == (1, 2, 1)
+    assert delta_text(None) == delta_text(float("nan")) == "n/a"
+
+
+# --------------------------------------------------------------------------------------------
+# What the baseline holds and the report lacks is named, and fails with --strict.
+
+
+@pytest.fixture
+def renamed(tmp_path: Path, files: tuple[Path, Path]) -> tuple[Path, Path]:
+    """The regressed report with its test id renamed: nothing of the baseline is compared."""
+    after = json.loads(files[1].read_text())
+    after["evaluations"][0]["test"] = "tests/test_y.py::test_dense"
+    path = tmp_path / "renamed.json"
+    path.write_text(json.dumps(after))
+    return files[0], path
+
+
+def test_baseline_evaluations_missing_from_the_report_are_named(
+    renamed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    before, after = (str(p) for p in renamed)
+    missing = "tests/test_x.py::test_dense [dense]"
+    headline = f"not compared: 1 evaluation of {before} is missing from {after}:"
+    code, text = run("compare", before, after)
+    assert code == 0  # named, not failed, without --strict
+    assert f"{headline}\n  {missing}\n" in text
+    assert "give --strict to fail" in text
+    assert text.rstrip().endswith(
+        f"1 evaluations (1 new: not in {before}), 0 failed; 1 evaluation of {before} not in "
+        f"{after}: not compared"
+    )
+    code, text = run("compare", before, after, "--format", "markdown")
+    assert "### Not compared" in text and f"- {headline}\n  - {missing}\n" in text
+    code, text = run("compare", before, after, "--format", "json")
+    data = json.loads(text)
+    assert data["missing"] == 1 and data["new"] == 1 and data["strict_failed"] is False
+    assert data["not_compared"]["evaluations"] == [
+        {"test": "tests/test_x.py::test_dense", "name": "dense", "layer": "retrieval"}
+    ]
+    out = tmp_path / "page.html"
+    code, text = run("compare", before, after, "--format", "html", "--out", str(out))
+    assert "1 evaluation of" in text and "not compared" in text
+    page = out.read_text()
+    assert 'id="not-compared"' in page and headline in page and missing in page
+
+
+def test_strict_fails_on_what_was_not_compared(
+    renamed: tuple[Path, Path], files: tuple[Path, Path]
+) -> None:
+    before, after = (str(p) for p in renamed)
+    code, text = run("compare", before, after, "--strict")
+    assert code == 1
+    assert "--strict: what was not compared fails the comparison (exit code 1)" in text
+    assert text.rstrip().endswith("(--strict: failed)")
+    code, text = run("compare", before, after, "--strict", "--format", "json")
+    assert code == 1 and json.loads(text)["strict_failed"] is True
+    # Everything compared: --strict changes nothing.
+    assert run("compare", str(files[0]), str(files[0]), "--strict")[0] == 0
+
+
+def test_metrics_and_queries_the_report_lacks_are_named(tmp_path: Path) -> None:
+    before = report({f"q{i}": 1.0 for i in range(10)})
+    entry = before["evaluations"][0]
+    entry["metrics"]["mrr"] = 1.0
+    for values in entry["per_query"].values():
+        values["mrr"] = 1.0
+    after = report({f"q{i}": 1.0 for i in range(2, 10)})  # no mrr, q0 and q1 gone
+    paths = tmp_path / "before.json", tmp_path / "after.json"
+    for path, data in zip(paths, (before, after), strict=True):
+        path.write_text(json.dumps(data))
+    code, text = run("compare", *map(str, paths))
+    assert code == 0
+    where = "tests/test_x.py::test_dense [dense]"
+    assert f"  {where}: metrics not in the report: mrr\n" in text
+    assert f"  {where}: 2 queries not in the report (compared on the others): q0, q1\n" in text
+    assert "1 compared without some metrics or queries" in text
+    code, text = run("compare", *map(str, paths), "--format", "json", "--strict")
+    assert code == 1
+    data = json.loads(text)
+    assert data["evaluations"][0]["metrics_not_compared"] == ["mrr"]
+    assert data["not_compared"]["queries"][0]["queries"] == ["q0", "q1"]
+
+
+def test_strict_is_refused_when_comparing_runs(runs, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = cli("compare --qrels {qrels} {a} {b} --strict", runs)
+    assert code == 2
+    assert "--strict: only in the two-argument form" in capsys.readouterr().err
+
+
+def test_runs_form_names_the_reference_queries_a_run_lacks(tmp_path: Path) -> None:
+    paths = tmp_path / "ref.json", tmp_path / "run.json"
+    paths[0].write_text(json.dumps(report({f"q{i}": 1.0 for i in range(10)})))
+    paths[1].write_text(json.dumps(report({f"q{i}": 1.0 for i in range(2, 10)})))
+    args = ("compare", "--evaluation", "dense", *map(str, paths))
+    code, text = run(*args)
+    assert code == 0
+    note = f"{paths[1]}: 2 queries of the reference not in this run, not compared: q0, q1"
+    assert f"note: {note}\n" in text
+    code, text = run(*args, "--format", "json")
+    assert note in json.loads(text)["comparisons"][0]["notes"]

@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 from pytest_ragmetrics.baseline.compare import compare_evaluations, load_evaluations
 from pytest_ragmetrics.baseline.tolerances import parse_tolerances
+from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.errors import BaselineError, ConfigError, RagMetricsError
 from pytest_ragmetrics.report.html import comparison_document, html_report
 
@@ -132,8 +133,10 @@ def test_summary_numbers_equal_the_report(document: dict[str, Any], page: Parsed
         assert float(row["current"]) == value
         assert float(row["baseline"]) == verdict["baseline"]
         assert float(row["delta"]) == verdict["delta"]
-        assert row["texts"][2] == f"{value:.4f}" and row["texts"][4] == f"{verdict['delta']:+.4f}"
-        assert row["texts"][5] == f"[{verdict['ci95'][0]:+.4f}, {verdict['ci95'][1]:+.4f}]"
+        # Δ as written everywhere (deltas.py): signed, but a zero is 0.0000 with no sign.
+        assert row["texts"][2] == f"{value:.4f}" and row["texts"][4] == delta_text(verdict["delta"])
+        low, high = verdict["ci95"]
+        assert row["texts"][5] == f"[{delta_text(low)}, {delta_text(high)}]"
 
 
 def _summary_rows(page: ParsedPage) -> list[dict[str, Any]]:

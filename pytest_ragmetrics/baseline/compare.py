@@ -16,8 +16,10 @@ import numpy as np
 from pytest_ragmetrics.baseline.store import BaselineStore
 from pytest_ragmetrics.baseline.tolerances import Tolerance, Tolerances
 from pytest_ragmetrics.baseline.verdicts import Holes, MetricVerdict, Status, Verdict
+from pytest_ragmetrics.deltas import delta as delta_of
+from pytest_ragmetrics.deltas import delta_text, deltas
 from pytest_ragmetrics.errors import BaselineError
-from pytest_ragmetrics.records import EvaluationRecord
+from pytest_ragmetrics.records import EvaluationRecord, round_values
 from pytest_ragmetrics.stats import DEFAULT_SEED, PairedComparison, compare_paired
 
 MOST_REGRESSED = 5  # queries named per regressed metric
@@ -52,8 +54,10 @@ def compare_to_baseline(
         )
     if entry is None:
         return Verdict("new")
-    # Compare at the baseline's precision, so an unchanged run has a delta of exactly 0.
+    # Both sides at the stored precision (deltas.py), so an unchanged run has Δ exactly 0 even
+    # when the "baseline" is a JSON report holding unrounded values.
     current = recorded.compared_form()
+    entry = round_values(dict(entry))
     verdict = Verdict(
         "ok",
         identity_change=_identity_change(
@@ -106,11 +110,15 @@ def compare_to_baseline(
             note = f"{shared_note}; {found.note}" if found.note else shared_note
             found = dataclasses.replace(found, note=note)
         verdict.metrics.append(found)
+    compared = {m.metric for m in verdict.metrics}
+    verdict.metrics_not_compared = [m for m in entry.get("metrics") or {} if m not in compared]
     for i, found in enumerate(verdict.metrics):
         reason = (not_enforced or {}).get(found.metric)
         if reason and found.status == "regressed":
             verdict.metrics[i] = dataclasses.replace(
-                found, status="ok", note=f"dropped {found.delta:+.4f}, not enforced: {reason}"
+                found,
+                status="ok",
+                note=f"dropped {delta_text(found.delta)}, not enforced: {reason}",
             )
     statuses = {m.status for m in verdict.metrics}
     verdict.status = (
@@ -241,7 +249,7 @@ def _metric_verdict(
 ) -> MetricVerdict:
     b, c = pairs.values(metric)
     comparison: PairedComparison | None = compare_paired(b, c, seed=seed) if pairs.shared else None
-    delta = now - before
+    delta = delta_of(before, now)
     allowed = tolerance.allowed_drop(before)
     status: Status = "ok"
     note = ""
@@ -250,14 +258,14 @@ def _metric_verdict(
         if alpha is not None and comparison is not None and comparison.p_value >= alpha:
             status = "ok"
             note = (
-                f"dropped {delta:+.4f} but not significantly (p = "
+                f"dropped {delta_text(delta)} but not significantly (p = "
                 f"{comparison.p_value:.4f} ≥ alpha {alpha:g})"
             )
         elif noise is not None and -delta <= noise + 1e-12:
             # The judge's verdicts on the same answers moved this much between repeats.
             status = "ok"
             note = (
-                f"dropped {delta:+.4f}, within judge noise (the mean moved by up to "
+                f"dropped {delta_text(delta)}, within judge noise (the mean moved by up to "
                 f"{noise:.4f} between repeated judgings of the same answers)"
             )
     elif delta > allowed + 1e-12:
@@ -266,17 +274,17 @@ def _metric_verdict(
     if holes is not None and holes.labels_clear:
         status = "ok"
         note = (
-            f"dropped {delta:+.4f} on the human qrels, but not with the supplementary judge "
+            f"dropped {delta_text(delta)} on the human qrels, but not with the supplementary judge "
             f"labels for the unjudged documents ({holes.labelled_before:.4f} → "
             f"{holes.labelled_now:.4f})"
         )
     elif holes is not None and holes.explained and unjudged_drops == "pass":
         status = "ok"
         note = (
-            f"dropped {delta:+.4f}, but only through newly retrieved unjudged documents (its "
-            "judged-only form did not drop); passed by ragmetrics_unjudged_drops = pass"
+            f"dropped {delta_text(delta)}, but only through newly retrieved unjudged documents "
+            "(its judged-only form did not drop); passed by ragmetrics_unjudged_drops = pass"
         )
-    worst = pairs.most_regressed(c - b) if status == "regressed" and pairs.shared else []
+    worst = pairs.most_regressed(deltas(b, c)) if status == "regressed" and pairs.shared else []
     return MetricVerdict(
         metric, before, now, delta, str(tolerance), allowed, status, comparison, worst, note, holes
     )

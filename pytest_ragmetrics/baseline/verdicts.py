@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_ragmetrics.baseline.store import UPDATE_HINT
+from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.records import round_values
 from pytest_ragmetrics.stats import PairedComparison
 
@@ -226,6 +227,9 @@ class Verdict:
     only_baseline: list[str] = field(default_factory=list)
     only_current: list[str] = field(default_factory=list)
     identity_change: str = ""
+    # Metrics of the baseline entry that got no verdict: absent (or without a value) in this
+    # run, or with no value on any query both hold.
+    metrics_not_compared: list[str] = field(default_factory=list)
 
     @property
     def failed_metrics(self) -> list[MetricVerdict]:
@@ -244,6 +248,8 @@ class Verdict:
             out["queries_only_in_current"] = self.only_current
         if self.identity_change:
             out["identity_change"] = self.identity_change
+        if self.metrics_not_compared:
+            out["metrics_not_compared"] = self.metrics_not_compared
         return out
 
     @classmethod
@@ -256,6 +262,7 @@ class Verdict:
             list(data.get("queries_only_in_baseline", [])),
             list(data.get("queries_only_in_current", [])),
             data.get("identity_change", ""),
+            list(data.get("metrics_not_compared", [])),
         )
 
 
@@ -263,10 +270,13 @@ def _moved(query: str, delta: float, before: int, after: int) -> str:
     """How a query's first relevant document moved, e.g. '1234: rank 1 → 7 (Δ -0.613)';
     just the query and Δ when there are no ranks (-1: an answer-layer evaluation)."""
     if before < 0 or after < 0:
-        return f"{query} (Δ {delta:+.3f})"
+        return f"{query} (Δ {delta_text(delta, 3)})"
     if before == after and before > 0:
-        return f"{query}: first relevant still at rank {before}, others fell (Δ {delta:+.3f})"
-    return f"{query}: rank {_rank_text(before)} → {_rank_text(after)} (Δ {delta:+.3f})"
+        return (
+            f"{query}: first relevant still at rank {before}, others fell "
+            f"(Δ {delta_text(delta, 3)})"
+        )
+    return f"{query}: rank {_rank_text(before)} → {_rank_text(after)} (Δ {delta_text(delta, 3)})"
 
 
 def _rank_text(rank: int) -> str:
@@ -386,13 +396,13 @@ def failure_message(
     for m in verdict.failed_metrics:
         lines.append(
             f"  {m.metric}: {words['before']} {m.baseline:.4f} → {words['after']} "
-            f"{m.current:.4f}, Δ {m.delta:+.4f} (allowed drop {m.allowed_drop:.4f}, tolerance "
-            f"{m.tolerance})"
+            f"{m.current:.4f}, Δ {delta_text(m.delta)} (allowed drop {m.allowed_drop:.4f}, "
+            f"tolerance {m.tolerance})"
         )
         c = m.comparison
         if c is not None and c.n:
             lines.append(
-                f"    95% bootstrap CI of Δ [{c.ci_low:+.4f}, {c.ci_high:+.4f}]; "
+                f"    95% bootstrap CI of Δ [{delta_text(c.ci_low)}, {delta_text(c.ci_high)}]; "
                 f"paired randomization test p = {c.p_value:.4f} ({c.n} queries)"
             )
             lines.append(f"    queries: {c.worse} worse, {c.better} better, {c.same} unchanged")
@@ -410,6 +420,11 @@ def failure_message(
 
 def _query_set_lines(verdict: Verdict, words: Mapping[str, str]) -> list[str]:
     lines = []
+    if verdict.metrics_not_compared:
+        lines.append(
+            f"  metrics of {words['only_before']} not compared (no value in "
+            f"{words['only_after']}): {', '.join(verdict.metrics_not_compared)}"
+        )
     if verdict.only_baseline:
         lines.append(
             f"  queries only in {words['only_before']} ({len(verdict.only_baseline)}): "

@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_ragmetrics.deltas import delta_text
+
 if TYPE_CHECKING:
     from pytest_ragmetrics.report.outcome import Checked
 
@@ -151,7 +153,7 @@ def summary_table(summary: DatasetSummary, tablefmt: str = "simple") -> str:
                 continue
             delta = row.deltas.get(column)
             shown = _fmt(value)
-            cells.append(shown if delta is None else f"{shown} ({delta:+.4f})")
+            cells.append(shown if delta is None else f"{shown} ({delta_text(delta)})")
         mean = row.mean(summary.columns)
         rows.append([row.label, *cells, _fmt(mean)])
     return tabulate(

@@ -40,7 +40,10 @@ and draws what it can without them)::
 
 and one optional top-level field, written by ``ragmetrics compare --format html``::
 
-    "comparison": {"before": str, "after": str, "tolerance": [str], "alpha": number | null}
+    "comparison": {"before": str, "after": str, "tolerance": [str], "alpha": number | null,
+                   "strict": bool, "not_compared": {"evaluations": [{"test", "name", "layer"}],
+                   "metrics": [{"test", "name", "metrics"}], "queries": [{"test", "name",
+                   "queries"}], "lines": [str]}}
 
 or, comparing runs (:func:`systems_document`), ``{"reference": label, "runs": [label],
 "judgments": str | null, "tolerance": [str], "alpha": number | null}``, with the reference's
@@ -65,8 +68,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pytest_ragmetrics.data.model import FloatArray
+from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.errors import BaselineError, ConfigError
 from pytest_ragmetrics.report.json_report import REPORT_SCHEMA, REPORT_VERSION
+from pytest_ragmetrics.report.pair import not_compared_html
 from pytest_ragmetrics.report.query_records import (
     PerQueryValues,
     baseline_per_query,
@@ -136,7 +141,7 @@ def _f(value: float | None, digits: int = 4) -> str:
 
 
 def _signed(value: float | None, digits: int = 4) -> str:
-    return "n/a" if value is None else f"{value:+.{digits}f}"
+    return delta_text(value, digits)  # the one rule for a Δ (deltas.py): never "-0.0000"
 
 
 def _num_cell(value: float | None, text: str | None = None, cls: str = "") -> str:
@@ -331,12 +336,13 @@ def _delta_chart(d: _Deltas, metric: str, max_bars: int, uid: str) -> str:
             w = max(size * step - (0.6 if step * size > 2 else 0), 0.4)
             if size == 1:
                 q, b, c, dq = d.row(start)
-                tip = f"{q}: Δ {dq:+.4f} ({b:.4f} → {c:.4f})"
+                tip = f"{q}: Δ {delta_text(dq)} ({b:.4f} → {c:.4f})"
             else:
                 tip = (
                     f"queries {start + 1} to {start + size} of {n} by Δ: Δ from "
-                    f"{float(delta[start]):+.4f} to {float(delta[start + size - 1]):+.4f}, "
-                    f"mean {mean:+.4f}"
+                    f"{delta_text(float(delta[start]))} to "
+                    f"{delta_text(float(delta[start + size - 1]))}, "
+                    f"mean {delta_text(mean)}"
                 )
             parts.append(
                 f'<rect x="{left + start * step:.1f}" y="{y:.1f}" width="{w:.1f}" '
@@ -592,7 +598,7 @@ class _Renderer:
         return (
             f'<header><h1>{esc(self.title())}</h1><p class="facts">{" · ".join(facts)}</p>'
             f'<p class="verdict" id="verdict"><strong>{n} evaluation{"s" if n != 1 else ""}'
-            f"</strong> {chips}</p>{self.headline()}</header>"
+            f"</strong> {chips}</p>{self.headline()}{not_compared_html(comparison)}</header>"
         )
 
     def headline(self) -> str:
@@ -1085,7 +1091,8 @@ class _Renderer:
             rows.insert(0, ("plugin version", self.doc["plugin_version"]))
         comparison = _map(self.doc.get("comparison"))
         for key, value in comparison.items():
-            rows.append((f"compare: {key}", _flat(value)))
+            if key != "not_compared":  # named in the header
+                rows.append((f"compare: {key}", _flat(value)))
         summary = _map(self.doc.get("summary"))
         update = _map(summary.get("baseline_update"))
         if update:

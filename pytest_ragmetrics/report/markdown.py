@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.report.terminal import LAYER_TITLES, columns
 from pytest_ragmetrics.vocabulary import LAYERS
 
@@ -127,7 +128,7 @@ def _layer_table(chosen: Sequence[Checked], preferred: Sequence[str]) -> str:
 
 def _delta(metric: MetricVerdict) -> str:
     mark = _MARKS.get(metric.status, "")
-    return f" ({metric.delta:+.4f}{' ' + mark if mark else ''})"
+    return f" ({delta_text(metric.delta)}{' ' + mark if mark else ''})"
 
 
 def _best(values: Any) -> float | None:
@@ -226,7 +227,7 @@ def comparison_markdown(comparison: SystemsComparison) -> str:
             m = verdicts.get(metric)
             if m is not None:
                 marks = _MARKS.get(m.status, "") + ("\\*" if _significant(comparison, m) else "")
-                cell += f" ({m.delta:+.4f}{' ' + marks if marks else ''})"
+                cell += f" ({delta_text(m.delta)}{' ' + marks if marks else ''})"
             cells.append(cell)
         status = versus.verdict.status if versus else "reference"
         lines.append(
@@ -275,11 +276,11 @@ def _versus_markdown(comparison: SystemsComparison, versus: Versus) -> str:
         stats = "| | | | |"
         if c is not None and c.n:
             stats = (
-                f"| [{c.ci_low:+.4f}, {c.ci_high:+.4f}] | {c.p_value:.4f} | {c.better} | "
-                f"{c.same} | {c.worse} |"
+                f"| [{delta_text(c.ci_low)}, {delta_text(c.ci_high)}] | {c.p_value:.4f} | "
+                f"{c.better} | {c.same} | {c.worse} |"
             )
         rows.append(
-            f"| {inline(m.metric)} | {m.baseline:.4f} | {m.current:.4f} | {m.delta:+.4f} "
+            f"| {inline(m.metric)} | {m.baseline:.4f} | {m.current:.4f} | {delta_text(m.delta)} "
             f"{stats} {m.status} |"
         )
     parts.append("\n".join(rows) + "\n")
@@ -291,8 +292,8 @@ def _versus_markdown(comparison: SystemsComparison, versus: Versus) -> str:
             "| query | reference | run | Δ | first relevant rank |\n"
             "|---|---:|---:|---:|---|\n"
             + "".join(
-                f"| {inline(c.query)} | {c.reference:.4f} | {c.value:.4f} | {c.delta:+.4f} | "
-                f"{rank_move(c.rank_reference, c.rank_value)} |\n"
+                f"| {inline(c.query)} | {c.reference:.4f} | {c.value:.4f} | "
+                f"{delta_text(c.delta)} | {rank_move(c.rank_reference, c.rank_value)} |\n"
                 for c in changes
             )
         )

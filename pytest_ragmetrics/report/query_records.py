@@ -86,12 +86,11 @@ class PerQueryValues:
 
         if not self.has_baseline:
             return np.empty(0, dtype=np.int64), np.empty(0)
-        from pytest_ragmetrics.records import DIGITS
+        from pytest_ragmetrics.deltas import deltas
 
-        # As the baseline verdict counts them: values at the baseline's precision, so a query
-        # whose value only lost its rounding digits is unchanged, not "better".
-        delta = np.round(self.now(metric), DIGITS) - np.round(self.before(metric), DIGITS)
-        delta[np.abs(delta) < 1e-9] = 0.0
+        # As the baseline verdict counts them (the one rule of deltas.py): values at the stored
+        # precision, so a query whose value only lost its rounding digits is unchanged.
+        delta = deltas(self.before(metric), self.now(metric))
         keep = np.flatnonzero(~np.isnan(delta))
         ids = np.asarray(self.ids, dtype=object)[keep] if len(keep) else np.empty(0, dtype=object)
         order = np.lexsort((ids.astype(str), delta[keep])) if len(keep) else keep

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.vocabulary import LAYERS
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def layer_table(evaluations: Sequence[Checked], preferred: Sequence[str]) -> str
 
 def _delta_cell(metric: MetricVerdict) -> str:
     mark = {"regressed": " !", "improved": " +"}.get(metric.status, "")
-    return f"{metric.delta:+.4f}{mark}"
+    return f"{delta_text(metric.delta)}{mark}"
 
 
 def summary_lines(outcome: SessionOutcome) -> list[tuple[str, str]]:

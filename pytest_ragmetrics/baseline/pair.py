@@ -1,0 +1,209 @@
+"""``ragmetrics compare BASELINE_OR_REPORT REPORT`` as one record: the verdict of every
+evaluation of the report, and everything the baseline holds that was *not* compared — its
+evaluations the report lacks, and per evaluation its metrics and queries the report lacks.
+
+What was not compared is never silent: every renderer names it, with a line saying how many and
+that it was not compared; with ``strict`` it fails the comparison (exit code 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_ragmetrics.records import label
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.baseline.tolerances import Tolerances
+    from pytest_ragmetrics.baseline.verdicts import Verdict
+    from pytest_ragmetrics.records import EvaluationRecord
+
+SHOWN = 10  # queries named per evaluation (the JSON form lists them all)
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Metrics or queries of a baseline entry that the report's evaluation lacks."""
+
+    test: str
+    name: str
+    metrics: tuple[str, ...] = ()
+    queries: tuple[str, ...] = ()
+
+    def lines(self) -> list[str]:
+        where = label(self.test, self.name)
+        out = []
+        if self.metrics:
+            out.append(f"{where}: metrics not in the report: {', '.join(self.metrics)}")
+        if self.queries:
+            shown = ", ".join(self.queries[:SHOWN])
+            more = f" and {len(self.queries) - SHOWN} more" if len(self.queries) > SHOWN else ""
+            out.append(
+                f"{where}: {len(self.queries)} queries not in the report (compared on the "
+                f"others): {shown}{more}"
+            )
+        return out
+
+
+@dataclass
+class PairComparison:
+    """The verdicts of ``after``'s evaluations against ``before`` (paths as given), the
+    evaluations of ``before`` that ``after`` lacks (``missing``: (test, name, layer)), and the
+    metric and query gaps of the evaluations compared."""
+
+    before: str
+    after: str
+    results: list[tuple[EvaluationRecord, Verdict]]
+    missing: list[tuple[str, str, str]] = field(default_factory=list)
+    strict: bool = False
+
+    @property
+    def failed(self) -> list[tuple[EvaluationRecord, Verdict]]:
+        return [(r, v) for r, v in self.results if v.status in ("regressed", "not comparable")]
+
+    @property
+    def gaps(self) -> list[Gap]:
+        out = []
+        for recorded, verdict in self.results:
+            if verdict.metrics_not_compared or verdict.only_baseline:
+                out.append(
+                    Gap(
+                        recorded.test,
+                        recorded.name,
+                        tuple(verdict.metrics_not_compared),
+                        tuple(verdict.only_baseline),
+                    )
+                )
+        return out
+
+    @property
+    def new(self) -> int:
+        return sum(1 for _, v in self.results if v.status == "new")
+
+    @property
+    def incomplete(self) -> bool:
+        """The baseline holds evaluations, metrics or queries that were not compared."""
+        return bool(self.missing or self.gaps)
+
+    @property
+    def exit_failed(self) -> bool:
+        return bool(self.failed) or (self.strict and self.incomplete)
+
+    def not_compared_lines(self) -> list[str]:
+        """What was not compared, in words ([] when everything was)."""
+        if not self.incomplete:
+            return []
+        lines = []
+        if self.missing:
+            n = len(self.missing)
+            lines.append(
+                f"not compared: {n} evaluation{'s' if n != 1 else ''} of {self.before} "
+                f"{'are' if n != 1 else 'is'} missing from {self.after}:"
+            )
+            lines += [f"  {label(test, name)}" for test, name, _ in self.missing]
+        gaps = self.gaps
+        if gaps:
+            lines.append(f"not compared: what {self.after} lacks of {self.before}'s evaluations:")
+            lines += [f"  {line}" for gap in gaps for line in gap.lines()]
+        if self.strict:
+            lines.append("--strict: what was not compared fails the comparison (exit code 1)")
+        else:
+            lines.append("(give --strict to fail when anything of the baseline is not compared)")
+        return lines
+
+    def summary(self) -> str:
+        """The closing line: counts of evaluations, new ones, failures and what is missing."""
+        text = f"{len(self.results)} evaluations"
+        if self.new:
+            text += f" ({self.new} new: not in {self.before})"
+        text += f", {len(self.failed)} failed"
+        if self.missing:
+            n = len(self.missing)
+            text += (
+                f"; {n} evaluation{'s' if n != 1 else ''} of {self.before} not in {self.after}: "
+                "not compared"
+            )
+        if self.gaps:
+            text += f"; {len(self.gaps)} compared without some metrics or queries"
+        if self.strict and self.incomplete:
+            text += " (--strict: failed)"
+        return text
+
+    def not_compared(self) -> dict[str, Any]:
+        """The JSON form of what was not compared (also in the HTML page's document)."""
+        return {
+            "evaluations": [
+                {"test": test, "name": name, "layer": layer} for test, name, layer in self.missing
+            ],
+            "metrics": [
+                {"test": g.test, "name": g.name, "metrics": list(g.metrics)}
+                for g in self.gaps
+                if g.metrics
+            ],
+            "queries": [
+                {"test": g.test, "name": g.name, "queries": list(g.queries)}
+                for g in self.gaps
+                if g.queries
+            ],
+            "lines": self.not_compared_lines(),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "evaluations": [
+                {"test": r.test, "name": r.name, "layer": r.layer, **v.to_dict()}
+                for r, v in self.results
+            ],
+            "failed": len(self.failed),
+            "new": self.new,
+            "missing": len(self.missing),
+            "not_compared": self.not_compared(),
+            "strict": self.strict,
+            "strict_failed": self.strict and self.incomplete,
+            "summary": self.summary(),
+        }
+
+
+def not_compared_notes(run: str, verdict: Verdict) -> list[str]:
+    """Comparing runs: the reference's metrics and queries that ``run`` lacks, in words."""
+    out = []
+    if verdict.metrics_not_compared:
+        out.append(
+            f"{run}: metrics of the reference not compared (no value in this run): "
+            f"{', '.join(verdict.metrics_not_compared)}"
+        )
+    queries = verdict.only_baseline
+    if queries:
+        more = f" and {len(queries) - SHOWN} more" if len(queries) > SHOWN else ""
+        out.append(
+            f"{run}: {len(queries)} queries of the reference not in this run, not compared: "
+            f"{', '.join(queries[:SHOWN])}{more}"
+        )
+    return out
+
+
+def compare_pair(
+    before: Mapping[tuple[str, str], Mapping[str, Any]],
+    after: Mapping[tuple[str, str], Mapping[str, Any]],
+    tolerances: Tolerances,
+    *,
+    paths: tuple[str, str],
+    alpha: float | None = None,
+    unjudged_drops: str = "fail",
+    strict: bool = False,
+) -> PairComparison:
+    """Every evaluation of ``after`` against ``before`` (read with
+    :func:`~pytest_ragmetrics.baseline.compare.load_evaluations`), with what ``before`` holds
+    that ``after`` lacks."""
+    from pytest_ragmetrics.baseline.compare import compare_evaluations
+
+    results = compare_evaluations(
+        before, after, tolerances, alpha=alpha, unjudged_drops=unjudged_drops
+    )
+    missing = [
+        (test, name, str(before[(test, name)].get("layer", "retrieval")))
+        for test, name in sorted(before)
+        if (test, name) not in after
+    ]
+    return PairComparison(paths[0], paths[1], results, missing, strict)

@@ -1,0 +1,81 @@
+"""The renderers of ``ragmetrics compare BASELINE_OR_REPORT REPORT``: the table (text or
+Markdown) with the failure messages, and the HTML page's paragraph on what was not compared.
+Each names every evaluation, metric and query of the baseline that was not compared."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pytest_ragmetrics.deltas import delta_text
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.baseline.pair import PairComparison
+    from pytest_ragmetrics.baseline.verdicts import Against
+
+
+def pair_table(comparison: PairComparison, *, markdown: bool, against: Against) -> str:
+    """A row per metric, then what failed and why, what was not compared, and the summary."""
+    from tabulate import tabulate
+
+    from pytest_ragmetrics.baseline.verdicts import failure_message
+
+    rows = []
+    for recorded, verdict in comparison.results:
+        where = f"{recorded.test} [{recorded.name}]"
+        if not verdict.metrics:
+            rows.append([where, "", "", "", "", verdict.status])
+        for m in verdict.metrics:
+            numbers = [f"{m.baseline:.4f}", f"{m.current:.4f}", delta_text(m.delta)]
+            rows.append([where, m.metric, *numbers, m.status])
+            where = ""
+    text = (
+        tabulate(
+            rows,
+            headers=["evaluation", "metric", "before", "after", "Δ", "status"],
+            tablefmt="github" if markdown else "simple",
+            disable_numparse=True,
+        )
+        + "\n"
+    )
+    before = comparison.before
+    if markdown:
+        from pytest_ragmetrics.report.markdown import failures_markdown, inline
+
+        text += failures_markdown(comparison.failed, before, against=against)
+        lines = comparison.not_compared_lines()
+        if lines:
+            text += "\n### Not compared\n\n" + "".join(
+                f"{'  ' if line.startswith('  ') else ''}- {inline(line.strip())}\n"
+                for line in lines
+            )
+    else:
+        for recorded, verdict in comparison.failed:
+            text += "\n" + failure_message(recorded, verdict, before, against=against) + "\n"
+        lines = comparison.not_compared_lines()
+        if lines:
+            text += "\n" + "\n".join(lines) + "\n"
+    return text + f"\n{comparison.summary()}\n"
+
+
+def not_compared_html(comparison: Mapping[str, Any]) -> str:
+    """The HTML page's paragraph naming what was not compared ('' when everything was):
+    ``comparison`` is the document's "comparison" field (see :func:`report.html.
+    comparison_document`)."""
+    found = comparison.get("not_compared")
+    lines = found.get("lines") if isinstance(found, Mapping) else None
+    if not isinstance(lines, list) or not lines:
+        return ""
+    parts, items = [], []
+    for line in (str(line) for line in lines):
+        if line.startswith("  "):
+            items.append(f"<li><bdi>{html.escape(line.strip())}</bdi></li>")
+            continue
+        if items:
+            parts.append(f"<ul>{''.join(items)}</ul>")
+            items = []
+        parts.append(f"<p><strong>{html.escape(line)}</strong></p>")
+    if items:
+        parts.append(f"<ul>{''.join(items)}</ul>")
+    return f'<div class="not-compared" id="not-compared">{"".join(parts)}</div>'
