@@ -328,9 +328,10 @@ class AnswerSet:
                 return answer
         raise KeyError(query_id)
 
-    def write(self, path: str | os.PathLike[str]) -> None:
-        """Record the answers as JSONL (atomically), to replay with :class:`RecordedAnswers`."""
-        write_answers(path, self.answers)
+    def write(self, path: str | os.PathLike[str], *, hint: str = "") -> None:
+        """Record the answers as JSONL (atomically), to replay with :class:`RecordedAnswers`;
+        a refused write is an OutputError naming the file, with ``hint``."""
+        write_answers(path, self.answers, hint=hint)
 
 
 @dataclass(frozen=True)

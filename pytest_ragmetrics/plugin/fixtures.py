@@ -243,12 +243,18 @@ def rag_answers(request: pytest.FixtureRequest, rag_pipeline: Any, rag_queries: 
     queries = dict(rag_queries.items())
     cache = session.cache()
 
+    recording = settings.answers if settings.record_answers else None
+    hint = "pass --ragmetrics-answers=FILE to record them elsewhere"
+
     def run() -> Any:
+        from pytest_ragmetrics.fileio import check_writable
         from pytest_ragmetrics.generation import answer_all
 
+        if recording is not None:  # before the generator calls whose answers would be lost
+            check_writable(recording, what="recorded answers", hint=hint)
         answers = answer_all(rag_pipeline, queries, cache=cache)
-        if settings.record_answers and settings.answers is not None:
-            answers.write(settings.answers)
+        if recording is not None:
+            answers.write(recording, hint=hint)
         return answers
 
     return without_traceback(run)
