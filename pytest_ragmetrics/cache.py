@@ -289,7 +289,7 @@ class Cache:
                 }
             }
 
-        self._publish(kind, identity, write, meta)
+        self._store(lambda: self._publish(kind, identity, write, meta))
 
     def put_json(
         self,
@@ -302,7 +302,7 @@ class Cache:
         if not self.enabled:
             return
         canonical_json(value)  # fail early on values JSON cannot hold
-        self._publish(kind, identity, lambda folder: {"value": value}, meta)
+        self._store(lambda: self._publish(kind, identity, lambda folder: {"value": value}, meta))
 
     def _publish(
         self,
@@ -371,7 +371,7 @@ class Cache:
             if found is not None:
                 return found
             value = compute()
-            self._store(lambda: self.put_arrays(kind, identity, value, meta))
+            self.put_arrays(kind, identity, value, meta)
             self._record_computation(kind, identity)
             return value
         raise AssertionError("unreachable")  # pragma: no cover - the block always returns
@@ -399,15 +399,15 @@ class Cache:
             if found is not None:
                 return found
             value = compute()
-            self._store(lambda: self.put_json(kind, identity, value, meta))
+            self.put_json(kind, identity, value, meta)
             self._record_computation(kind, identity)
             return value
         raise AssertionError("unreachable")  # pragma: no cover - the block always returns
 
     # -- a cache that cannot be written --------------------------------------------------------
     # A cache only saves time: when its folder refuses writes (read-only, no permission, full
-    # disk), the value is computed and returned as without a cache, and one CacheWarning per
-    # Cache object says so. Explicit writes (put_arrays, put_json) still raise CacheWriteError.
+    # disk), the value is computed and returned as without a cache (put_arrays and put_json
+    # store nothing), and one CacheWarning per Cache object says so; ``unwritable`` says why.
 
     def _hold_lock(
         self, held: contextlib.ExitStack, kind: str, identity: Mapping[str, Any]

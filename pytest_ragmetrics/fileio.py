@@ -304,7 +304,7 @@ def exclusive_lock(
     target = Path(path)
 
     def refused() -> contextlib.AbstractContextManager[None]:
-        return writing(target, what=f"the lock file of the {what}", hint=hint)
+        return writing(target, what=f"lock file of the {what}", hint=hint)
 
     with refused():
         target.parent.mkdir(parents=True, exist_ok=True)
