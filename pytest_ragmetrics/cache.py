@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 import warnings
@@ -31,8 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_ragmetrics.errors import CacheError, CacheWarning, how_to_silence
-from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock
+from pytest_ragmetrics.errors import CacheError, CacheWarning, OutputError, how_to_silence
+from pytest_ragmetrics.fileio import atomic_write_text, cannot_write, exclusive_lock
 
 SCHEMA = 1
 COMPUTE_LOG = "computed.log"
@@ -91,6 +92,9 @@ class Cache:
         self.misses = 0
         # Entries this object computed (and stored) through arrays()/json(), in this process.
         self.computed = 0
+        # Why the last value could not be stored ('' while every write worked).
+        self.unwritable = ""
+        self._warned_unwritable = False
 
     def __repr__(self) -> str:
         state = "enabled" if self.enabled else "disabled"
@@ -108,7 +112,9 @@ class Cache:
             return
         entry = self._entry(kind, identity)
         lock = Path(str(entry) + ".lock")
-        with exclusive_lock(lock, timeout=timeout, what="cache entry", error=CacheError):
+        with exclusive_lock(
+            lock, timeout=timeout, what="cache entry", error=CacheError, hint=CACHE_HINT
+        ):
             yield
 
     def _read_manifest(
@@ -166,11 +172,16 @@ class Cache:
         )
         self._discard(entry)
 
-    def _discard(self, entry: Path) -> None:
+    def _discard(self, entry: Path) -> str:
+        """Remove ``entry`` (renamed away first); '' when it is gone, else why it is not."""
         trash = entry.with_name(f".{entry.name}.trash.{os.getpid()}.{time.monotonic_ns()}")
-        with contextlib.suppress(OSError):
+        try:
             os.replace(entry, trash)
-            shutil.rmtree(trash, ignore_errors=True)
+        except FileNotFoundError:
+            return ""  # removed by another process meanwhile
+        except OSError as exc:
+            return exc.strerror or str(exc)
+        return _remove_tree(trash)
 
     def get_arrays(self, kind: str, identity: Mapping[str, Any]) -> Arrays | None:
         """The cached arrays for ``identity``, or None (miss, disabled, or unreadable)."""
@@ -278,7 +289,7 @@ class Cache:
                 }
             }
 
-        self._publish(kind, identity, write, meta)
+        self._store(lambda: self._publish(kind, identity, write, meta))
 
     def put_json(
         self,
@@ -291,7 +302,7 @@ class Cache:
         if not self.enabled:
             return
         canonical_json(value)  # fail early on values JSON cannot hold
-        self._publish(kind, identity, lambda folder: {"value": value}, meta)
+        self._store(lambda: self._publish(kind, identity, lambda folder: {"value": value}, meta))
 
     def _publish(
         self,
@@ -301,8 +312,13 @@ class Cache:
         meta: Mapping[str, Any] | None,
     ) -> None:
         entry = self._entry(kind, identity)
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", suffix=".tmp", dir=entry.parent))
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(
+                tempfile.mkdtemp(prefix=f".{entry.name}.", suffix=".tmp", dir=entry.parent)
+            )
+        except OSError as exc:
+            raise _refused(entry, exc) from None
         try:
             body = write(staging)
             manifest = {
@@ -326,7 +342,7 @@ class Cache:
                 if not (entry / "manifest.json").exists():
                     raise
         except OSError as exc:
-            raise CacheError(f"cannot write cache entry {entry}: {exc}") from None
+            raise _refused(entry, exc) from None
         finally:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
@@ -347,7 +363,9 @@ class Cache:
         found = self.get_arrays(kind, identity)
         if found is not None:
             return found
-        with self.lock(kind, identity):
+        with contextlib.ExitStack() as held:
+            if not self._hold_lock(held, kind, identity):
+                return compute()  # a cache that cannot be written: computed, not stored
             found = self.get_arrays(kind, identity)
             self.misses -= 1  # the first look-up already counted this miss
             if found is not None:
@@ -356,6 +374,7 @@ class Cache:
             self.put_arrays(kind, identity, value, meta)
             self._record_computation(kind, identity)
             return value
+        raise AssertionError("unreachable")  # pragma: no cover - the block always returns
 
     def json(
         self,
@@ -376,7 +395,9 @@ class Cache:
         found = self.get_json(kind, identity, valid=valid)
         if found is not None:
             return found
-        with self.lock(kind, identity):
+        with contextlib.ExitStack() as held:
+            if not self._hold_lock(held, kind, identity):
+                return compute()  # a cache that cannot be written: computed, not stored
             found = self.get_json(kind, identity, valid=valid)
             self.misses -= 1  # the first look-up already counted this miss
             if found is not None:
@@ -386,6 +407,41 @@ class Cache:
             if valid is None or valid(value):
                 self.put_json(kind, identity, value, meta)
             return value
+        raise AssertionError("unreachable")  # pragma: no cover - the block always returns
+
+    # -- a cache that cannot be written --------------------------------------------------------
+    # A cache only saves time: when its folder refuses writes (read-only, no permission, full
+    # disk), the value is computed and returned as without a cache (put_arrays and put_json
+    # store nothing), and one CacheWarning per Cache object says so; ``unwritable`` says why.
+
+    def _hold_lock(
+        self, held: contextlib.ExitStack, kind: str, identity: Mapping[str, Any]
+    ) -> bool:
+        """Take the entry's lock into ``held``; False (and a warning) if the folder refuses it."""
+        try:
+            held.enter_context(self.lock(kind, identity))
+        except OutputError as exc:
+            self._not_stored(str(exc))
+            return False
+        return True
+
+    def _store(self, put: Callable[[], None]) -> None:
+        try:
+            put()
+        except CacheWriteError as exc:
+            self._not_stored(str(exc))
+
+    def _not_stored(self, why: str) -> None:
+        self.unwritable = why
+        if self._warned_unwritable:
+            return
+        self._warned_unwritable = True
+        warnings.warn(
+            f"the cache cannot be written: {why}; results are computed but not cached "
+            f"(every run computes them again); {how_to_silence(CacheWarning)}",
+            CacheWarning,
+            stacklevel=4,
+        )
 
     def _record_computation(self, kind: str, identity: Mapping[str, Any]) -> None:
         """Count a computation here and in ``<kind>/computed.log`` (shared by all processes).
@@ -434,10 +490,15 @@ class Cache:
             removed_here = 0
             for entry in sorted(kind_dir.iterdir()):
                 if _is_entry(entry):
-                    self._discard(entry)  # renamed away first: readers see it whole or not
-                    removed_here += 1
+                    # Renamed away first: readers see it whole or not at all. Counted only
+                    # once it is really gone; one the folder refuses to let go is named.
+                    why = self._discard(entry)
+                    if why:
+                        report.failed.append((str(entry), why))
+                    else:
+                        removed_here += 1
                 elif _TRASH.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry, ignore_errors=True)
+                    _remove_tree(entry)
                 elif entry.name == COMPUTE_LOG or _LOCK.fullmatch(entry.name):
                     continue  # bookkeeping of entries; removed with the kind folder below
                 elif _STAGING.fullmatch(entry.name):
@@ -449,6 +510,33 @@ class Cache:
                 with contextlib.suppress(OSError):
                     (kind_dir / COMPUTE_LOG).unlink()
         return report
+
+
+class CacheWriteError(CacheError, OutputError):
+    """The cache folder refused a write (read-only, no permission, full disk)."""
+
+
+CACHE_HINT = "pass --ragmetrics-cache-dir=DIR (or set ragmetrics_cache_dir) to cache elsewhere"
+
+
+def _refused(entry: Path, exc: OSError) -> CacheWriteError:
+    return CacheWriteError(str(cannot_write(entry, exc, what="cache entry", hint=CACHE_HINT)))
+
+
+def _remove_tree(folder: Path) -> str:
+    """Delete ``folder`` and all in it; '' when it is gone, else the first reason it is not."""
+    failures: list[str] = []
+
+    def failed(function: Any, path: str, exc: BaseException) -> None:
+        failures.append(getattr(exc, "strerror", None) or str(exc))
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(folder, onexc=failed)
+    else:  # pragma: no cover - Python 3.11
+        shutil.rmtree(folder, onerror=lambda f, p, info: failed(f, p, info[1]))
+    if not os.path.lexists(folder):
+        return ""
+    return failures[0] if failures else "still there"
 
 
 _KEY = "[0-9a-f]{64}"
@@ -473,10 +561,12 @@ def _is_entry(path: Path) -> bool:
 
 @dataclass
 class ClearReport:
-    """What :meth:`Cache.clear` removed (entries per kind) and how many other items it kept."""
+    """What :meth:`Cache.clear` removed (entries per kind), the entries it could not remove
+    (path, why) and how many other items it kept."""
 
     removed: dict[str, int] = field(default_factory=dict)
     kept: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -488,7 +578,23 @@ class ClearReport:
         text = f"cleared {self.total} cache entries{f' ({kinds})' if kinds else ''} in {folder}"
         if self.kept:
             text += f"; left {self.kept} other files and folders there (not cache entries)"
+        if self.failed:
+            text += "; " + self.failure()
         return text
+
+    def failure(self) -> str:
+        """The entries that could not be removed, e.g. 'could not remove 4 cache entries
+        (.../embeddings/3f2a...: Read-only file system, ...): make ... writable ...'."""
+        if not self.failed:
+            return ""
+        shown = ", ".join(f"{path}: {why}" for path, why in self.failed[:3])
+        more = f", and {len(self.failed) - 3} more" if len(self.failed) > 3 else ""
+        folder = os.path.dirname(os.path.dirname(self.failed[0][0]))
+        return (
+            f"could not remove {len(self.failed)} cache "
+            f"{'entry' if len(self.failed) == 1 else 'entries'} ({shown}{more}): make {folder} "
+            "and the folders in it writable and clear again, or delete them by hand"
+        )
 
 
 def inside_cache_entries(path: Path, cache: Path) -> bool:

@@ -33,6 +33,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # compare: an evaluation regressed or is not comparable (or --strict: missing)
 EXIT_BAD_INPUT = 2  # a file, option or argument we cannot use (argparse's usage errors too)
 EXIT_INTERNAL_ERROR = 3
+# How to write an output elsewhere, in the error for a folder that refuses it.
+_OUT_HINT = "pass {} FILE to write it elsewhere"
 
 
 def _number(value: float | None) -> str:
@@ -1323,6 +1325,13 @@ def _check_question_options(args: argparse.Namespace) -> None:
         )
 
 
+def _check_save(path: str) -> None:
+    """Before any judge call: a folder that refuses ``--save`` would lose the calibration."""
+    from pytest_ragmetrics.fileio import check_writable
+
+    check_writable(path, what="calibration file", hint=_OUT_HINT.format("--save"))
+
+
 def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.cache import Cache
     from pytest_ragmetrics.judges.calibration import (
@@ -1347,6 +1356,7 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
             folders={"--prompts": args.prompts},
             cache=None if args.no_cache else args.cache_dir,
         )
+        _check_save(args.save)
     if args.judge == "http":
         # A weak model's off-script reply is counted as unjudged, not fatal, while calibrating.
         options["unparseable"] = "unjudged"
@@ -1367,7 +1377,7 @@ def _cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         else:
             result = calibrate(judge, args.labels, seed=args.seed, limit=args.limit, tune=tune)
     if args.save:
-        save_calibration(args.save, result)
+        save_calibration(args.save, result, hint=_OUT_HINT.format("--save"))
     if args.format == "json":
         out.write(json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n")
         return 0
@@ -1403,6 +1413,7 @@ def _calibrate_relevance(args: argparse.Namespace, options: dict[str, Any], out:
             folders={"--dataset": args.dataset, "--prompts": args.prompts},
             cache=None if args.no_cache else args.cache_dir,
         )
+        _check_save(args.save)
     if args.judge == "http":
         options["unparseable"] = "unjudged"
     dataset = load_dataset(args.dataset, args.split or "test")
@@ -1446,7 +1457,7 @@ def _calibrate_relevance(args: argparse.Namespace, options: dict[str, Any], out:
             + ("" if args.run is None else f", run {Path(args.run).name}"),
         )
     if args.save:
-        save_calibration(args.save, result)
+        save_calibration(args.save, result, hint=_OUT_HINT.format("--save"))
     if args.format == "json":
         out.write(json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n")
         return 0
@@ -1570,7 +1581,7 @@ def _cmd_pool(args: argparse.Namespace, out: TextIO) -> int:
         queries=None if dataset is None else dataset.queries,
         corpus=None if dataset is None else dataset.corpus,
     )
-    write_pool(args.out, entries)
+    write_pool(args.out, entries, hint=_OUT_HINT.format("--out"))
     per_run = {label: sum(1 for e in entries if label in e.runs) for label in labels}
     summary = {
         "pool": args.out,
@@ -1641,6 +1652,7 @@ def _add_judge_pool(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _cmd_judge_pool(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.cache import Cache
+    from pytest_ragmetrics.fileio import check_writable
     from pytest_ragmetrics.judges.relevance import build_relevance_judge
     from pytest_ragmetrics.pooling import (
         judge_pool,
@@ -1669,6 +1681,10 @@ def _cmd_judge_pool(args: argparse.Namespace, out: TextIO) -> int:
             folders={"--prompts": args.prompts},
             cache=None if args.no_cache else args.cache_dir,
         )
+    # Before any judge call: a folder that refuses the outputs would lose the verdicts.
+    out_hint, qrels_hint = _OUT_HINT.format("--out"), _OUT_HINT.format("--qrels-out")
+    check_writable(target, what="pool file", hint=out_hint)
+    check_writable(args.qrels_out, what="supplementary qrels", hint=qrels_hint)
     entries = read_pool(args.pool)
     if args.judge == "http":
         # An off-script reply leaves its row without a verdict (counted), not the pool unjudged.
@@ -1678,9 +1694,9 @@ def _cmd_judge_pool(args: argparse.Namespace, out: TextIO) -> int:
     )
     with use_reporter(stream_reporter()), progress("judging the pool", len(entries)) as advance:
         result = judge_pool(entries, judge, path=args.pool, rejudge=args.rejudge, advance=advance)
-    write_pool(target, result.entries)
+    write_pool(target, result.entries, hint=out_hint)
     written = (
-        write_supplementary_qrels(args.qrels_out, result.entries)
+        write_supplementary_qrels(args.qrels_out, result.entries, hint=qrels_hint)
         if any(e.relevant is not None for e in result.entries)
         else 0
     )

@@ -161,7 +161,11 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
     if args.apply_review is not None:
         return _apply_review(args, target, out)
     check_output_folder(target, args.corpus)
+    from pytest_ragmetrics.fileio import check_writable
     from pytest_ragmetrics.testsets.folder import load_corpus
+
+    # Before any generator call: a folder that refuses the test set would lose it.
+    check_writable(target / "manifest.json", what="test-set folder", hint="pass --out DIR")
 
     corpus = load_corpus(args.corpus)
     count = args.queries

@@ -44,8 +44,14 @@ class CacheError(RagMetricsError):
 class OutputError(RagMetricsError, OSError):
     """A file (report, run, baseline) cannot be written; an existing one is left unchanged.
 
-    Also an ``OSError``, so code that handles I/O errors keeps working.
+    Also an ``OSError``, so code that handles I/O errors keeps working. Its text is always
+    the message given (never ``[Errno n] ...``), whatever OSError fields are set on it:
+    :func:`pytest_ragmetrics.fileio.cannot_write` sets ``errno``, ``strerror`` and
+    ``filename`` from the refusal it reports.
     """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class RetrieverError(RagMetricsError):

@@ -4,6 +4,7 @@ half), exclusive locks that leave no file behind, and reading JSON files with cl
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -57,30 +58,87 @@ def atomic_writer(path: PathLike, mode: str = "w") -> Iterator[IO[str] | IO[byte
     _fsync_dir(target.parent)
 
 
-def atomic_write_text(path: PathLike, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: PathLike, text: str, *, what: str = "", hint: str = "") -> None:
+    """Replace ``path`` with ``text`` atomically (see :func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode("utf-8"), what=what, hint=hint)
 
 
-def atomic_write_bytes(path: PathLike, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically; an OutputError names the file on failure."""
+def atomic_write_bytes(path: PathLike, data: bytes, *, what: str = "", hint: str = "") -> None:
+    """Replace ``path`` with ``data`` atomically. A refused write (read-only folder, full
+    disk, ...) is :func:`cannot_write`'s OutputError naming the file (the ``what``) and what to
+    do (``hint``: how to write elsewhere); the old file is then unchanged."""
     try:
         with atomic_writer(path, "wb") as handle:
             handle.write(data)  # type: ignore[arg-type]
     except OSError as exc:
-        raise _output_error(path, exc) from exc
+        raise cannot_write(path, exc, what=what, hint=hint) from exc
 
 
-def _output_error(path: PathLike, exc: OSError) -> OutputError:
+# A folder that refuses writes (permissions, a read-only mount) and a full one (disk, quota).
+_REFUSED = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def cannot_write(path: PathLike, exc: OSError, *, what: str = "", hint: str = "") -> OutputError:
+    """The one error for a write the file system refused: the path, the system's reason, and
+    what to do (``hint``: how to write elsewhere, e.g. the option naming the path).
+
+    e.g. ``.ragmetrics/baseline.json: cannot write the baseline (Read-only file system); make
+    .ragmetrics writable, or pass --ragmetrics-baseline=FILE``. An OutputError is returned
+    unchanged: it already says all this.
+    """
     if isinstance(exc, OutputError):
         return exc
-    reason = exc.strerror or str(exc)
-    error = OutputError(f"{os.fspath(path)}: cannot write ({reason})")
-    error.strerror = reason  # what callers that add their own context show
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    subject = f" the {what}" if what else ""
+    if exc.errno in _REFUSED:
+        fix = f"make {_nearest_folder(path)} writable"
+    elif exc.errno in _FULL:
+        fix = f"free space on the file system holding {_nearest_folder(path)}"
+    else:
+        fix = ""
+    advice = " or ".join(part for part in (fix, hint) if part)
+    error = OutputError(
+        f"{os.fspath(path)}: cannot write{subject} ({reason})" + (f"; {advice}" if advice else "")
+    )
+    error.errno, error.strerror, error.filename = exc.errno, reason, os.fspath(path)
     return error
 
 
-def atomic_append_text(path: PathLike, text: str) -> None:
+def _nearest_folder(path: PathLike) -> str:
+    """The folder whose permissions decide whether ``path`` can be written: its parent, or
+    the nearest ancestor that exists (missing folders are created there)."""
+    if is_stream(path):
+        return os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    return folder
+
+
+@contextlib.contextmanager
+def writing(path: PathLike, *, what: str = "", hint: str = "") -> Iterator[None]:
+    """Turn any OSError raised inside into :func:`cannot_write`'s error for ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        raise cannot_write(path, exc, what=what, hint=hint) from None
+
+
+def check_writable(path: PathLike, *, what: str = "", hint: str = "") -> None:
+    """Fail now, with :func:`cannot_write`'s error, if ``path`` could not be written because
+    its folder refuses new files: before work (judge calls, generation) whose result would be
+    lost. Creates nothing that stays; a full disk is only found by the write itself."""
+    if is_stream(path):
+        return
+    folder = _nearest_folder(path)
+    with writing(path, what=what, hint=hint):
+        fd, probe = tempfile.mkstemp(prefix=".ragmetrics-probe.", suffix=".tmp", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+
+
+def atomic_append_text(path: PathLike, text: str, *, what: str = "", hint: str = "") -> None:
     """Append ``text`` by rewriting the file atomically: a crash leaves the old content whole.
 
     A stream (see :func:`atomic_writer`) is appended to in place.
@@ -90,7 +148,7 @@ def atomic_append_text(path: PathLike, text: str) -> None:
             with _stream(path, binary=True) as handle:
                 handle.write(text.encode("utf-8"))  # type: ignore[arg-type]
         except OSError as exc:
-            raise _output_error(path, exc) from exc
+            raise cannot_write(path, exc, what=what, hint=hint) from exc
         return
     target = Path(os.path.realpath(path))
     try:
@@ -98,9 +156,9 @@ def atomic_append_text(path: PathLike, text: str) -> None:
     except FileNotFoundError:
         old = b""
     except OSError as exc:
-        raise _output_error(path, exc) from exc
+        raise cannot_write(path, exc, what=what, hint=hint) from exc
     separator = b"" if not old or old.endswith(b"\n") else b"\n"
-    atomic_write_bytes(target, old + separator + text.encode("utf-8"))
+    atomic_write_bytes(path, old + separator + text.encode("utf-8"), what=what, hint=hint)
 
 
 def _existing_mode(target: Path) -> int:
@@ -230,6 +288,7 @@ def exclusive_lock(
     timeout: float = 3600,
     what: str = "file",
     error: type[RagMetricsError] = RagMetricsError,
+    hint: str = "",
 ) -> Iterator[None]:
     """Hold an exclusive lock named by ``path``, across processes; no lock file stays behind.
 
@@ -237,9 +296,18 @@ def exclusive_lock(
     file before it was removed finds, once it holds the lock, that ``path`` no longer names
     the file it locked, and tries again, so two processes never both hold it. Elsewhere
     (Windows) filelock's lock file is used and left in place.
+
+    A folder that refuses the lock file (read-only, no permission, full) is an OutputError
+    from :func:`cannot_write` naming the folder, with ``hint``; errors raised by the caller's
+    block pass through unchanged.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+
+    def refused() -> contextlib.AbstractContextManager[None]:
+        return writing(target, what=f"lock file of the {what}", hint=hint)
+
+    with refused():
+        target.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout
     if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
         from filelock import FileLock, Timeout
@@ -253,7 +321,8 @@ def exclusive_lock(
     import fcntl
 
     while True:
-        fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
+        with refused():
+            fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             while True:
                 try:

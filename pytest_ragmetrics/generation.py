@@ -340,16 +340,21 @@ class AnswerSet:
         raise KeyError(query_id)
 
     def write(
-        self, path: str | os.PathLike[str], *, dataset: tuple[str, str] | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        dataset: tuple[str, str] | None = None,
+        hint: str = "",
     ) -> None:
         """Record the answers as JSONL (atomically), to replay with :class:`RecordedAnswers`;
-        with ``dataset=(name, split)``, as that pair's lines, keeping the other pairs'."""
+        with ``dataset=(name, split)``, as that pair's lines, keeping the other pairs'. A
+        refused write is an OutputError naming the file, with ``hint``."""
         if dataset is None:
-            write_answers(path, self.answers)
+            write_answers(path, self.answers, hint=hint)
         else:
             from pytest_ragmetrics.data.recordings import write_recording
 
-            write_recording(path, self.answers, dataset)
+            write_recording(path, self.answers, dataset, hint=hint)
 
 
 @dataclass(frozen=True)

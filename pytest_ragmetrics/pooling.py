@@ -140,16 +140,17 @@ def build_pool(
 # -- the pool file -----------------------------------------------------------------------------
 
 
-def write_pool(path: PathLike, entries: Sequence[PoolEntry]) -> None:
-    """Write the pool file atomically, under a lock against concurrent writers."""
+def write_pool(path: PathLike, entries: Sequence[PoolEntry], *, hint: str = "") -> None:
+    """Write the pool file atomically, under a lock against concurrent writers; a refused
+    write is an OutputError naming the file, with ``hint`` (how to write elsewhere)."""
     text = "".join(json.dumps(e.to_dict(), ensure_ascii=False) + "\n" for e in entries)
-    _write_locked(path, text, "pool file")
+    _write_locked(path, text, "pool file", hint)
 
 
-def _write_locked(path: PathLike, text: str, what: str) -> None:
+def _write_locked(path: PathLike, text: str, what: str, hint: str) -> None:
     target = Path(path)
-    with exclusive_lock(target.with_name(f".{target.name}.lock"), what=what):
-        atomic_write_text(target, text)
+    with exclusive_lock(target.with_name(f".{target.name}.lock"), what=what, hint=hint):
+        atomic_write_text(target, text, what=what, hint=hint)
 
 
 def read_pool(path: PathLike) -> list[PoolEntry]:
@@ -375,14 +376,16 @@ def supplementary_lines(entries: Sequence[PoolEntry]) -> tuple[dict[str, Any] | 
     return judge, header + body
 
 
-def write_supplementary_qrels(path: PathLike, entries: Sequence[PoolEntry]) -> int:
+def write_supplementary_qrels(
+    path: PathLike, entries: Sequence[PoolEntry], *, hint: str = ""
+) -> int:
     """Write the labelled rows as TREC qrels with the judge header; returns the rows written.
     No labelled row is a DataFormatError (the file would add nothing)."""
     labelled = sum(1 for e in entries if e.relevant is not None)
     if not labelled:
         raise DataFormatError("no row of the pool has a verdict: nothing to write")
     _, text = supplementary_lines(entries)
-    _write_locked(path, text, "supplementary qrels")
+    _write_locked(path, text, "supplementary qrels", hint)
     return labelled
 
 

@@ -125,9 +125,9 @@ from pytest_ragmetrics import baseline as _baseline
 _save = _baseline.BaselineStore.save
 
 
-def _slow_save(self):
+def _slow_save(self, **options):
     time.sleep(float(os.environ.get("RAG_SAVE_DELAY", "0")))
-    _save(self)
+    _save(self, **options)
 
 
 _baseline.BaselineStore.save = _slow_save

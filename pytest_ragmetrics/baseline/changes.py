@@ -35,10 +35,11 @@ def current_digests(dataset: Dataset, part: str) -> dict[str, str]:
     return {q: _digest(json.dumps(sorted(qrels.judgments(q).items()))) for q in qrels}
 
 
-def save_dataset_digests(baseline_path: Path, dataset: Dataset) -> None:
-    """Write the digest sidecars of every part of ``dataset`` beside the baseline."""
+def save_dataset_digests(baseline_path: Path, dataset: Dataset, *, hint: str = "") -> None:
+    """Write the digest sidecars of every part of ``dataset`` beside the baseline (a refused
+    write is an OutputError naming the file, with ``hint``)."""
     for part, fingerprint in dataset.fingerprints.items():
-        save_digests(baseline_path, part, fingerprint, current_digests(dataset, part))
+        save_digests(baseline_path, part, fingerprint, current_digests(dataset, part), hint=hint)
 
 
 def explain_dataset_change(
@@ -111,14 +112,21 @@ def digests_path(baseline_path: Path, part: str, fingerprint: str) -> Path:
 
 
 def save_digests(
-    baseline_path: Path, part: str, fingerprint: str, digests: Mapping[str, Any]
+    baseline_path: Path,
+    part: str,
+    fingerprint: str,
+    digests: Mapping[str, Any],
+    *,
+    hint: str = "",
 ) -> None:
     """Store per-item digests of one dataset part beside the baseline (gzipped, idempotent)."""
     path = digests_path(baseline_path, part, fingerprint)
     if path.exists():
         return
     body = json.dumps(digests, sort_keys=True, separators=(",", ":")).encode()
-    atomic_write_bytes(path, gzip.compress(body, mtime=0))
+    atomic_write_bytes(
+        path, gzip.compress(body, mtime=0), what="dataset digests of the baseline", hint=hint
+    )
 
 
 def load_digests(baseline_path: Path, part: str, fingerprint: str) -> dict[str, Any] | None:

@@ -127,13 +127,16 @@ class BaselineStore:
             json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
         )
 
-    def save(self) -> None:
-        """Write atomically (temp file in the same folder + os.replace)."""
+    def save(self, *, hint: str = "") -> None:
+        """Write atomically (temp file in the same folder + os.replace); a refused write is a
+        BaselineError naming the file, why, and what to do (``hint``: how to write elsewhere).
+        The old file is then unchanged."""
         try:
-            atomic_write_text(self.path, self.dumps())
-        except (OSError, UnicodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            raise BaselineError(f"{self.path}: cannot write the baseline ({reason})") from None
+            atomic_write_text(self.path, self.dumps(), what="the baseline", hint=hint)
+        except OSError as exc:  # cannot_write's OutputError: path, reason, what to do
+            raise BaselineError(str(exc)) from None
+        except UnicodeError as exc:
+            raise BaselineError(f"{self.path}: cannot write the baseline ({exc})") from None
 
 
 def _strip_version(entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -187,15 +187,18 @@ def answers_jsonl(answers: Iterable[GeneratedAnswer]) -> str:
     )
 
 
-def write_answers(path: PathLike, answers: Iterable[GeneratedAnswer]) -> None:
-    """Write an answers file atomically (under a lock: parallel writers never interleave)."""
-    from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock
+def write_answers(path: PathLike, answers: Iterable[GeneratedAnswer], *, hint: str = "") -> None:
+    """Write an answers file atomically (under a lock: parallel writers never interleave); a
+    refused write is an OutputError naming the file, with ``hint`` (how to write elsewhere)."""
+    from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, writing
 
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    what = "recorded answers"
+    with writing(target, what=what, hint=hint):
+        target.parent.mkdir(parents=True, exist_ok=True)
     text = answers_jsonl(answers)
-    with exclusive_lock(target.with_name(target.name + ".lock")):
-        atomic_write_text(target, text)
+    with exclusive_lock(target.with_name(target.name + ".lock"), what=what, hint=hint):
+        atomic_write_text(target, text, what=what, hint=hint)
 
 
 # -- references ---------------------------------------------------------------------------------

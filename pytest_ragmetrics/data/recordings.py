@@ -106,21 +106,26 @@ def _answers(lines: list[tuple[int, dict[str, Any]]], path: Path) -> list[Genera
     return found
 
 
-def write_recording(path: PathLike, answers: Iterable[GeneratedAnswer], pair: Pair) -> None:
+def write_recording(
+    path: PathLike, answers: Iterable[GeneratedAnswer], pair: Pair, *, hint: str = ""
+) -> None:
     """Record the answers of ``pair``, keeping the other pairs' lines (under the file's
-    lock, atomically: xdist workers recording different pairs keep each other's)."""
-    from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock
+    lock, atomically: xdist workers recording different pairs keep each other's); a refused
+    write is an OutputError naming the file, with ``hint``."""
+    from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, writing
 
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    what = "recorded answers"
+    with writing(target, what=what, hint=hint):
+        target.parent.mkdir(parents=True, exist_ok=True)
     tag = {"name": pair[0], "split": pair[1]}
-    with exclusive_lock(target.with_name(target.name + ".lock")):
+    with exclusive_lock(target.with_name(target.name + ".lock"), what=what, hint=hint):
         kept = [record for record in _readable(target) if _kept(record, pair)]
         mine = [{**a.to_dict(), TAG: tag} for a in answers]
         text = "".join(
             json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n" for record in kept + mine
         )
-        atomic_write_text(target, text)
+        atomic_write_text(target, text, what=what, hint=hint)
 
 
 def _kept(record: Any, pair: Pair) -> bool:

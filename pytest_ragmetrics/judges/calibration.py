@@ -483,16 +483,19 @@ def _read_store(path: Path) -> dict[str, Any]:
     return data
 
 
-def save_calibration(path: PathLike, result: CalibrationResult) -> None:
+def save_calibration(path: PathLike, result: CalibrationResult, *, hint: str = "") -> None:
     """Record ``result`` in the calibration file at ``path`` under its judge identity's hash.
 
     Other judges' records are kept; the write is atomic and locked against concurrent saves.
+    A refused write is an OutputError naming the file, with ``hint`` (how to save elsewhere).
     """
     target = Path(path)
-    with exclusive_lock(target.with_name(f".{target.name}.lock"), what="calibration file"):
+    what = "calibration file"
+    with exclusive_lock(target.with_name(f".{target.name}.lock"), what=what, hint=hint):
         store = _read_store(target)
         store["judges"][result.judge_key] = result.to_dict()
-        atomic_write_text(target, json.dumps(store, indent=2, sort_keys=True) + "\n")
+        text = json.dumps(store, indent=2, sort_keys=True) + "\n"
+        atomic_write_text(target, text, what=what, hint=hint)
 
 
 def load_calibration(path: PathLike, judge_identity: Mapping[str, Any]) -> CalibrationResult | None:

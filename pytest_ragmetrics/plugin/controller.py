@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -21,6 +23,10 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.report.outcome import Checked, SessionOutcome
 
 
+# How to write the baseline elsewhere, in the error for a folder that refuses it.
+BASELINE_HINT = "pass --ragmetrics-baseline=FILE (or set ragmetrics_baseline) to write it elsewhere"
+
+
 class ControllerPlugin:
     """Gathers the evaluations and turns them, once, into the session outcome and its reports."""
 
@@ -33,12 +39,22 @@ class ControllerPlugin:
         self.commit_paths: list[str] = []
         self.stale: list[tuple[str, str]] = []
         self.cleared: ClearReport | None = None
-        self.error: str = ""
+        self.errors: list[str] = []  # one line each, printed in the summary; the run fails
+        self.written: list[Path] = []  # the reports this run actually wrote
         self.outcome: SessionOutcome | None = None
 
     def clear_cache(self) -> None:
-        """``--ragmetrics-clear-cache``: empty the cache once, before any test runs."""
+        """``--ragmetrics-clear-cache``: empty the cache once, before any test runs.
+
+        Entries the folder refuses to let go of stop the run here (a usage error saying what
+        was and was not removed): the tests would otherwise read the entries asked to go.
+        """
         self.cleared = self.session.cache().clear()
+        if self.cleared.failed:
+            where = self.session.settings.display(self.session.settings.cache_dir)
+            raise pytest.UsageError(
+                f"pytest-ragmetrics: --ragmetrics-clear-cache: {self.cleared.describe(where)}"
+            )
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep the evaluations a test recorded (they travel on its call report)."""
@@ -60,13 +76,18 @@ class ControllerPlugin:
         """Update the baseline if asked, then write the JSON and Markdown reports."""
         if not self.session.in_use:
             return
-        try:
-            self.finish_baseline()
-            self.outcome = self.session_outcome()
-            self.write_reports(session.config)
-        except RagMetricsError as exc:
-            self.error = str(exc)
+        # A baseline that cannot be written does not keep the reports from being written
+        # (nor a report the others): each failure is one line in the summary and fails the run.
+        self._attempt(self.finish_baseline)
+        self._attempt(lambda: self.write_reports(session.config))
+        if self.errors:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _attempt(self, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except RagMetricsError as exc:
+            self.errors.append(str(exc))
 
     def finish_baseline(self) -> None:
         """List stale entries and, when asked, update the baseline.
@@ -83,7 +104,8 @@ class ControllerPlugin:
         from pytest_ragmetrics.fileio import exclusive_lock
 
         path = settings.baseline
-        with exclusive_lock(path.with_name(f".{path.name}.lock"), what="baseline"):
+        lock = path.with_name(f".{path.name}.lock")
+        with exclusive_lock(lock, what="baseline", hint=BASELINE_HINT):
             self._update_baseline()
 
     def _update_baseline(self) -> None:
@@ -106,10 +128,12 @@ class ControllerPlugin:
             commit = [settings.display(settings.baseline)]
             for pair in settings.datasets:  # the datasets the blessed evaluations ran on
                 if (pair.name, pair.split) in used:
-                    save_dataset_digests(settings.baseline, self.session.dataset(pair.key))
+                    save_dataset_digests(
+                        settings.baseline, self.session.dataset(pair.key), hint=BASELINE_HINT
+                    )
                     digests = settings.display(settings.baseline.parent / "datasets") + "/"
                     commit += [digests] if digests not in commit else []
-            new_store.save()
+            new_store.save(hint=BASELINE_HINT)
             self.commit_paths = commit
         self.update_counts = counts
         self.evaluations = [
@@ -137,11 +161,13 @@ class ControllerPlugin:
         )
 
     def write_reports(self, config: pytest.Config) -> None:
-        """Write the JSON report (after the modify hook edits it); append the Markdown one."""
-        settings = self.session.settings
-        assert self.outcome is not None
-        from pytest_ragmetrics.fileio import atomic_append_text, atomic_write_text
+        """Write the JSON report (after the modify hook edits it); append the Markdown one.
 
+        Each report is written on its own: one that cannot be written is an error line, and
+        the others are still written. Only those written are listed as written.
+        """
+        settings = self.session.settings
+        self.outcome = self.session_outcome()
         if settings.json_report is not None or settings.html_report is not None:
             from pytest_ragmetrics.report.json_report import build_report
 
@@ -151,22 +177,40 @@ class ControllerPlugin:
             from pytest_ragmetrics.report.html import html_report
 
             page = html_report(document, worst=settings.html_worst)
-            atomic_write_text(settings.html_report, page)
+            self._write(settings.html_report, "--ragmetrics-html", "HTML report", page)
         if settings.json_report is not None:
-            try:
-                text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False)
-            except (TypeError, ValueError, RecursionError) as exc:
-                raise OutputError(
-                    f"{settings.display(settings.json_report)}: the JSON report cannot be "
-                    f"written: {exc} (a pytest_ragmetrics_modify_report hook may have put a "
-                    "value there that JSON cannot hold: use str, int, float, bool, None, lists "
-                    "and dicts with string keys, and finite numbers)"
-                ) from None
-            atomic_write_text(settings.json_report, text + "\n")
+            self._attempt(lambda: self._write_json(settings.json_report, document))
         if settings.markdown_report is not None:
             from pytest_ragmetrics.report.markdown import markdown_report
 
-            atomic_append_text(settings.markdown_report, markdown_report(self.outcome))
+            text = markdown_report(self.outcome)
+            self._write(settings.markdown_report, "--ragmetrics-markdown", "Markdown report", text)
+
+    def _write_json(self, path: Path | None, document: Any) -> None:
+        assert path is not None
+        try:
+            text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise OutputError(
+                f"{self.session.settings.display(path)}: the JSON report cannot be "
+                f"written: {exc} (a pytest_ragmetrics_modify_report hook may have put a "
+                "value there that JSON cannot hold: use str, int, float, bool, None, lists "
+                "and dicts with string keys, and finite numbers)"
+            ) from None
+        self._write(path, "--ragmetrics-json", "JSON report", text + "\n")
+
+    def _write(self, path: Path, flag: str, what: str, text: str) -> None:
+        """Write (the Markdown report: append) one report; a refusal is an error line."""
+        from pytest_ragmetrics.fileio import atomic_append_text, atomic_write_text
+
+        write = atomic_append_text if flag == "--ragmetrics-markdown" else atomic_write_text
+        hint = f"pass {flag}=FILE to write it elsewhere"
+        try:
+            write(path, text, what=what, hint=hint)
+        except RagMetricsError as exc:
+            self.errors.append(str(exc))
+            return
+        self.written.append(path)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Print the retrieval-layer and answer-layer tables."""
@@ -185,10 +229,10 @@ class ControllerPlugin:
 
         for note in ineffective_options(settings):
             terminalreporter.write_line(f"ragmetrics: note: {note}", yellow=True)
-        if self.error:
-            terminalreporter.write_line(f"ragmetrics: error: {self.error}", red=True)
+        for error in self.errors:
+            terminalreporter.write_line(f"ragmetrics: error: {error}", red=True)
         for path in (settings.json_report, settings.markdown_report, settings.html_report):
-            if path is not None and path.exists() and self.evaluations:
+            if path in self.written and self.evaluations:
                 terminalreporter.write_line(f"ragmetrics: wrote {settings.display(path)}")
 
 

@@ -255,12 +255,18 @@ def rag_answers(
     queries = dict(rag_queries.items())
     cache = session.cache()
 
+    recording = settings.answers if settings.record_answers else None
+    hint = "pass --ragmetrics-answers=FILE to record them elsewhere"
+
     def run() -> Any:
+        from pytest_ragmetrics.fileio import check_writable
         from pytest_ragmetrics.generation import answer_all
 
+        if recording is not None:  # before the generator calls whose answers would be lost
+            check_writable(recording, what="recorded answers", hint=hint)
         answers = answer_all(rag_pipeline, queries, cache=cache, corpus=rag_dataset.corpus)
-        if settings.record_answers and settings.answers is not None:
-            answers.write(settings.answers, dataset=recorded_pair(request, rag_dataset))
+        if recording is not None:
+            answers.write(recording, dataset=recorded_pair(request, rag_dataset), hint=hint)
         return answers
 
     return without_traceback(run)

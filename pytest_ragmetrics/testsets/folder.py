@@ -23,7 +23,7 @@ from pytest_ragmetrics.data.layouts import detect_layout, load_dataset, read_cor
 from pytest_ragmetrics.data.manifest import MANIFEST, read_manifest
 from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import ConfigError, DataFormatError
-from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock
+from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, writing
 from pytest_ragmetrics.testsets.model import Candidate, TestSet, check_candidates
 
 CREATED_BY = "ragmetrics generate"
@@ -84,8 +84,14 @@ def check_output_folder(out: Path, corpus_path: str | Path | None) -> None:
 @contextmanager
 def locked(out: Path) -> Iterator[None]:
     """The folder's lock: two writers of one folder never interleave."""
-    out.mkdir(parents=True, exist_ok=True)
-    with exclusive_lock(out / ".generate.lock", what="test-set folder", error=ConfigError):
+    what, hint = "test-set folder", "pass --out DIR to write it elsewhere"
+    with writing(out / MANIFEST, what=what, hint=hint):
+        out.mkdir(parents=True, exist_ok=True)
+    lock = out / ".generate.lock"
+    with (
+        exclusive_lock(lock, what=what, error=ConfigError, hint=hint),
+        writing(out / MANIFEST, what=what, hint=hint),
+    ):
         yield
 
 
