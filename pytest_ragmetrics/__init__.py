@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.metrics.answer import evaluate_answers
     from pytest_ragmetrics.metrics.evaluation import Evaluation
     from pytest_ragmetrics.metrics.names import parse_metric, register_metric, unregister_metric
-    from pytest_ragmetrics.metrics.retrieval import RankedJudgments, evaluate
+    from pytest_ragmetrics.metrics.ranked import RankedJudgments
+    from pytest_ragmetrics.metrics.retrieval import evaluate
     from pytest_ragmetrics.metrics.semantics import MetricSemantics
     from pytest_ragmetrics.plugin.per_query import RagQuery
 
@@ -46,7 +47,7 @@ _EXPORTS = {
     "Qrels": "pytest_ragmetrics.data.model",
     "Queries": "pytest_ragmetrics.data.model",
     "RagQuery": "pytest_ragmetrics.plugin.per_query",
-    "RankedJudgments": "pytest_ragmetrics.metrics.retrieval",
+    "RankedJudgments": "pytest_ragmetrics.metrics.ranked",
     "Run": "pytest_ragmetrics.data.model",
     "evaluate": "pytest_ragmetrics.metrics.retrieval",
     "evaluate_answers": "pytest_ragmetrics.metrics.answer",

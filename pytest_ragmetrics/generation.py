@@ -28,7 +28,7 @@ from pytest_ragmetrics.cache import Cache, canonical_json, identity_of
 from pytest_ragmetrics.data.answers import GeneratedAnswer, write_answers
 from pytest_ragmetrics.data.textfile import repaired_text
 from pytest_ragmetrics.errors import ConfigError, DryRun, GeneratorError, RagMetricsError
-from pytest_ragmetrics.executors.base import Executor, LocalExecutor, resolve_executor
+from pytest_ragmetrics.executors import Executor, LocalExecutor, resolve_executor
 from pytest_ragmetrics.progress import progress
 from pytest_ragmetrics.prompts import GENERATOR_USER
 from pytest_ragmetrics.transport import Budget, ChatClient, ChatReply, Cost, Meter, Naming

@@ -67,9 +67,9 @@ class Option:
 
 def _positive(example: int) -> Parser:
     def parse(text: str, where: str) -> int:
-        from pytest_ragmetrics.values import positive_int
+        from pytest_ragmetrics.values import parse_positive_int
 
-        return positive_int(text, where, example)
+        return parse_positive_int(text, where, example)
 
     return parse
 

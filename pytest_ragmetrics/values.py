@@ -23,7 +23,8 @@ def parse_int(text: str, option: str, example: int) -> int:
     return int(text)
 
 
-def positive_int(text: str, option: str, example: int) -> int:
+def parse_positive_int(text: str, option: str, example: int) -> int:
+    """A cutoff-sized positive integer written as text (an ini value, a flag)."""
     try:
         value = parse_int(text, option, example)
     except ConfigError:
@@ -70,3 +71,17 @@ def as_bool(value: Any, option: str) -> bool:
     if text in ("0", "false", "no", "off", ""):
         return False
     raise ConfigError(f"{option}: {value!r} must be true or false")
+
+
+def positive_int(value: object, what: str, error: type[Exception] = ConfigError) -> int:
+    """``value`` if it is a positive int (not a bool), else ``error`` naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise error(f"{what} must be a positive integer, got {value!r}")
+    return value
+
+
+def non_negative(value: object, what: str, error: type[Exception] = ConfigError) -> float:
+    """``value`` as a float if it is a number >= 0, else ``error`` naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise error(f"{what} must be a number >= 0, got {value!r}")
+    return float(value)

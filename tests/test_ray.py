@@ -32,7 +32,8 @@ from pytest_ragmetrics.executors import LocalExecutor, RayExecutor, resolve_exec
 from pytest_ragmetrics.executors.ray_cluster import check_reachable
 from pytest_ragmetrics.judges.base import check_text
 from pytest_ragmetrics.judges.many import assess_many
-from pytest_ragmetrics.retrievers.dense import DenseRetriever, build_faiss_index, exact_top_k
+from pytest_ragmetrics.retrievers.dense import DenseRetriever
+from pytest_ragmetrics.retrievers.faiss_search import build_faiss_index, exact_top_k
 from pytest_ragmetrics.retrievers.ray_backend import search_shard
 
 # Twelve short documents; d3/d9 and d5/d11 are the same text, so their scores tie exactly.

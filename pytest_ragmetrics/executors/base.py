@@ -4,18 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
-from pytest_ragmetrics.errors import ConfigError
-from pytest_ragmetrics.vocabulary import EXECUTOR_KINDS
-
-if TYPE_CHECKING:
-    from pytest_ragmetrics.executors.ray_cluster import RayExecutor
+from pytest_ragmetrics.values import positive_int
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-#: The names ``executor=`` (and ``ragmetrics_executor``) accept.
 
 
 @runtime_checkable
@@ -41,20 +35,6 @@ class Executor(Protocol):
     ) -> list[R]:
         """``[function(item) for item in items]``, up to ``concurrency`` calls at a time."""
         ...
-
-
-def positive_int(value: object, what: str) -> int:
-    """``value`` if it is a positive int, else a ConfigError naming ``what``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{what} must be a positive integer, got {value!r}")
-    return value
-
-
-def non_negative(value: object, what: str) -> float:
-    """``value`` as a float if it is a number >= 0, else a ConfigError naming ``what``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ConfigError(f"{what} must be a number >= 0, got {value!r}")
-    return float(value)
 
 
 class LocalExecutor:
@@ -92,26 +72,3 @@ class LocalExecutor:
             return [future.result() for future in futures]
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-
-
-def resolve_executor(spec: object, where: str) -> Executor:
-    """An executor from ``None``/``"local"`` (this process), ``"ray"`` (a Ray cluster: RAY_ADDRESS,
-    else a local one) or an :class:`Executor` object; anything else is a ConfigError."""
-    if spec is None or spec == "local":
-        return LocalExecutor()
-    if spec == "ray":
-        return ray_executor()
-    if isinstance(spec, Executor) and not isinstance(spec, (str, type)):
-        return spec
-    raise ConfigError(
-        f"{where}: executor must be {' or '.join(map(repr, EXECUTOR_KINDS))} or an Executor "
-        f"object such as RayExecutor(address, actors=4), got {spec!r}"
-    )
-
-
-def ray_executor(**options: Any) -> RayExecutor:
-    """A :class:`~pytest_ragmetrics.executors.ray_cluster.RayExecutor` (Ray itself is imported
-    only when the executor first connects)."""
-    from pytest_ragmetrics.executors.ray_cluster import RayExecutor
-
-    return RayExecutor(**options)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pytest_ragmetrics.errors import ConfigError, ExecutorError
-from pytest_ragmetrics.executors.base import non_negative, positive_int
+from pytest_ragmetrics.values import non_negative, positive_int
 
 T = TypeVar("T")
 R = TypeVar("R")

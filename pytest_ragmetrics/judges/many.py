@@ -7,7 +7,7 @@ from typing import Any
 
 from pytest_ragmetrics.data.assessments import AnswerAssessment
 from pytest_ragmetrics.errors import JudgeError
-from pytest_ragmetrics.executors.base import Executor, resolve_executor
+from pytest_ragmetrics.executors import Executor, resolve_executor
 from pytest_ragmetrics.judges.base import Contexts, Judge
 from pytest_ragmetrics.progress import progress
 

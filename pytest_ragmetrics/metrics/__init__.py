@@ -14,7 +14,8 @@ if TYPE_CHECKING:
         register_metric,
         unregister_metric,
     )
-    from pytest_ragmetrics.metrics.retrieval import RankedJudgments, evaluate
+    from pytest_ragmetrics.metrics.ranked import RankedJudgments
+    from pytest_ragmetrics.metrics.retrieval import evaluate
     from pytest_ragmetrics.metrics.semantics import MetricSemantics
 
 _EXPORTS = {
@@ -25,7 +26,7 @@ _EXPORTS = {
     "parse_metrics": "pytest_ragmetrics.metrics.names",
     "register_metric": "pytest_ragmetrics.metrics.names",
     "unregister_metric": "pytest_ragmetrics.metrics.names",
-    "RankedJudgments": "pytest_ragmetrics.metrics.retrieval",
+    "RankedJudgments": "pytest_ragmetrics.metrics.ranked",
     "evaluate": "pytest_ragmetrics.metrics.retrieval",
     "evaluate_answers": "pytest_ragmetrics.metrics.answer",
 }

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from pytest_ragmetrics.metrics.retrieval import RankedJudgments
+    from pytest_ragmetrics.metrics.ranked import RankedJudgments
 
 Cutoff = Literal["required", "optional", "none"]
 MetricFunction = Callable[["RankedJudgments", "int | None"], "npt.NDArray[np.float64]"]

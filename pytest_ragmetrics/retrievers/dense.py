@@ -12,7 +12,7 @@ import math
 import os
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -26,9 +26,9 @@ from pytest_ragmetrics.encoders import (
     resolve_model,
 )
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
-from pytest_ragmetrics.executors.base import Executor, resolve_executor
-from pytest_ragmetrics.executors.ray_cluster import RayExecutor
+from pytest_ragmetrics.executors import Executor, resolve_executor
 from pytest_ragmetrics.progress import progress
+from pytest_ragmetrics.retrievers import ray_backend
 from pytest_ragmetrics.retrievers.base import (
     CacheLike,
     as_cache,
@@ -36,11 +36,18 @@ from pytest_ragmetrics.retrievers.base import (
     check_k,
     check_run,
 )
+from pytest_ragmetrics.retrievers.faiss_search import (
+    IndexType,
+    build_faiss_index,
+    encode_texts,
+    exact_top_k,
+)
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-IndexType = Literal["flat", "ivf", "hnsw"]
+    from pytest_ragmetrics.executors.ray_cluster import RayExecutor
+
 FloatMatrix = npt.NDArray[np.float32]
 
 PASSAGE_SEPARATOR = " "
@@ -220,11 +227,20 @@ class DenseRetriever:
         corpus_sized = description is not None
         step = self.chunk_size if corpus_sized else len(ordered)
         chunks = [ordered[start : start + step] for start in range(0, len(ordered), step)]
-        if isinstance(self.executor, RayExecutor):
-            from pytest_ragmetrics.retrievers.ray_backend import encode_chunks
-
+        if self.executor.kind == "ray":
+            executor = cast("RayExecutor", self.executor)
+            spec = ray_backend.EncoderSpec(
+                self.source,
+                self.device,
+                self.max_seq_length,
+                self.allow_download,
+                prefix,
+                self.batch_size,
+                self.normalize,
+                executor.threads_per_actor,
+            )
             with progress(description or "encoding queries", len(ordered), note=note) as advance:
-                stacked = encode_chunks(self.executor, self, chunks, prefix, advance)
+                stacked = ray_backend.encode_chunks(executor, spec, self._name, chunks, advance)
             embeddings = np.empty_like(stacked)
             embeddings[order] = stacked
             return np.ascontiguousarray(embeddings)
@@ -307,7 +323,7 @@ class DenseRetriever:
 
     def _cold_note(self, passages: int) -> str:
         """Why encoding the corpus takes a while: it is not in the cache (or there is none)."""
-        where = "on a Ray cluster" if isinstance(self.executor, RayExecutor) else "on this machine"
+        where = "on a Ray cluster" if self.executor.kind == "ray" else "on this machine"
         if self.cache is not None and self.cache.enabled:
             why = (
                 "they are not in the cache yet (first run for this corpus and model); later runs "
@@ -354,12 +370,13 @@ class DenseRetriever:
             return Run.from_dict({})
         depth = min(k, len(self.corpus))
         if self.index_type == "flat":
-            if isinstance(self.executor, RayExecutor):
-                from pytest_ragmetrics.retrievers.ray_backend import search_flat
-
+            if self.executor.kind == "ray":
+                executor = cast("RayExecutor", self.executor)
                 embeddings = self.corpus_embeddings()
                 vectors = self.encode_queries(queries.texts)
-                scores, indices = search_flat(self.executor, embeddings, vectors, depth, self._name)
+                scores, indices = ray_backend.search_flat(
+                    executor, embeddings, vectors, depth, self._name
+                )
             else:
                 index = self.faiss_index()
                 vectors = self.encode_queries(queries.texts)
@@ -374,83 +391,6 @@ class DenseRetriever:
         return Run.from_arrays(queries.query_ids, indices, scores, self.corpus.doc_ids)
 
 
-def encode_texts(
-    model: SentenceTransformer,
-    texts: list[str],
-    prefix: str,
-    batch_size: int,
-    normalize: bool,
-    *,
-    pool: Any = None,
-) -> FloatMatrix:
-    """One ``encode`` call: what the local path and every Ray actor run for one chunk."""
-    encoded = model.encode(
-        texts,
-        prompt=prefix or None,
-        batch_size=batch_size,
-        show_progress_bar=False,
-        convert_to_numpy=True,
-        normalize_embeddings=normalize,
-        pool=pool,
-    )
-    return np.asarray(encoded, dtype=np.float32)
-
-
-def exact_top_k(index: Any, vectors: FloatMatrix, depth: int) -> tuple[FloatMatrix, Any]:
-    """faiss's top ``depth`` (scores, positions) of an exact index, searched deeper where needed
-    so that every document tied with the last one kept is returned too.
-
-    Which of several tied documents faiss keeps at the cut depends on its heap and blocking; with
-    all of them returned, ``Run.from_arrays(...).truncate(depth)`` keeps those with the largest
-    ids (the run's canonical order), whatever searched them: one index, or shards of it.
-    """
-    size = int(index.ntotal)
-    depth = min(depth, size)
-    probe = min(depth + 1, size)
-    while True:
-        scores, indices = index.search(vectors, probe)
-        if probe >= size or not len(scores):
-            return scores, indices
-        if not (scores[:, probe - 1] == scores[:, depth - 1]).any():
-            return scores, indices
-        probe = min(2 * probe, size)
-
-
 def _positive(option: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"DenseRetriever: {option} must be a positive integer, got {value!r}")
-
-
-def build_faiss_index(
-    embeddings: FloatMatrix,
-    index_type: IndexType = "flat",
-    *,
-    nlist: int = 100,
-    nprobe: int = 16,
-    hnsw_m: int = 32,
-    ef_construction: int = 200,
-    ef_search: int = 128,
-) -> Any:
-    """An inner-product faiss index (flat, IVF-flat or HNSW-flat) holding ``embeddings``."""
-    try:
-        import faiss
-    except ImportError:
-        raise RetrieverError(
-            "DenseRetriever needs faiss; install it with pip install 'pytest-ragmetrics[dense]'"
-        ) from None
-    vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
-    dim = vectors.shape[1]
-    index: Any
-    if index_type == "ivf":
-        quantizer = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
-        index.train(vectors)
-        index.nprobe = min(nprobe, nlist)
-    elif index_type == "hnsw":
-        index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = ef_construction
-        index.hnsw.efSearch = ef_search
-    else:
-        index = faiss.IndexFlatIP(dim)
-    index.add(vectors)
-    return index

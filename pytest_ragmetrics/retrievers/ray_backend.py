@@ -30,10 +30,10 @@ from pytest_ragmetrics.encoders import (
     resolve_model,
 )
 from pytest_ragmetrics.errors import RagMetricsError, RetrieverError
+from pytest_ragmetrics.retrievers.faiss_search import build_faiss_index, encode_texts, exact_top_k
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.executors.ray_cluster import RayExecutor
-    from pytest_ragmetrics.retrievers.dense import DenseRetriever
 
 FloatMatrix = npt.NDArray[np.float32]
 
@@ -94,8 +94,6 @@ class ChunkEncoder:
         )
 
     def __call__(self, batch: dict[str, np.ndarray[Any, Any]]) -> dict[str, np.ndarray[Any, Any]]:
-        from pytest_ragmetrics.retrievers.dense import encode_texts
-
         positions: list[np.ndarray[Any, Any]] = []
         vectors: list[FloatMatrix] = []
         for start, texts in zip(batch["start"].tolist(), batch["texts"], strict=True):
@@ -151,23 +149,14 @@ def _raise_from_ray(exc: Exception, retriever: str, what: str) -> NoReturn:
 
 def encode_chunks(
     executor: RayExecutor,
-    retriever: DenseRetriever,
+    spec: EncoderSpec,
+    retriever: str,
     chunks: list[list[str]],
-    prefix: str,
     advance: Callable[[int], None],
 ) -> FloatMatrix:
-    """Embeddings of the concatenated ``chunks``, one actor call per chunk, on the cluster."""
+    """Embeddings of the concatenated ``chunks``, one actor call per chunk, on the cluster,
+    each actor encoding as ``spec`` says (retriever ``retriever``'s model and settings)."""
     ray = executor.connect()
-    spec = EncoderSpec(
-        retriever.source,
-        retriever.device,
-        retriever.max_seq_length,
-        retriever.allow_download,
-        prefix,
-        retriever.batch_size,
-        retriever.normalize,
-        executor.threads_per_actor,
-    )
     actors = executor.actor_count(min(executor.actor_count(), len(chunks)))
     starts = np.cumsum([0, *(len(chunk) for chunk in chunks)])
     rows = [{"start": int(s), "texts": chunk} for s, chunk in zip(starts, chunks, strict=False)]
@@ -195,10 +184,10 @@ def encode_chunks(
     except RagMetricsError:
         raise
     except Exception as exc:
-        _raise_from_ray(exc, retriever.name, "encoding")
+        _raise_from_ray(exc, retriever, "encoding")
     if out is None or not done.all():
         raise RetrieverError(
-            f"retriever {retriever.name!r}: Ray returned embeddings for {int(done.sum())} of "
+            f"retriever {retriever!r}: Ray returned embeddings for {int(done.sum())} of "
             f"{total} texts; run again, or without executor='ray'"
         )
     return out
@@ -208,8 +197,6 @@ def search_shard(
     shard: FloatMatrix, offset: int, vectors: FloatMatrix, depth: int
 ) -> tuple[FloatMatrix, npt.NDArray[np.int64]]:
     """A shard's exact top ``depth`` (with every document tied at the cut), as corpus positions."""
-    from pytest_ragmetrics.retrievers.dense import build_faiss_index, exact_top_k
-
     index = build_faiss_index(shard, "flat")
     scores, indices = exact_top_k(index, vectors, depth)
     return scores, indices.astype(np.int64) + offset
