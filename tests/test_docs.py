@@ -25,10 +25,10 @@ from browser import chromium, open_page, screenshot
 from readme_project import ROOT, covered, is_runnable, page_blocks, pages
 
 sys.path.insert(0, str(ROOT / "tools"))
-import docs_reference  # noqa: E402
+import docs_reference
 
-from pytest_ragmetrics.data import load_dataset  # noqa: E402
-from pytest_ragmetrics.errors import DataFormatError  # noqa: E402
+from pytest_ragmetrics.data import load_dataset
+from pytest_ragmetrics.errors import DataFormatError
 
 
 def test_the_generated_reference_pages_are_current() -> None:
