@@ -1,8 +1,10 @@
-"""The README as a pytest project: its fenced blocks, by section, made into files and commands.
+"""The README and the docs pages as a pytest project: their fenced blocks, by page and section,
+made into files and commands.
 
-Used by ``test_readme.py`` (the README's code runs as written) and ``test_install.py`` (the
-quick start runs from an installed wheel, a local path and a git URL). The rules for blocks are
-in ``test_readme.py``'s docstring.
+Used by ``test_readme.py`` (the README's and the docs' code runs as written), ``test_docs.py``
+(every block of every page is run or marked) and ``test_install.py`` (the quick start runs from
+an installed wheel, a local path and a git URL). The rules for blocks are in
+``test_readme.py``'s docstring.
 """
 
 from __future__ import annotations
@@ -14,8 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-COVERED = ("Quick start", "Fixtures", "The answer layer", "CI recipe")
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+# The pages (and their ``##`` sections; "" is the whole page) whose blocks make the project.
+COVERED: dict[str, tuple[str, ...]] = {
+    "README.md": ("Quick start",),
+    "docs/guide/fixtures.md": ("",),
+    "docs/guide/ci.md": ("",),
+    "docs/guide/answer-layer.md": ("",),
+}
 PYTHON, TOML, SHELL, YAML = "python", "toml", ("bash", "sh", "shell", "console"), ("yaml", "yml")
 ILLUSTRATIVE = re.compile(r"<!--\s*illustrative:(?P<reason>.*?)-->")
 FILE_LINE = re.compile(r"#\s*(?P<path>[\w./-]+\.(?:py|toml))\s*$")
@@ -44,13 +54,30 @@ class Block:
     line: int  # of the opening fence, 1-based
     text: str
     illustrative: str | None = None  # the reason, when marked
+    page: str = "README.md"  # relative to the checkout
 
     @property
     def where(self) -> str:
-        return f"README.md:{self.line} ({self.section}, {self.language} block)"
+        return f"{self.page}:{self.line} ({self.section or 'top'}, {self.language} block)"
 
 
-def readme_blocks(text: str) -> list[Block]:
+def pages() -> list[str]:
+    """The README and every docs page, relative to the checkout."""
+    found = sorted(str(path.relative_to(ROOT)) for path in DOCS.rglob("*.md"))
+    return ["README.md", *found]
+
+
+def page_blocks(page: str) -> list[Block]:
+    """The blocks of one page (``README.md`` or ``docs/...``)."""
+    return readme_blocks((ROOT / page).read_text(encoding="utf-8"), page)
+
+
+def covered_blocks() -> list[Block]:
+    """The blocks of every covered page."""
+    return [block for page in COVERED for block in page_blocks(page)]
+
+
+def readme_blocks(text: str, page: str = "README.md") -> list[Block]:
     """Every fenced block with its ``##`` section and its illustrative marker, if any."""
     blocks: list[Block] = []
     section = ""
@@ -64,7 +91,7 @@ def readme_blocks(text: str) -> list[Block]:
                 code = "\n".join(row[indent:] for row in body) + "\n"
                 marker = ILLUSTRATIVE.search(previous)
                 reason = marker.group("reason").strip() if marker else None
-                blocks.append(Block(section, language, start, code, reason))
+                blocks.append(Block(section, language, start, code, reason, page))
                 fence = None
                 previous = ""
             else:
@@ -79,12 +106,14 @@ def readme_blocks(text: str) -> list[Block]:
             section = line[3:].strip()
         if stripped:
             previous = stripped
-    assert fence is None, f"README.md:{fence[2]}: a code block is never closed"
+    assert fence is None, f"{page}:{fence[2]}: a code block is never closed"
     return blocks
 
 
-def covered(block: Block, sections: tuple[str, ...] = COVERED) -> bool:
-    return block.section.startswith(sections)
+def covered(block: Block, sections: tuple[str, ...] | None = None) -> bool:
+    """Whether ``block`` is in ``sections`` (default: its page's covered sections)."""
+    chosen = COVERED.get(block.page, ()) if sections is None else sections
+    return bool(chosen) and block.section.startswith(chosen)
 
 
 def is_runnable(block: Block) -> bool:
@@ -107,8 +136,9 @@ def _merge(into: dict[str, Any], more: dict[str, Any]) -> None:
             into[key] = value
 
 
-def project_from(blocks: list[Block], sections: tuple[str, ...] = COVERED) -> Project:
-    """The files and commands of the blocks under headings that start with ``sections``."""
+def project_from(blocks: list[Block], sections: tuple[str, ...] | None = None) -> Project:
+    """The files and commands of the blocks under headings that start with ``sections``
+    (default: each page's covered sections)."""
     project = Project()
     for block in blocks:
         if not covered(block, sections) or block.illustrative is not None:

@@ -13,99 +13,28 @@ tmp_path (and copied to $RAGMETRICS_TEST_ARTIFACTS when set).
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import chromium, open_page, screenshot
 from html_documents import HOSTILE_TEST, QUERY_TEXT, hostile_document, wide_document
 
 from pytest_ragmetrics.report.html import html_report
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-FLAGS = (
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--window-size=1280,900",
-)
-
-
-def _require_browser() -> None:
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        missing.append("selenium (pip install -e '.[dev]')")
-    if not missing:
-        return
-    reason = (
-        f"no browser for the HTML report test: {', '.join(missing)} missing (apt-get install "
-        "chromium chromium-driver)"
-    )
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must run the browser test; {reason}")
-    pytest.skip(reason)
-
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    _require_browser()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (*FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(120)
-    try:
+    with chromium(tmp_path_factory.mktemp("chromium-profile"), "HTML report") as driver:
         yield driver
-    finally:
-        driver.quit()
-
-
-def _open(browser: Any, path: Path) -> dict[str, Any]:
-    """Load ``path`` from file://; the console messages and the requests made meanwhile."""
-    browser.get("about:blank")  # leave the browser's own start page, then forget its requests
-    browser.get_log("browser")
-    browser.get_log("performance")
-    browser.get(path.as_uri())
-    requests = []
-    for entry in browser.get_log("performance"):
-        message = json.loads(entry["message"])["message"]
-        if message["method"] == "Network.requestWillBeSent":
-            requests.append(message["params"]["request"]["url"])
-    return {"console": browser.get_log("browser"), "requests": requests}
-
-
-def _screenshot(browser: Any, target: Path) -> None:
-    height = browser.execute_script("return document.documentElement.scrollHeight")
-    browser.set_window_size(1280, min(int(height), 8000))
-    browser.save_screenshot(str(target))
-    browser.set_window_size(1280, 900)
-    artifacts = os.environ.get("RAGMETRICS_TEST_ARTIFACTS")
-    if artifacts:
-        Path(artifacts).mkdir(parents=True, exist_ok=True)
-        shutil.copy(target, Path(artifacts) / target.name)
 
 
 def test_the_report_in_chromium(browser: Any, tmp_path: Path) -> None:
     document = hostile_document()
     path = tmp_path / "report.html"
     path.write_text(html_report(document), encoding="utf-8")
-    seen = _open(browser, path)
+    seen = open_page(browser, path)
 
     assert [m for m in seen["console"] if m["level"] in ("SEVERE", "WARNING")] == []
     assert seen["requests"] == [path.as_uri()]  # the page itself, nothing else
@@ -151,7 +80,7 @@ def test_the_report_in_chromium(browser: Any, tmp_path: Path) -> None:
     assert shown["chartWidth"] > 300
     assert 0 < shown["open"] < shown["all"]
 
-    _screenshot(browser, tmp_path / "html_report.png")
+    screenshot(browser, tmp_path / "html_report.png")
     assert (tmp_path / "html_report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     # Sorting: open the table of every number and sort it by Δ, both ways.
@@ -209,7 +138,7 @@ def test_the_report_in_chromium(browser: Any, tmp_path: Path) -> None:
 def test_a_wide_report_is_drawn_binned(browser: Any, tmp_path: Path) -> None:
     path = tmp_path / "wide.html"
     path.write_text(html_report(wide_document(5000)), encoding="utf-8")
-    seen = _open(browser, path)
+    seen = open_page(browser, path)
     assert [m for m in seen["console"] if m["level"] == "SEVERE"] == []
     assert seen["requests"] == [path.as_uri()]
     bars = browser.execute_script(

@@ -1,8 +1,9 @@
-"""The README's code runs as written: the blocks of its quick start, fixtures, answer-layer and
-CI sections make a pytest project, and its shell commands run in it.
+"""The README's and the docs' code runs as written: the blocks of the README's quick start and
+of the docs pages on fixtures, CI and the answer layer make a pytest project, and its shell
+commands run in it.
 
-Blocks are found by section (``## `` headings, with their ``###`` subsections), so sections
-added later are covered when their heading is listed in ``COVERED``. In a covered section:
+Blocks are found by page and section (``## `` headings, with their ``###`` subsections), so
+pages and sections added later are covered when listed in ``COVERED``. In a covered section:
 
 - a Python or TOML block whose first line is ``# <path>`` is that file of the project (a path
   named twice is joined: Python appended, TOML tables merged);
@@ -10,7 +11,8 @@ added later are covered when their heading is listed in ``COVERED``. In a covere
   ``ragmetrics`` are this environment's), and each must exit 0;
 - a YAML block's ``run:`` steps are commands too, except installs (this environment is the
   installed package);
-- any other Python, TOML or shell block must follow ``<!-- illustrative: reason -->``.
+- any other Python, TOML or shell block must follow ``<!-- illustrative: reason -->`` (on every
+  page, covered or not: ``test_docs.py``).
 
 The dataset the quick start's ``ragmetrics_dataset`` names is written by this test: a few
 documents and queries the keyword search of the quick start finds.
@@ -27,8 +29,11 @@ from pathlib import Path
 import pytest
 from readme_project import (
     COVERED,
-    README,
+    DOCS,
+    ROOT,
     Block,
+    covered_blocks,
+    pages,
     project_from,
     readme_blocks,
     write_project,
@@ -37,13 +42,14 @@ from readme_project import (
 
 @pytest.fixture(scope="module")
 def blocks() -> list[Block]:
-    return readme_blocks(README.read_text(encoding="utf-8"))
+    return covered_blocks()
 
 
 def test_the_covered_sections_exist_and_have_code(blocks: list[Block]) -> None:
-    for heading in COVERED:
-        found = [b for b in blocks if b.section.startswith(heading)]
-        assert found, f"README.md has no code block under a '## {heading}...' section"
+    for page, headings in COVERED.items():
+        for heading in headings:
+            found = [b for b in blocks if b.page == page and b.section.startswith(heading)]
+            assert found, f"{page} has no code block under a '## {heading}...' section"
 
 
 def markers_without_reason(text: str) -> list[int]:
@@ -57,10 +63,11 @@ def markers_without_reason(text: str) -> list[int]:
 
 
 def test_every_illustrative_block_says_why() -> None:
-    missing = markers_without_reason(README.read_text(encoding="utf-8"))
-    assert not missing, (
-        f"README.md lines {missing}: write <!-- illustrative: why this block is not run -->"
-    )
+    for page in pages():
+        missing = markers_without_reason((ROOT / page).read_text(encoding="utf-8"))
+        assert not missing, (
+            f"{page} lines {missing}: write <!-- illustrative: why this block is not run -->"
+        )
     sample = (
         "<!-- illustrative: takes minutes -->\n\n<!-- illustrative -->\n<!--illustrative:  -->\n"
     )
@@ -134,9 +141,10 @@ def test_the_readme_project_runs_as_written(
     assert "ragmetrics: retrieval layer" in first and "ragmetrics: answer layer" in first
     assert re.search(r"\d+ passed", first) and "failed" not in first
     assert (root / ".ragmetrics" / "baseline.json").is_file()
-    # The note the README quotes is the one printed.
-    quoted = re.search(r"`(retriever\s+'my_search' returned[^`]+)`", README.read_text("utf-8"))
-    assert quoted, "README.md no longer quotes the short-rankings note of its quick start"
+    # The note the docs quote is the one printed.
+    notes = DOCS / "guide" / "notes-and-progress.md"
+    quoted = re.search(r"`(retriever\s+'my_search' returned[^`]+)`", notes.read_text("utf-8"))
+    assert quoted, f"{notes} no longer quotes the short-rankings note of the quick start"
     assert " ".join(quoted.group(1).split()) in first
     assert "### Retrieval layer" in summary.read_text()
     assert (root / "ragmetrics.html").is_file()
