@@ -171,6 +171,7 @@ class ControllerPlugin:
         """Print the retrieval-layer and answer-layer tables."""
         if not self.session.in_use:
             return
+        from pytest_ragmetrics.report.escaping import for_terminal
         from pytest_ragmetrics.report.terminal import summary_lines
 
         outcome = self.outcome or self.session_outcome()
@@ -181,10 +182,12 @@ class ControllerPlugin:
                 terminalreporter.write_line(text)
         settings = self.session.settings
         if self.error:
-            terminalreporter.write_line(f"ragmetrics: error: {self.error}", red=True)
+            error = for_terminal(self.error, newlines=True)
+            terminalreporter.write_line(f"ragmetrics: error: {error}", red=True)
         for path in (settings.json_report, settings.markdown_report, settings.html_report):
             if path is not None and path.exists() and self.evaluations:
-                terminalreporter.write_line(f"ragmetrics: wrote {settings.display(path)}")
+                shown = for_terminal(settings.display(path))
+                terminalreporter.write_line(f"ragmetrics: wrote {shown}")
 
 
 class XdistControllerHooks:
