@@ -10,12 +10,19 @@ tests themselves.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import pytest
+from plugin_project import make_project
 
 from pytest_ragmetrics import Corpus, Qrels, Queries, Run, evaluate
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
@@ -149,12 +156,13 @@ def session(text: str) -> Session:
     from pytest_ragmetrics.report.json_report import build_report
     from pytest_ragmetrics.report.query_records import add_query_details
 
-    qid = text.replace("\x00", "") or "q1"  # ids cannot hold NUL (a clear error says so)
+    qid = text.replace("\x00", "")  # ids cannot hold NUL (a clear error says so)
+    qid = qid if qid not in ("", "q2", "q3") else f"q1{qid}"
     qrels = {qid: {"d1": 1, "d2": 1}, "q2": {"d2": 1}, "q3": {"d3": 1}}
     baseline_run = {qid: ["d1", "d2"], "q2": ["d2", "d1"], "q3": ["d3"]}
     current_run = {qid: ["d3", "d2"], "q2": ["d1", "d2"], "q3": ["d3"]}
     checked, before = [], []
-    for dataset in (text, "toy"):
+    for dataset in (text, "toy" if text != "toy" else "other"):
         test = f"tests/test_h.py::test_{text}[{dataset}-test]"
         identity = {"name": dataset, "split": "test"}
         records = [
@@ -216,3 +224,195 @@ CHECKS: dict[str, Callable[[str], list[str]]] = {
     "markdown-failures": markdown_problems,
     "html": html_problems,
 }
+
+
+def benign(text: str) -> str:
+    """``text`` with every character that could be markup or a control replaced by x (the
+    brackets and dashes a test id's parameters are split by kept): the same session layout."""
+    return re.sub(r"[^\w\[\]-]", "x", text, flags=re.ASCII)
+
+
+def _line_counts(rendered: dict[str, str]) -> dict[str, int]:
+    # HTML is not read line by line: a newline in an element's text is a space.
+    return {s: text.count("\n") for s, text in rendered.items() if s not in ("json", "html")}
+
+
+def check_renderers(text: str) -> None:
+    """Every in-process renderer on the session of ``text``: each sink's check passes, no line
+    is added (a forged table row, heading or log line), the JSON keeps ``text`` exactly."""
+    hostile = session(text)
+    rendered = render_all(hostile)
+    for sink, check in CHECKS.items():
+        assert not check(rendered[sink]), (sink, check(rendered[sink]))
+    assert _line_counts(rendered) == _line_counts(render_all(session(benign(text))))
+    document = json.loads(rendered["json"])
+    assert document == json.loads(json.dumps(hostile.after))
+    assert text in json_strings(document)
+
+
+# -- the CLI -----------------------------------------------------------------------------------
+
+
+def cli(root: Path, *args: str) -> tuple[int, str, str]:
+    """``ragmetrics ARGS`` in-process in ``root``: exit code, stdout, stderr."""
+    from pytest_ragmetrics.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        with contextlib.redirect_stderr(err):
+            code = main(list(args), out=out)
+    finally:
+        os.chdir(cwd)
+    return code, out.getvalue(), err.getvalue()
+
+
+def check_output(fmt: str, out: str, text: str) -> None:
+    """The output of ``--format fmt``: JSON holds ``text`` exactly, the rest pass their sink."""
+    if fmt == "json":
+        assert text in json_strings(json.loads(out))
+    elif fmt == "markdown":
+        assert not markdown_problems(out), markdown_problems(out)
+    elif fmt == "html":
+        assert not html_problems(out), html_problems(out)
+    else:
+        assert not terminal_problems(out), terminal_problems(out)
+
+
+def _write_reports(root: Path, hostile: Session) -> None:
+    (root / "before.json").write_text(json.dumps(hostile.before), encoding="utf-8")
+    (root / "after.json").write_text(json.dumps(hostile.after), encoding="utf-8")
+
+
+def check_compare_reports(root: Path, text: str, fmt: str) -> None:
+    """``compare before.json after.json --format fmt`` of the session of ``text``."""
+    _write_reports(root, session(text))
+    code, out, err = cli(root, "compare", "before.json", "after.json", "--format", fmt)
+    assert code == 1, err
+    assert not terminal_problems(err), terminal_problems(err)
+    check_output(fmt, out, text)
+    if fmt in ("table", "markdown"):  # no value adds a line
+        _write_reports(root, session(benign(text)))
+        again = cli(root, "compare", "before.json", "after.json", "--format", fmt)[1]
+        assert out.count("\n") == again.count("\n")
+
+
+def trec_id(text: str) -> str:
+    """``text`` as a TREC field can hold it: no whitespace (str.split's, which is wider)."""
+    return "".join(text.replace("\x00", "").split()) or "q1"
+
+
+def check_compare_runs(root: Path, text: str, fmt: str) -> None:
+    """``compare --qrels Q RUN_A RUN_B --format fmt``: ``text`` as a query id (as far as TREC
+    allows) and in the runs' file names, which label them."""
+    hostile = session(text)
+    qid = trec_id(text)
+    rename = {q: (qid if i == 0 else q) for i, q in enumerate(hostile.qrels)}
+    if len(set(rename.values())) < len(rename):
+        rename = {q: q for q in hostile.qrels}
+    lines = [
+        f"{rename[q]} 0 {d} {g}\n" for q, docs in hostile.qrels.items() for d, g in docs.items()
+    ]
+    (root / "qrels.txt").write_text("".join(lines), encoding="utf-8")
+    name = re.sub("[/\x00\ud800-\udfff]", "_", text)[:80]
+    runs = []
+    for label, table in (("a", hostile.baseline_run), ("b", hostile.current_run)):
+        path = root / f"{label}-{name}.txt"
+        path.write_text(
+            "".join(
+                f"{rename[q]} Q0 {d} {i + 1} {10 - i} t\n"
+                for q, docs in table.items()
+                for i, d in enumerate(docs)
+            ),
+            encoding="utf-8",
+        )
+        runs.append(path.name)
+    code, out, err = cli(root, "compare", "--qrels", "qrels.txt", *runs, "--format", fmt)
+    for path in runs:
+        (root / path).unlink()
+    assert code in (0, 1), err
+    assert not terminal_problems(err), terminal_problems(err)
+    check_output(fmt, out, rename[next(iter(hostile.qrels))])
+
+
+# -- the plugin --------------------------------------------------------------------------------
+
+PLUGIN_TESTS = """
+import os
+
+import pytest
+
+from pytest_ragmetrics import Run
+
+NAMES = {names!r}
+GOOD = {{"q1": ["d1"], "q2": ["d2"], "q3": ["d3"]}}
+WORSE = {{"q1": ["d2"], "q2": ["d1"], "q3": ["d4"]}}
+
+
+def _qid(name):
+    qid = name.replace("\\x00", "")
+    return qid if qid not in ("", "q2", "q3") else "q1" + qid
+
+
+@pytest.mark.parametrize("i", range(len(NAMES)))
+def test_named(rag_eval, i):
+    qid = _qid(NAMES[i])
+    qrels = {{qid: {{"d1": 1}}, "q2": {{"d2": 1}}, "q3": {{"d3": 1}}}}
+    table = WORSE if os.environ.get("RAG_WORSE") else GOOD
+    run = Run.from_rankings({{qid if q == "q1" else q: docs for q, docs in table.items()}})
+    rag_eval.retrieval(run, qrels=qrels, name=NAMES[i])
+
+
+@pytest.mark.rag_threshold(mrr=0.99)
+@pytest.mark.parametrize("i", range(len(NAMES)))
+def test_threshold(rag_eval, i):
+    qid = _qid(NAMES[i])
+    run = Run.from_rankings({{qid: ["d2", "d1"]}})
+    rag_eval.retrieval(run, qrels={{qid: {{"d1": 1}}}}, name=NAMES[i])
+"""
+PLUGIN_ARGS = ("-p", "no:randomly", "-p", "no:xdist", "-p", "no:cacheprovider")
+
+
+def check_plugin(
+    pytester: pytest.Pytester,
+    names: list[str],
+    *,
+    monkeypatch: pytest.MonkeyPatch | None = None,
+) -> str:
+    """A project whose evaluation names and query ids are ``names``, run with every report:
+    the terminal output (returned), JUnit XML, Markdown and HTML pass their sinks' checks, the
+    JSON report holds every name exactly. With ``monkeypatch``, a blessed run first and a
+    worse one second (regressions); else one run in-process (threshold failures only)."""
+    make_project(pytester, tests=PLUGIN_TESTS.format(names=names))
+    reports = [
+        "-rfE",
+        "--junitxml=junit.xml",
+        "--ragmetrics-junit-properties",
+        "--ragmetrics-markdown=summary.md",
+        "--ragmetrics-json=report.json",
+        "--ragmetrics-html=report.html",
+    ]
+    if monkeypatch is not None:
+        first = pytester.runpytest_subprocess(
+            *PLUGIN_ARGS, "--ragmetrics-update-baseline", "-k", "named"
+        )
+        assert first.ret == 0, first.stdout.str()
+        monkeypatch.setenv("RAG_WORSE", "1")
+        result = pytester.runpytest_subprocess(*PLUGIN_ARGS, *reports)
+    else:
+        (pytester.path / "summary.md").unlink(missing_ok=True)  # it is appended to
+        result = pytester.runpytest(*PLUGIN_ARGS, *reports)
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == 1, output
+    assert "INTERNALERROR" not in output and "Traceback" not in output, output
+    assert not terminal_problems(output), terminal_problems(output)
+    junit = (pytester.path / "junit.xml").read_text(encoding="utf-8")
+    assert not junit_problems(junit), junit_problems(junit)
+    summary = (pytester.path / "summary.md").read_text(encoding="utf-8")
+    assert not markdown_problems(summary), markdown_problems(summary)
+    page = (pytester.path / "report.html").read_text(encoding="utf-8")
+    assert not html_problems(page), html_problems(page)
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    assert set(names) <= {e["name"] for e in report["evaluations"]}
+    return output
