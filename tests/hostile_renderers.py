@@ -299,8 +299,10 @@ def check_compare_reports(root: Path, text: str, fmt: str) -> None:
 
 
 def trec_id(text: str) -> str:
-    """``text`` as a TREC field can hold it: no whitespace (str.split's, which is wider)."""
-    return "".join(text.replace("\x00", "").split()) or "q1"
+    """``text`` as a TREC field can hold it: no whitespace (str.split's, which is wider), no
+    NUL, byte order mark or lone surrogate."""
+    held = re.sub("[\x00\ufeff\ud800-\udfff]", "", text)  # a TREC file is UTF-8 text
+    return "".join(held.split()) or "q1"
 
 
 def check_compare_runs(root: Path, text: str, fmt: str) -> None:
