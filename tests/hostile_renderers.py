@@ -313,9 +313,9 @@ def check_compare_runs(root: Path, text: str, fmt: str) -> None:
     rename = {q: (qid if i == 0 else q) for i, q in enumerate(hostile.qrels)}
     if len(set(rename.values())) < len(rename):
         rename = {q: q for q in hostile.qrels}
-    lines = [
-        f"{rename[q]} 0 {d} {g}\n" for q, docs in hostile.qrels.items() for d, g in docs.items()
-    ]
+    # The hostile id last: a file starting with "[" or "{" is read as JSON.
+    order = list(reversed(hostile.qrels))
+    lines = [f"{rename[q]} 0 {d} {g}\n" for q in order for d, g in hostile.qrels[q].items()]
     (root / "qrels.txt").write_text("".join(lines), encoding="utf-8")
     name = re.sub("[/\x00\ud800-\udfff]", "_", text)[:80]
     runs = []
@@ -324,8 +324,8 @@ def check_compare_runs(root: Path, text: str, fmt: str) -> None:
         path.write_text(
             "".join(
                 f"{rename[q]} Q0 {d} {i + 1} {10 - i} t\n"
-                for q, docs in table.items()
-                for i, d in enumerate(docs)
+                for q in order
+                for i, d in enumerate(table[q])
             ),
             encoding="utf-8",
         )
