@@ -531,9 +531,8 @@ class SystemsComparison:
                 against="run",
                 subject=versus.system.label,
             )
-        lines = [
-            f"ragmetrics: {one_line(versus.system.label)} is worse than the reference {reference}:"
-        ]
+        system = one_line(versus.system.label)
+        lines = [f"ragmetrics: {system} is worse than the reference {reference}:"]
         for m in versus.verdict.failed_metrics:
             line = f"  {m.metric}: Δ {m.delta:+.4f} (allowed drop {m.allowed_drop:.4f}"
             c = m.comparison
