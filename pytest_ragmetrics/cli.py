@@ -4,19 +4,19 @@ generate (no pytest needed)."""
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import math
-import os
 import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
+from pytest_ragmetrics.cli_output import SafeOutput, table, write_document
 from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError, RagMetricsWarning
 from pytest_ragmetrics.options import OPTION, add_cli_argument
+from pytest_ragmetrics.report.escaping import for_terminal
 from pytest_ragmetrics.vocabulary import DEFAULT_METRICS, JUDGE_KINDS, RETRIEVER_KINDS
 
 if TYPE_CHECKING:
@@ -35,6 +35,11 @@ EXIT_BAD_INPUT = 2  # a file, option or argument we cannot use (argparse's usage
 EXIT_INTERNAL_ERROR = 3
 # How to write an output elsewhere, in the error for a folder that refuses it.
 _OUT_HINT = "pass {} FILE to write it elsewhere"
+
+
+def _shown(text: object) -> str:
+    """A message for stderr: its control characters shown as escapes, tab and newline kept."""
+    return for_terminal(text, newlines=True)
 
 
 def _number(value: float | None) -> str:
@@ -158,8 +163,6 @@ def _add_evaluate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
-    from tabulate import tabulate
-
     from pytest_ragmetrics.comparison import evaluation_document, load_judgments
     from pytest_ragmetrics.data.trec import read_run
     from pytest_ragmetrics.metrics.retrieval import evaluate
@@ -217,7 +220,7 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
             for qid, values in evaluation.per_query.items()
         ]
     out.write(
-        tabulate(rows, headers=["query", *names], tablefmt=tablefmt, disable_numparse=True) + "\n"
+        table(rows, headers=["query", *names], tablefmt=tablefmt, disable_numparse=True) + "\n"
     )
     out.write(f"\n{len(evaluation)} queries\n")
     if evaluation.supplemented is not None:
@@ -228,7 +231,7 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO) -> int:
             "(human judgments win)\n"
         )
     for note in evaluation.notes:
-        out.write(f"note: {note}\n")
+        out.write(f"note: {for_terminal(note)}\n")
     return 0
 
 
@@ -322,7 +325,7 @@ def _write_summary(
     tablefmt = "github" if form == "markdown" else "simple"
     out.write("\n\n".join(summary_table(t, tablefmt) for t in tables) + "\n")
     for note in notes:
-        out.write(f"note: {note}\n")
+        out.write(f"note: {for_terminal(note)}\n")
     return 0
 
 
@@ -463,7 +466,7 @@ def _cmd_retrieve(args: argparse.Namespace, out: TextIO) -> int:
         )
         short = _short_rankings_note(run, dataset, args.k, retriever.name)
         if short:
-            out.write(f"note: {short}\n")
+            out.write(f"note: {for_terminal(short)}\n")
         if executor is not None:
             # Nothing runs on Ray when the cache has the embeddings and the run.
             where = executor.describe() if executor.used else "nothing to do: cache hit"
@@ -914,13 +917,11 @@ def _runs_table(comparison: SystemsComparison, out: TextIO) -> None:
     """The table form of a comparison of runs: every run's means, then each against the
     reference, then what failed and why."""
     # Long: one table's header, rows and legend; split, its columns would be spread apart.
-    from tabulate import tabulate
-
     from pytest_ragmetrics.comparison import KIND_WORDS, k_text, semantics_text
 
     reference = comparison.reference
     metrics = list(comparison.metrics)
-    out.write(f"reference: {reference.label} ({KIND_WORDS[reference.kind]})\n")
+    out.write(f"reference: {for_terminal(reference.label)} ({KIND_WORDS[reference.kind]})\n")
     if comparison.judgments is not None:
         out.write(f"judgments: {comparison.judgments.description}\n")
     semantics = reference.record.evaluation.semantics
@@ -952,7 +953,7 @@ def _runs_table(comparison: SystemsComparison, out: TextIO) -> None:
         )
     out.write(
         "\n"
-        + tabulate(
+        + table(
             rows,
             headers=["run", "input", "k", *metrics, "status"],
             tablefmt="simple",
@@ -970,7 +971,7 @@ def _runs_table(comparison: SystemsComparison, out: TextIO) -> None:
     notes = [f"{s.label}: {n}" for s in comparison.systems for n in s.record.evaluation.notes]
     notes += [n for v in comparison.versus for n in v.notes]
     if notes:
-        out.write("\n" + "".join(f"note: {n}\n" for n in notes))
+        out.write("\n" + "".join(f"note: {for_terminal(n)}\n" for n in notes))
     for versus in comparison.failed:
         out.write("\n" + comparison.explanation(versus) + "\n")
     counts: dict[str, int] = {}
@@ -978,7 +979,7 @@ def _runs_table(comparison: SystemsComparison, out: TextIO) -> None:
         counts[versus.verdict.status] = counts.get(versus.verdict.status, 0) + 1
     tally = ", ".join(f"{n} {status}" for status, n in counts.items())
     out.write(
-        f"\n{len(comparison.systems)} runs, each against {reference.label}: {tally}; "
+        f"\n{len(comparison.systems)} runs, each against {for_terminal(reference.label)}: {tally}; "
         f"{len(comparison.failed)} failed\n"
     )
 
@@ -987,12 +988,11 @@ def _versus_text(comparison: SystemsComparison, versus: Versus) -> str:
     """One run against the reference: per metric Δ, CI, p and wins/ties/losses; the queries
     that changed most by the first metric."""
     # Long: one table's header, rows and legend; split, its columns would be spread apart.
-    from tabulate import tabulate
-
     from pytest_ragmetrics.comparison import rank_move
 
     verdict = versus.verdict
-    head = f"{versus.system.label} against {comparison.reference.label}: {verdict.status}"
+    head = for_terminal(f"{versus.system.label} against {comparison.reference.label}")
+    head += f": {verdict.status}"
     if not verdict.metrics:
         return head + "\n"
     paired = max((m.comparison.n for m in verdict.metrics if m.comparison), default=0)
@@ -1020,7 +1020,7 @@ def _versus_text(comparison: SystemsComparison, versus: Versus) -> str:
         )
     text = (
         f"{head} ({paired} queries paired)\n"
-        + tabulate(
+        + table(
             rows,
             headers=[
                 "metric",
@@ -1044,8 +1044,8 @@ def _versus_text(comparison: SystemsComparison, versus: Versus) -> str:
     changes = versus.most_changed.get(first, ())
     if changes:
         text += (
-            f"most changed by {first}:\n"
-            + tabulate(
+            f"most changed by {for_terminal(first)}:\n"
+            + table(
                 [
                     [
                         c.query,
@@ -1072,7 +1072,7 @@ def _write_page(
     """``--format html``: the page on stdout, or in --out with a one-line summary."""
     page = _html_of(document, path, worst=args.worst or 10)
     if args.out is None:
-        out.write(page)
+        write_document(out, page)
     else:
         from pytest_ragmetrics.fileio import atomic_write_text
 
@@ -1482,8 +1482,6 @@ def _calibration_tables(
     """The figures of a calibration, then its confusion matrix (rows and columns named by
     what a positive is, and a negative: "not <positive>" unless given)."""
     negative = negative or f"not {positive}"
-    from tabulate import tabulate
-
     identity = result.judge
     c = result.confusion
     if result.tuning is not None:
@@ -1511,9 +1509,9 @@ def _calibration_tables(
     ]
     headers = ["", f"judge: {positive}", f"judge: {negative}"]
     return (
-        tabulate(rows, tablefmt=tablefmt, disable_numparse=True)
+        table(rows, tablefmt=tablefmt, disable_numparse=True)
         + "\n\n"
-        + tabulate(matrix, headers=headers, tablefmt=tablefmt, disable_numparse=True)
+        + table(matrix, headers=headers, tablefmt=tablefmt, disable_numparse=True)
         + "\n"
     )
 
@@ -1594,12 +1592,10 @@ def _cmd_pool(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "json":
         out.write(json.dumps(summary, indent=2) + "\n")
         return 0
-    from tabulate import tabulate
-
     rows = [[label, str(n)] for label, n in per_run.items()]
     tablefmt = "github" if args.format == "markdown" else "simple"
     out.write(
-        tabulate(
+        table(
             rows,
             headers=["run", f"unjudged pairs in its top {args.depth}"],
             tablefmt=tablefmt,
@@ -1710,13 +1706,11 @@ def _cmd_judge_pool(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "json":
         out.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
         return 0
-    from tabulate import tabulate
-
     identity = summary["judge"]
     rows = [["judge", f"{identity.get('name')} ({identity.get('model')})"]]
     rows += [[key, str(value)] for key, value in result.summary().items()]
     tablefmt = "github" if args.format == "markdown" else "simple"
-    out.write(tabulate(rows, tablefmt=tablefmt, disable_numparse=True) + "\n")
+    out.write(table(rows, tablefmt=tablefmt, disable_numparse=True) + "\n")
     out.write(f"\nwrote {target}")
     if written:
         out.write(f" and {args.qrels_out} ({written} labels)")
@@ -1749,7 +1743,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the command; returns the exit code (2 for bad input, with a one-line reason)."""
     # A text stream in all that the commands use (write, flush).
-    stream = cast("TextIO", _ClosedPipeSafe(out or sys.stdout))
+    stream = cast("TextIO", SafeOutput(out or sys.stdout))
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -1762,13 +1756,14 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             finally:
                 for warning in caught:
                     if issubclass(warning.category, RagMetricsWarning):
-                        sys.stderr.write(f"ragmetrics {args.command}: warning: {warning.message}\n")
+                        message = _shown(warning.message)
+                        sys.stderr.write(f"ragmetrics {args.command}: warning: {message}\n")
                     else:
                         warnings.showwarning(
                             warning.message, warning.category, warning.filename, warning.lineno
                         )
     except RagMetricsError as exc:
-        sys.stderr.write(f"ragmetrics {args.command}: error: {exc}\n")
+        sys.stderr.write(f"ragmetrics {args.command}: error: {_shown(exc)}\n")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
@@ -1785,40 +1780,6 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return EXIT_INTERNAL_ERROR
     stream.flush()
     return code
-
-
-class _ClosedPipeSafe(io.TextIOBase):
-    """``out``, except that a reader that went away (``ragmetrics ... | head``) ends the
-    output quietly: later writes are dropped, the command finishes and exits with its own
-    code (1 still means regressed), and Python's flush at exit finds nothing to write."""
-
-    def __init__(self, out: TextIO) -> None:
-        self._out = out
-        self.closed_pipe = False
-
-    def write(self, text: str) -> int:
-        if not self.closed_pipe:
-            try:
-                self._out.write(text)
-            except BrokenPipeError:
-                self._drop()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.closed_pipe:
-            try:
-                self._out.flush()
-            except BrokenPipeError:
-                self._drop()
-
-    def _drop(self) -> None:
-        self.closed_pipe = True
-        try:  # what is still buffered would fail again when Python flushes at exit
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self._out.fileno())
-            os.close(devnull)
-        except (OSError, ValueError, io.UnsupportedOperation):
-            pass
 
 
 if __name__ == "__main__":

@@ -522,8 +522,9 @@ class SystemsComparison:
             holes_advice,
             holes_lines,
         )
+        from pytest_ragmetrics.report.escaping import for_terminal as one_line
 
-        reference = self.reference.label
+        reference = one_line(self.reference.label)
         if versus.verdict.status == "not comparable":
             return failure_message(
                 versus.system.record,
@@ -532,7 +533,8 @@ class SystemsComparison:
                 against="run",
                 subject=versus.system.label,
             )
-        lines = [f"ragmetrics: {versus.system.label} is worse than the reference {reference}:"]
+        system = one_line(versus.system.label)
+        lines = [f"ragmetrics: {system} is worse than the reference {reference}:"]
         for m in versus.verdict.failed_metrics:
             line = f"  {m.metric}: Δ {delta_text(m.delta)} (allowed drop {m.allowed_drop:.4f}"
             c = m.comparison

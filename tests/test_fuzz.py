@@ -11,6 +11,13 @@ every case:
 - an error (CLI exit 2, pytest usage or collection error, a test error) names the damaged file;
 - every file is byte-identical afterwards (the plugin run writes no report and no baseline).
 
+A second part draws hostile strings (terminal controls, bidirectional controls, Markdown
+and HTML markup, characters XML cannot hold, lone surrogates) as query ids, evaluation, test
+and dataset names, and draws them with every renderer: the terminal summary, Markdown, HTML,
+JSON, ``compare`` in every format, and a plugin run's terminal output, JUnit XML and reports
+(the checks are ``hostile_renderers``'s: no terminal control, tables keep their columns, no
+raw tag, no added line, JUnit parses, JSON keeps the string exactly).
+
 The normal run uses a fast, derandomized profile; ``pytest -m fuzz`` runs the long profile
 with fresh random examples.
 """
@@ -32,6 +39,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostile_renderers import (
+    HOSTILE,
+    check_compare_reports,
+    check_compare_runs,
+    check_renderers,
+)
+from hostile_renderers import check_plugin as check_plugin_sinks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from plugin_project import CONFTEST, write_dataset
@@ -395,6 +409,61 @@ def test_fuzz_plugin(template: Path, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_fuzz_plugin_long(template: Path, data: st.DataObject) -> None:
     check_plugin(template, data.draw(damage(template, PLUGIN_FILES)))
+
+
+# -- hostile strings through every renderer ----------------------------------------------------
+
+# What a display sink must neutralise, and ordinary text around it.
+HOSTILE_CHARS = (
+    "\x1b\x1b[8m\x1b[2K\x1b]8;;\x07\r\n\t\x00\x07\x08\x0b\x0c\x7f\x85\x9b"
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029"
+    "\ud800\udfff\ufffe\uffff\ufeff\u00a0"
+    "|\\`*_~<>&#=-+[]()!/'\" ;:."
+    "aq1 é日😀"
+)
+hostile_text = st.one_of(
+    st.sampled_from(list(HOSTILE.values())),
+    st.text(st.sampled_from(HOSTILE_CHARS), min_size=1, max_size=24),
+    st.builds(lambda a, b: a + b, st.sampled_from(list(HOSTILE.values())), st.text(max_size=8)),
+)
+FORMATS = ["table", "markdown", "json", "html"]
+
+
+@FAST
+@given(text=hostile_text)
+def test_fuzz_renderers(text: str) -> None:
+    check_renderers(text)
+
+
+@FAST
+@given(text=hostile_text, fmt=st.sampled_from(FORMATS))
+def test_fuzz_compare(text: str, fmt: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="fuzz-") as folder:
+        check_compare_reports(Path(folder), text, fmt)
+        check_compare_runs(Path(folder), text, fmt)
+
+
+@settings(FAST, max_examples=3)
+@given(names=st.lists(hostile_text, min_size=1, max_size=4, unique=True))
+def test_fuzz_plugin_sinks(pytester: pytest.Pytester, names: list[str]) -> None:
+    check_plugin_sinks(pytester, names)
+
+
+@pytest.mark.fuzz
+@LONG
+@given(text=hostile_text, fmt=st.sampled_from(FORMATS))
+def test_fuzz_renderers_long(text: str, fmt: str) -> None:
+    check_renderers(text)
+    with tempfile.TemporaryDirectory(prefix="fuzz-") as folder:
+        check_compare_reports(Path(folder), text, fmt)
+        check_compare_runs(Path(folder), text, fmt)
+
+
+@pytest.mark.fuzz
+@settings(LONG, max_examples=40)
+@given(names=st.lists(hostile_text, min_size=1, max_size=8, unique=True))
+def test_fuzz_plugin_sinks_long(pytester: pytest.Pytester, names: list[str]) -> None:
+    check_plugin_sinks(pytester, names)
 
 
 def test_the_template_itself_is_clean(template: Path) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pytest_ragmetrics.baseline.store import UPDATE_HINT
 from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.records import round_values
+from pytest_ragmetrics.report.escaping import for_terminal as one_line
 from pytest_ragmetrics.stats import PairedComparison
 
 if TYPE_CHECKING:
@@ -269,6 +270,7 @@ class Verdict:
 def _moved(query: str, delta: float, before: int, after: int) -> str:
     """How a query's first relevant document moved, e.g. '1234: rank 1 → 7 (Δ -0.613)';
     just the query and Δ when there are no ranks (-1: an answer-layer evaluation)."""
+    query = one_line(query)
     if before < 0 or after < 0:
         return f"{query} (Δ {delta_text(delta, 3)})"
     if before == after and before > 0:
@@ -385,10 +387,11 @@ def failure_message(
     """
     words = _WORDS[against]
     lines: list[str] = []
-    where = subject if subject is not None else f"'{recorded.name}' ({recorded.test})"
+    # Values on one line each: a newline in a name or id cannot forge a line of the message.
+    where = one_line(subject if subject is not None else f"'{recorded.name}' ({recorded.test})")
     if verdict.status == "not comparable":
         lines.append(f"ragmetrics: {where} {words['incomparable'].format(path=baseline_path)}:")
-        lines += [f"  {reason}" for reason in verdict.reasons]
+        lines += [f"  {one_line(reason)}" for reason in verdict.reasons]
         lines += _query_set_lines(verdict, words)
         lines.append(advice(against, verdict.status, baseline_path))
         return "\n".join(lines)
@@ -412,7 +415,7 @@ def failure_message(
         lines += holes_lines(m, against)
     lines += holes_advice(verdict)
     if verdict.identity_change:
-        lines.append(f"  configuration changed: {verdict.identity_change}")
+        lines.append(f"  configuration changed: {one_line(verdict.identity_change)}")
     lines += _query_set_lines(verdict, words)
     lines.append(advice(against, verdict.status, baseline_path))
     return "\n".join(lines)
@@ -428,13 +431,13 @@ def _query_set_lines(verdict: Verdict, words: Mapping[str, str]) -> list[str]:
     if verdict.only_baseline:
         lines.append(
             f"  queries only in {words['only_before']} ({len(verdict.only_baseline)}): "
-            f"{', '.join(verdict.only_baseline[:10])}"
+            f"{one_line(', '.join(verdict.only_baseline[:10]))}"
             f"{' ...' if len(verdict.only_baseline) > 10 else ''}"
         )
     if verdict.only_current:
         lines.append(
             f"  queries only in {words['only_after']} ({len(verdict.only_current)}): "
-            f"{', '.join(verdict.only_current[:10])}"
+            f"{one_line(', '.join(verdict.only_current[:10]))}"
             f"{' ...' if len(verdict.only_current) > 10 else ''}"
         )
     return lines

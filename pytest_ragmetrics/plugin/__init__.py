@@ -39,6 +39,7 @@ from pytest_ragmetrics.plugin.state import (
     thresholds_of,
 )
 from pytest_ragmetrics.plugin.worker import REPORT_ATTRIBUTE
+from pytest_ragmetrics.report.escaping import for_terminal
 
 __all__ = [
     "judged_rankings",
@@ -149,6 +150,12 @@ def pytest_configure(config: pytest.Config) -> None:
             config.add_cleanup(dryrun.stop)
 
 
+def _shown(text: object) -> str:
+    """A message for pytest to print: its control characters shown as escapes (RELIABILITY.md,
+    "Text from the data is escaped for where it is shown")."""
+    return for_terminal(text, newlines=True)
+
+
 def _settings(config: pytest.Config) -> Any:
     """Validated settings; a bad value stops pytest with a UsageError saying what is allowed."""
     from pytest_ragmetrics.plugin.settings import settings_from_pytest
@@ -156,7 +163,7 @@ def _settings(config: pytest.Config) -> Any:
     try:
         return settings_from_pytest(config)
     except RagMetricsError as exc:
-        raise pytest.UsageError(f"pytest-ragmetrics: {exc}") from None
+        raise pytest.UsageError(f"pytest-ragmetrics: {_shown(exc)}") from None
 
 
 def _register_extra_metrics(config: pytest.Config) -> bool:
@@ -179,7 +186,7 @@ def _register_extra_metrics(config: pytest.Config) -> bool:
     try:
         config.hook.pytest_ragmetrics_register_metrics(register=register)
     except RagMetricsError as exc:
-        raise pytest.UsageError(f"pytest-ragmetrics: {exc}") from None
+        raise pytest.UsageError(f"pytest-ragmetrics: {_shown(exc)}") from None
     return True
 
 
@@ -198,7 +205,7 @@ def pytest_pycollect_makeitem(
             try:
                 thresholds_of(item)
             except RagMetricsError as exc:
-                raise collector.CollectError(f"{item.nodeid}: {exc}") from None
+                raise collector.CollectError(f"{item.nodeid}: {_shown(exc)}") from None
     return result
 
 
@@ -210,7 +217,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     try:
         parametrize_datasets(metafunc, rag_session(metafunc.config))
     except RagMetricsError as exc:
-        raise pytest.Collector.CollectError(str(exc)) from None
+        raise pytest.Collector.CollectError(_shown(exc)) from None
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -289,7 +296,7 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, Any, Any]:
         return (yield)
     except DryRun as exc:
         message = str(exc)
-    pytest.skip(message)
+    pytest.skip(_shown(message))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -301,7 +308,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         result = yield
     except DryRun as exc:
         skipped = str(exc)
-        pytest.skip(skipped)
+        pytest.skip(_shown(skipped))
     except RagMetricsError as exc:
         _finish_item(item, errored=True)
         message = str(exc)
@@ -309,10 +316,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         _finish_item(item, errored=True)
         raise
     if message is not None:  # failed outside the except block: no chained messages
-        pytest.fail(message, pytrace=False)
+        pytest.fail(_shown(message), pytrace=False)
     failures = _finish_item(item, errored=False)
     if failures:
-        pytest.fail("\n\n".join(failures), pytrace=False)
+        pytest.fail(_shown("\n\n".join(failures)), pytrace=False)
     return result
 
 

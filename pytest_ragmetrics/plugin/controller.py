@@ -216,6 +216,7 @@ class ControllerPlugin:
         """Print the retrieval-layer and answer-layer tables."""
         if not self.session.in_use:
             return
+        from pytest_ragmetrics.report.escaping import for_terminal
         from pytest_ragmetrics.report.terminal import summary_lines
 
         outcome = self.outcome or self.session_outcome()
@@ -228,12 +229,14 @@ class ControllerPlugin:
         from pytest_ragmetrics.plugin.ineffective import ineffective_options
 
         for note in ineffective_options(settings):
-            terminalreporter.write_line(f"ragmetrics: note: {note}", yellow=True)
+            terminalreporter.write_line(f"ragmetrics: note: {for_terminal(note)}", yellow=True)
         for error in self.errors:
-            terminalreporter.write_line(f"ragmetrics: error: {error}", red=True)
+            shown_error = for_terminal(error, newlines=True)
+            terminalreporter.write_line(f"ragmetrics: error: {shown_error}", red=True)
         for path in (settings.json_report, settings.markdown_report, settings.html_report):
             if path in self.written and self.evaluations:
-                terminalreporter.write_line(f"ragmetrics: wrote {settings.display(path)}")
+                shown = for_terminal(settings.display(path))
+                terminalreporter.write_line(f"ragmetrics: wrote {shown}")
 
 
 class XdistControllerHooks:

@@ -11,6 +11,7 @@ import pytest
 
 from pytest_ragmetrics.errors import RagMetricsError, RetrieverError
 from pytest_ragmetrics.plugin.state import RAG_EVAL_KEY, rag_session, thresholds_of
+from pytest_ragmetrics.report.escaping import for_junit, for_terminal
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.data.judged import JudgedRankings
@@ -45,7 +46,7 @@ def without_traceback(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except RagMetricsError as exc:
-        message = str(exc)
+        message = for_terminal(exc, newlines=True)
     # Failed outside the except block, so the report does not chain our error's message twice.
     pytest.fail(message, pytrace=False)
 
@@ -338,7 +339,8 @@ def rag_eval(request: pytest.FixtureRequest) -> RagEval:
     def on_record(recorded: Any) -> None:
         if settings.junit_properties:
             for metric, value in recorded.evaluation.mean.items():
-                item.user_properties.append((f"ragmetrics:{recorded.name}:{metric}", value))
+                name = for_junit(f"ragmetrics:{recorded.name}:{metric}")
+                item.user_properties.append((name, value))
         request.config.hook.pytest_ragmetrics_evaluation_recorded(recorded=recorded, item=item)
 
     report_fields = None

@@ -140,9 +140,13 @@ def summarize(
 
 
 def summary_table(summary: DatasetSummary, tablefmt: str = "simple") -> str:
-    """The table as text (tabulate's ``simple`` for the terminal, ``github`` for Markdown)."""
+    """The table as text (tabulate's ``simple`` for the terminal, ``github`` for Markdown),
+    its labels escaped for that sink."""
     from tabulate import tabulate
 
+    from pytest_ragmetrics.report.escaping import for_markdown, for_terminal
+
+    text = for_markdown if tablefmt == "github" else for_terminal
     rows = []
     for row in summary.rows:
         cells = []
@@ -155,10 +159,10 @@ def summary_table(summary: DatasetSummary, tablefmt: str = "simple") -> str:
             shown = _fmt(value)
             cells.append(shown if delta is None else f"{shown} ({delta_text(delta)})")
         mean = row.mean(summary.columns)
-        rows.append([row.label, *cells, _fmt(mean)])
+        rows.append([text(row.label), *cells, _fmt(mean)])
     return tabulate(
         rows,
-        headers=[summary.metric, *summary.columns, "mean"],
+        headers=[text(summary.metric), *map(text, summary.columns), "mean"],
         tablefmt=tablefmt,
         disable_numparse=True,
         colalign=("left", *("right",) * (len(summary.columns) + 1)),

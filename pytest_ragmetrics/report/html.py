@@ -57,10 +57,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -70,6 +68,7 @@ import numpy as np
 from pytest_ragmetrics.data.model import FloatArray
 from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.errors import BaselineError, ConfigError
+from pytest_ragmetrics.report.escaping import for_html as esc
 from pytest_ragmetrics.report.json_report import REPORT_SCHEMA, REPORT_VERSION
 from pytest_ragmetrics.report.pair import not_compared_html
 from pytest_ragmetrics.report.query_records import (
@@ -118,16 +117,6 @@ def _int(value: Any) -> int | None:
 
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
-
-
-# Lone surrogates (JSON allows "\ud800") cannot be written as UTF-8; C0 controls other than
-# tab and newline have no business in a page.
-_UNWRITABLE = re.compile("[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
-def esc(text: Any) -> str:
-    """Text made safe for HTML content and quoted attribute values."""
-    return html.escape(_UNWRITABLE.sub("\ufffd", str(text)), quote=True)
 
 
 def _user(text: Any) -> str:

@@ -9,11 +9,11 @@ best value across datasets would mean nothing). Failure explanations are lists, 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_ragmetrics.deltas import delta_text
+from pytest_ragmetrics.report.escaping import for_markdown as inline
 from pytest_ragmetrics.report.terminal import LAYER_TITLES, columns
 from pytest_ragmetrics.vocabulary import LAYERS
 
@@ -25,14 +25,6 @@ if TYPE_CHECKING:
 
 MAX_BYTES = 1024 * 1024 - 4096  # GitHub rejects step summaries over 1 MiB
 _MARKS = {"regressed": "▼", "improved": "▲"}
-# Characters that would turn text into markup; an underscore only at a word's edge (GitHub
-# never reads one inside a word as emphasis, so ndcg_at_10 stays readable).
-_MARKUP = re.compile(r"[\\`*<>|]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|\](?=\()")
-
-
-def inline(text: str) -> str:
-    """``text`` as literal Markdown on one line (table cells, list items)."""
-    return _MARKUP.sub(lambda m: "\\" + m.group(0), " ".join(str(text).splitlines()))
 
 
 def markdown_report(outcome: SessionOutcome, *, title: str = "pytest-ragmetrics") -> str:
@@ -52,7 +44,7 @@ def markdown_report(outcome: SessionOutcome, *, title: str = "pytest-ragmetrics"
             parts.append(_layer_table(group, outcome.metrics))
         notes = outcome.notes(layer)
         if notes:
-            parts.append("Notes:\n\n" + "".join(f"- {inline(n)}\n" for n in notes))
+            parts.append(_notes(notes))
     from pytest_ragmetrics.report.datasets import dataset_summaries, summary_table
 
     summaries = dataset_summaries(outcome.evaluations, outcome.metrics, outcome.dataset_order)
@@ -60,6 +52,10 @@ def markdown_report(outcome: SessionOutcome, *, title: str = "pytest-ragmetrics"
         parts.append("### Per dataset\n\nMean over datasets; Δ to the baseline in brackets.\n")
         parts += [summary_table(s, "github") + "\n" for s in summaries]
     return _within_limit("\n".join(parts))
+
+
+def _notes(notes: Sequence[str]) -> str:
+    return "Notes:\n\n" + "".join(f"- {inline(n, starts_line=True)}\n" for n in notes)
 
 
 def _by_dataset(chosen: Sequence[Checked]) -> dict[str, list[Checked]]:
@@ -158,19 +154,20 @@ def _within_limit(text: str) -> str:
 def message_markdown(message: str) -> str:
     """A failure message (``baseline.verdicts.failure_message``) as Markdown: its first line
     in bold, its indented lines as a nested list, "What to do" as a paragraph."""
-    first, *rest = message.splitlines()
+    # Only "\n" is the message's own line structure; any other line break is in a value.
+    first, *rest = message.split("\n")
     out = [f"**{inline(first)}**", ""]
     listing = False
     for line in rest:
         depth = len(line) - len(line.lstrip(" "))
         if depth:
-            out.append("  " * (depth // 2 - 1) + f"- {inline(line.strip())}")
+            out.append("  " * (depth // 2 - 1) + f"- {inline(line.strip(), starts_line=True)}")
             listing = True
             continue
         if listing:
             out.append("")
             listing = False
-        out.append(inline(line))
+        out.append(inline(line, starts_line=True))
     return "\n".join(out) + "\n"
 
 
@@ -246,7 +243,7 @@ def comparison_markdown(comparison: SystemsComparison) -> str:
     notes = [f"{s.label}: {n}" for s in comparison.systems for n in s.record.evaluation.notes]
     notes += [n for v in comparison.versus for n in v.notes]
     if notes:
-        parts.append("Notes:\n\n" + "".join(f"- {inline(n)}\n" for n in notes))
+        parts.append(_notes(notes))
     if comparison.failed:
         parts.append("### What failed\n")
         for versus in comparison.failed:

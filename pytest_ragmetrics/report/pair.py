@@ -30,9 +30,12 @@ def pair_table(comparison: PairComparison, *, markdown: bool, against: Against) 
             numbers = [f"{m.baseline:.4f}", f"{m.current:.4f}", delta_text(m.delta)]
             rows.append([where, m.metric, *numbers, m.status])
             where = ""
+    from pytest_ragmetrics.report.escaping import for_markdown, for_terminal
+
+    cell = for_markdown if markdown else for_terminal
     text = (
         tabulate(
-            rows,
+            [[cell(value) for value in row] for row in rows],
             headers=["evaluation", "metric", "before", "after", "Δ", "status"],
             tablefmt="github" if markdown else "simple",
             disable_numparse=True,
@@ -55,7 +58,7 @@ def pair_table(comparison: PairComparison, *, markdown: bool, against: Against) 
             text += "\n" + failure_message(recorded, verdict, before, against=against) + "\n"
         lines = comparison.not_compared_lines()
         if lines:
-            text += "\n" + "\n".join(lines) + "\n"
+            text += "\n" + "\n".join(for_terminal(line) for line in lines) + "\n"
     return text + f"\n{comparison.summary()}\n"
 
 

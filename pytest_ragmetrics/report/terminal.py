@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pytest_ragmetrics.deltas import delta_text
+from pytest_ragmetrics.report.escaping import for_terminal
 from pytest_ragmetrics.vocabulary import LAYERS
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def layer_table(evaluations: Sequence[Checked], preferred: Sequence[str]) -> str
         mean = checked.record.evaluation.mean
         rows.append(
             [
-                checked.label,
+                for_terminal(checked.label),
                 *(_fmt(mean[m]) if m in mean else "" for m in names),
                 checked.outcome.status,
             ]
@@ -70,7 +71,7 @@ def layer_table(evaluations: Sequence[Checked], preferred: Sequence[str]) -> str
             )
     return tabulate(
         rows,
-        headers=["evaluation", *names, "status"],
+        headers=["evaluation", *map(for_terminal, names), "status"],
         tablefmt="simple",
         disable_numparse=True,
         colalign=("left", *("right",) * len(names), "left"),
@@ -83,7 +84,8 @@ def _delta_cell(metric: MetricVerdict) -> str:
 
 
 def summary_lines(outcome: SessionOutcome) -> list[tuple[str, str]]:
-    """(kind, text) pairs: kind is 'section' (a separator title) or 'line'."""
+    """(kind, text) pairs: kind is 'section' (a separator title) or 'line'; every text on one
+    line, its control characters shown as escapes."""
     out: list[tuple[str, str]] = []
     if outcome.cleared is not None:
         out.append(("line", f"ragmetrics: {outcome.cleared.describe(outcome.cache_path)}"))
@@ -132,4 +134,4 @@ def summary_lines(outcome: SessionOutcome) -> list[tuple[str, str]]:
             )
         )
         out += [("line", f"  {test} [{name}]") for test, name in outcome.stale]
-    return out
+    return [(kind, for_terminal(text)) for kind, text in out]
