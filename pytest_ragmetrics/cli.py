@@ -808,7 +808,9 @@ def _pair_table(
             rows.append([label, "", "", "", "", verdict.status])
         for m in verdict.metrics:
             numbers = [f"{m.baseline:.4f}", f"{m.current:.4f}", f"{m.delta:+.4f}"]
-            rows.append([label, m.metric, *numbers, m.status])
+            numbers = [n.replace("nan", "n/a") for n in numbers]  # a lost value
+            status = f"lost on {m.lost}" if m.status == "lost" else m.status
+            rows.append([label, m.metric, *numbers, status])
             label = ""
     tablefmt = "github" if args.format == "markdown" else "simple"
     out.write(
@@ -957,7 +959,7 @@ def _runs_table(comparison: SystemsComparison, out: TextIO) -> None:
             cell = _number(mean.get(metric))
             m = verdicts.get(metric)
             if m is not None:
-                cell += {"regressed": " ▼", "improved": " ▲"}.get(m.status, "  ")
+                cell += {"regressed": " ▼", "lost": " ▼", "improved": " ▲"}.get(m.status, "  ")
                 c = m.comparison
                 significant = c is not None and c.n and c.p_value < comparison.significance
                 cell += "*" if significant else " "

@@ -519,6 +519,7 @@ class SystemsComparison:
             failure_message,
             holes_advice,
             holes_lines,
+            lost_lines,
         )
 
         reference = self.reference.label
@@ -532,6 +533,9 @@ class SystemsComparison:
             )
         lines = [f"ragmetrics: {versus.system.label} is worse than the reference {reference}:"]
         for m in versus.verdict.failed_metrics:
+            lines += lost_lines(m, {"before": "reference"})
+            if m.status == "lost" and math.isnan(m.delta):
+                continue
             line = f"  {m.metric}: Δ {m.delta:+.4f} (allowed drop {m.allowed_drop:.4f}"
             c = m.comparison
             if c is not None and c.n:

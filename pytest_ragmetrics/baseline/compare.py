@@ -13,7 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from pytest_ragmetrics.baseline.lost import Gates, ValueSets, attainable_note, collapsed
+from pytest_ragmetrics.baseline.lost import (
+    Gates,
+    ValueSets,
+    alpha_unreachable,
+    attainable_note,
+    collapsed,
+)
 from pytest_ragmetrics.baseline.store import BaselineStore
 from pytest_ragmetrics.baseline.tolerances import Tolerance, Tolerances
 from pytest_ragmetrics.baseline.verdicts import (
@@ -101,6 +107,8 @@ def compare_to_baseline(
             verdict.metrics[i] = dataclasses.replace(
                 found, status="ok", note=f"dropped {found.delta:+.4f}, not enforced: {reason}"
             )
+    if not any("smallest attainable p" in m.note for m in verdict.metrics):
+        verdict.alpha_note = alpha_unreachable(len(pairs.shared), alpha, seed)
     statuses = {m.status for m in verdict.metrics}
     verdict.status = (
         "regressed"

@@ -112,6 +112,22 @@ def attainable_note(comparison: PairedComparison | None, alpha: float | None, se
     )
 
 
+def alpha_unreachable(n: int, alpha: float | None, seed: int) -> str:
+    """The verdict's note when ``alpha`` cannot be reached with ``n`` paired queries."""
+    if alpha is None or n == 0:
+        return ""
+    smallest = min_attainable_p(n, seed=seed)
+    if smallest < alpha:
+        return ""
+    needed = queries_needed(alpha, seed=seed)
+    enough = f"the test needs at least {needed} queries" if needed else "no number of queries can"
+    return (
+        f"ragmetrics_alpha = {alpha:g} cannot be reached: with {n} queries the smallest "
+        f"attainable p is {smallest:.4f}, so no drop can fail on significance (only a collapse "
+        f"to the worst value, or a lost value, fails); {enough}"
+    )
+
+
 def collapsed(metric: str, before: np.ndarray[Any, Any], now: np.ndarray[Any, Any]) -> str:
     """Why a drop is a collapse (every query that has a value in both is now at the worst
     value of a built-in metric, and some was above it), or ''. A collapse fails whatever the

@@ -249,6 +249,9 @@ class Verdict:
     only_baseline: list[str] = field(default_factory=list)
     only_current: list[str] = field(default_factory=list)
     identity_change: str = ""
+    # Set when ragmetrics_alpha cannot be reached with this many queries: no drop can fail on
+    # significance, and the verdict says so even when nothing dropped.
+    alpha_note: str = ""
 
     @property
     def failed_metrics(self) -> list[MetricVerdict]:
@@ -274,6 +277,8 @@ class Verdict:
             out["queries_only_in_current"] = self.only_current
         if self.identity_change:
             out["identity_change"] = self.identity_change
+        if self.alpha_note:
+            out["alpha_note"] = self.alpha_note
         return out
 
     @classmethod
@@ -286,6 +291,7 @@ class Verdict:
             list(data.get("queries_only_in_baseline", [])),
             list(data.get("queries_only_in_current", [])),
             data.get("identity_change", ""),
+            data.get("alpha_note", ""),
         )
 
 

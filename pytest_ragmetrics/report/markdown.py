@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.report.outcome import Checked, SessionOutcome
 
 MAX_BYTES = 1024 * 1024 - 4096  # GitHub rejects step summaries over 1 MiB
-_MARKS = {"regressed": "▼", "improved": "▲"}
+_MARKS = {"regressed": "▼", "improved": "▲", "lost": "▼"}
 # Characters that would turn text into markup; an underscore only at a word's edge (GitHub
 # never reads one inside a word as emphasis, so ndcg_at_10 stays readable).
 _MARKUP = re.compile(r"[\\`*<>|]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|\](?=\()")
@@ -127,6 +127,8 @@ def _layer_table(chosen: Sequence[Checked], preferred: Sequence[str]) -> str:
 
 def _delta(metric: MetricVerdict) -> str:
     mark = _MARKS.get(metric.status, "")
+    if metric.status == "lost":
+        return f" (lost on {metric.lost} queries {mark})"
     return f" ({metric.delta:+.4f}{' ' + mark if mark else ''})"
 
 
