@@ -81,7 +81,9 @@ def test_every_answer_empty_loses_groundedness_and_fails(
 ) -> None:
     project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
     monkeypatch.setenv("ANSWERS_EMPTY", "q1,q2,q3,q4")
-    result = project.runpytest("--ragmetrics-json=r.json")
+    result = project.runpytest(
+        "--ragmetrics-json=r.json", "--ragmetrics-html=r.html", "--ragmetrics-markdown=r.md"
+    )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -103,6 +105,9 @@ def test_every_answer_empty_loses_groundedness_and_fails(
     assert grounded["queries_with_baseline_value"] == 4
     assert grounded["current"] is None
     assert metric_of(verdict, "context_relevance")["status"] == "ok"
+    result.stdout.fnmatch_lines(["*· Δ*lost 4 !*"])
+    assert "groundedness</b> lost its value on 4 queries" in (project.path / "r.html").read_text()
+    assert "lost on 4 queries" in (project.path / "r.md").read_text()
 
 
 def test_three_of_four_answers_empty_is_lost_not_a_mean_of_the_one_left(
