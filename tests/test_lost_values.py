@@ -5,6 +5,7 @@ an alpha the test cannot reach says so, and a collapse to the worst value fails 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -188,14 +189,16 @@ def test_five_queries_collapsing_fail_at_an_alpha_they_cannot_reach(
 # --- the comparison itself, without pytest ------------------------------------------------
 
 
-def _record(values: dict[str, float | None], metric: str = "groundedness") -> EvaluationRecord:
+def _record(values: Mapping[str, float | None], metric: str = "groundedness") -> EvaluationRecord:
     evaluation = Evaluation.from_per_query(
         {q: {metric: v} for q, v in values.items()}, layer="answer"
     )
     return EvaluationRecord("t.py::t", "answers", evaluation)
 
 
-def _compare(before: dict[str, float | None], after: dict[str, float | None], **kw: Any) -> Verdict:
+def _compare(
+    before: Mapping[str, float | None], after: Mapping[str, float | None], **kw: Any
+) -> Verdict:
     entry = _record(before).baseline_entry("test")
     return compare_to_baseline(_record(after), entry, parse_tolerances("0.01"), **kw)
 
