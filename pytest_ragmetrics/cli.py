@@ -937,7 +937,7 @@ def _runs_table(comparison: SystemsComparison, out: TextIO) -> None:
             cell = _number(mean.get(metric))
             m = verdicts.get(metric)
             if m is not None:
-                cell += {"regressed": " ▼", "improved": " ▲"}.get(m.status, "  ")
+                cell += {"regressed": " ▼", "lost": " ▼", "improved": " ▲"}.get(m.status, "  ")
                 c = m.comparison
                 significant = c is not None and c.n and c.p_value < comparison.significance
                 cell += "*" if significant else " "

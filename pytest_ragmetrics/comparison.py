@@ -521,6 +521,7 @@ class SystemsComparison:
             failure_message,
             holes_advice,
             holes_lines,
+            lost_lines,
         )
         from pytest_ragmetrics.report.escaping import for_terminal as one_line
 
@@ -536,6 +537,9 @@ class SystemsComparison:
         system = one_line(versus.system.label)
         lines = [f"ragmetrics: {system} is worse than the reference {reference}:"]
         for m in versus.verdict.failed_metrics:
+            lines += lost_lines(m, {"before": "reference"})
+            if m.status == "lost" and math.isnan(m.delta):
+                continue
             line = f"  {m.metric}: Δ {delta_text(m.delta)} (allowed drop {m.allowed_drop:.4f}"
             c = m.comparison
             if c is not None and c.n:

@@ -5,7 +5,9 @@ Both are seeded, so the same inputs give the same numbers on every machine and u
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -107,3 +109,37 @@ def compare_paired(
     p = randomization_p_value(d, permutations=resamples, seed=seed)
     worse, same, better = tally(d)
     return PairedComparison(n, float(d.mean()) + 0.0, low + 0.0, high + 0.0, p, worse, better, same)
+
+
+MAX_QUERIES_SEARCHED = 64  # past this the test's floor 1 / (permutations + 1) decides alone
+
+
+@lru_cache(maxsize=256)
+def min_attainable_p(n: int, *, permutations: int = 10_000, seed: int = DEFAULT_SEED) -> float:
+    """The smallest p :func:`randomization_p_value` can give over ``n`` queries, whatever the
+    differences.
+
+    The all-+ and all-- sign patterns reach |mean| of any ``d``, so every ``d`` counts at
+    least their draws; equal same-sign differences count only those. With the same seed the
+    drawn patterns do not depend on ``d``, so this is exact for the test as it runs, not an
+    estimate (about 2 / 2^n, never below 1 / (permutations + 1)).
+    """
+    if n <= 0:
+        return 1.0
+    return randomization_p_value(np.ones(n), permutations=permutations, seed=seed)
+
+
+@lru_cache(maxsize=64)
+def queries_needed(
+    alpha: float, *, permutations: int = 10_000, seed: int = DEFAULT_SEED
+) -> int | None:
+    """The fewest queries with which the randomization test can give p < ``alpha``; None when
+    no number can (``alpha`` at or below the test's floor 1 / (permutations + 1))."""
+    if alpha <= 1.0 / (permutations + 1):
+        return None
+    # 2 / 2^n < alpha is needed (up to the draws' noise): start a little below it.
+    start = max(1, math.floor(1 + math.log2(1.0 / alpha)) - 2)
+    for n in range(start, MAX_QUERIES_SEARCHED + 1):
+        if min_attainable_p(n, permutations=permutations, seed=seed) < alpha:
+            return n
+    return None

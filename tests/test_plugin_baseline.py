@@ -115,10 +115,30 @@ def test_tolerance_and_alpha_gate(
     # A drop inside a generous per-metric tolerance is fine for that metric only.
     loose = project.runpytest("--ragmetrics-tolerance=0.01 recall_at_1=1.0 ndcg_at_10=100% mrr=1")
     loose.assert_outcomes(passed=1)
-    # With 4 queries a sign-flip test cannot reach p < 0.05: the alpha gate holds the failure back.
+    # With 4 queries a sign-flip test cannot reach p < 0.05: the alpha gate holds the drops of
+    # ndcg and mrr back, and says that it cannot work; recall_at_1 fell to 0 on every query, a
+    # collapse that fails whatever the p-value.
     gated = project.runpytest("--ragmetrics-alpha=0.05")
-    gated.assert_outcomes(passed=1)
-    gated.stdout.fnmatch_lines(["*dropped -1.0000 but not significantly (p = *≥ alpha 0.05)*"])
+    gated.assert_outcomes(failed=1)
+    gated.stdout.fnmatch_lines(
+        [
+            "*recall_at_1: baseline 1.0000 → current 0.0000, Δ -1.0000*",
+            "*recall_at_1 fell to 0, the worst possible value, on all 4 queries: a collapse "
+            "fails whatever the p-value; with 4 queries the smallest attainable p is 0.1266*",
+        ]
+    )
+    gated.stdout.fnmatch_lines(
+        [
+            "*mrr dropped -0.6667 but not significantly (p = 0.1266 ≥ alpha 0.05); with 4 "
+            "queries the smallest attainable p is 0.1266, so no change can be significant at "
+            "alpha 0.05: the test needs at least 6 queries*"
+        ]
+    )
+    assert "ndcg_at_10: baseline" not in gated.stdout.str()
+    # Only the collapse fails: a tolerance that lets recall_at_1 drop leaves the gate alone.
+    project.runpytest(
+        "--ragmetrics-alpha=0.05", "--ragmetrics-tolerance=0.01 recall_at_1=1.0"
+    ).assert_outcomes(passed=1)
 
 
 def test_changed_corpus_is_not_comparable(project: pytest.Pytester) -> None:

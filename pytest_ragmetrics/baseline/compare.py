@@ -13,9 +13,23 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ragmetrics.baseline.lost import (
+    Gates,
+    ValueSets,
+    alpha_unreachable,
+    attainable_note,
+    collapsed,
+)
 from pytest_ragmetrics.baseline.store import BaselineStore
 from pytest_ragmetrics.baseline.tolerances import Tolerance, Tolerances
-from pytest_ragmetrics.baseline.verdicts import Holes, MetricVerdict, Status, Verdict
+from pytest_ragmetrics.baseline.verdicts import (
+    FAILED_METRIC,
+    LOST_SHOWN,
+    Holes,
+    MetricVerdict,
+    Status,
+    Verdict,
+)
 from pytest_ragmetrics.deltas import delta as delta_of
 from pytest_ragmetrics.deltas import delta_text, deltas
 from pytest_ragmetrics.errors import BaselineError
@@ -76,40 +90,21 @@ def compare_to_baseline(
         return verdict
     pairs = _Pairs(entry, current, [q for q in cur_pq if q in base_pq])
     noise = (current.get("judge_noise") or {}).get("noise") or {}
-    differ = bool(pairs.shared) and bool(verdict.only_baseline or verdict.only_current)
     for metric, now in current["metrics"].items():
         before = entry.get("metrics", {}).get(metric)
-        if before is None or now is None:
-            continue
-        shared_note = ""
-        if differ:
-            # Means over different queries are not a change of the system: compare the
-            # queries both hold (the paired statistics already do).
-            b, c = pairs.values(metric)
-            if np.all(np.isnan(b)) or np.all(np.isnan(c)):
-                continue
-            shared_note = (
-                f"compared on the {len(pairs.shared)} queries both hold "
-                f"({len(verdict.only_baseline)} only in the baseline, "
-                f"{len(verdict.only_current)} only in this run; over all of them "
-                f"{float(before):.4f} → {float(now):.4f})"
-            )
-            before, now = float(np.nanmean(b)), float(np.nanmean(c))
-        found = _metric_verdict(
+        if before is None:
+            continue  # the baseline had no value: nothing to lose or compare with
+        found = _paired_verdict(
             pairs,
             metric,
             float(before),
-            float(now),
+            now,
+            verdict,
             tolerances.for_metric(metric),
-            alpha,
-            seed,
-            unjudged_drops,
-            noise.get(metric),
+            Gates(alpha, seed, unjudged_drops, noise.get(metric)),
         )
-        if shared_note:
-            note = f"{shared_note}; {found.note}" if found.note else shared_note
-            found = dataclasses.replace(found, note=note)
-        verdict.metrics.append(found)
+        if found is not None:
+            verdict.metrics.append(found)
     compared = {m.metric for m in verdict.metrics}
     verdict.metrics_not_compared = [m for m in entry.get("metrics") or {} if m not in compared]
     for i, found in enumerate(verdict.metrics):
@@ -120,11 +115,68 @@ def compare_to_baseline(
                 status="ok",
                 note=f"dropped {delta_text(found.delta)}, not enforced: {reason}",
             )
+    if not any("smallest attainable p" in m.note for m in verdict.metrics):
+        verdict.alpha_note = alpha_unreachable(len(pairs.shared), alpha, seed)
     statuses = {m.status for m in verdict.metrics}
     verdict.status = (
-        "regressed" if "regressed" in statuses else "improved" if "improved" in statuses else "ok"
+        "regressed"
+        if statuses & set(FAILED_METRIC)
+        else "improved"
+        if "improved" in statuses
+        else "ok"
     )
     return verdict
+
+
+def _paired_verdict(
+    pairs: _Pairs,
+    metric: str,
+    before: float,
+    now: float | None,
+    verdict: Verdict,
+    tolerance: Tolerance,
+    gates: Gates,
+) -> MetricVerdict | None:
+    """One metric's verdict on the queries both have a value for; "lost" when queries that
+    had a value in the baseline have none now (None: nothing to compare or lose)."""
+    b, c = pairs.values(metric)
+    sets = ValueSets.of(pairs.shared, b, c, pairs.base, metric, now_has_none=now is None)
+    mean_before, mean_now = before, now
+    note = sets.note(
+        before, now, len(verdict.only_baseline), len(verdict.only_current), bool(pairs.shared)
+    )
+    if note:
+        # Means over different queries are not a change of the system: compare the queries
+        # both have a value for (the paired statistics do too), and say so.
+        mean_before, mean_now = sets.paired_means(b, c)
+    if mean_now is None or math.isnan(mean_now) or math.isnan(mean_before):
+        if not sets.lost:
+            return None
+        return MetricVerdict(
+            metric,
+            before,
+            math.nan,
+            math.nan,
+            str(tolerance),
+            tolerance.allowed_drop(before),
+            "lost",
+            note=note,
+            lost=len(sets.lost),
+            lost_queries=sets.lost[:LOST_SHOWN],
+            valued_before=sets.valued_before,
+        )
+    found = _metric_verdict(pairs, metric, mean_before, float(mean_now), tolerance, gates)
+    if note:
+        found = dataclasses.replace(found, note=f"{note}; {found.note}" if found.note else note)
+    if sets.lost:
+        found = dataclasses.replace(
+            found,
+            status="lost",
+            lost=len(sets.lost),
+            lost_queries=sets.lost[:LOST_SHOWN],
+            valued_before=sets.valued_before,
+        )
+    return found
 
 
 class _Pairs:
@@ -242,24 +294,28 @@ def _metric_verdict(
     before: float,
     now: float,
     tolerance: Tolerance,
-    alpha: float | None,
-    seed: int,
-    unjudged_drops: str = "fail",
-    noise: float | None = None,
+    gates: Gates,
 ) -> MetricVerdict:
     b, c = pairs.values(metric)
-    comparison: PairedComparison | None = compare_paired(b, c, seed=seed) if pairs.shared else None
+    comparison: PairedComparison | None = (
+        compare_paired(b, c, seed=gates.seed) if pairs.shared else None
+    )
+    alpha, noise, unjudged_drops = gates.alpha, gates.noise, gates.unjudged_drops
     delta = delta_of(before, now)
     allowed = tolerance.allowed_drop(before)
     status: Status = "ok"
     note = ""
+    cannot = attainable_note(comparison, alpha, gates.seed)
     if delta < -allowed - 1e-12:
         status = "regressed"
-        if alpha is not None and comparison is not None and comparison.p_value >= alpha:
+        collapse = collapsed(metric, b, c)
+        if collapse:
+            note = collapse + cannot  # whatever the p-value or the judge's noise says
+        elif alpha is not None and comparison is not None and comparison.p_value >= alpha:
             status = "ok"
             note = (
                 f"dropped {delta_text(delta)} but not significantly (p = "
-                f"{comparison.p_value:.4f} ≥ alpha {alpha:g})"
+                f"{comparison.p_value:.4f} ≥ alpha {alpha:g}){cannot}"
             )
         elif noise is not None and -delta <= noise + 1e-12:
             # The judge's verdicts on the same answers moved this much between repeats.
@@ -269,7 +325,7 @@ def _metric_verdict(
                 f"{noise:.4f} between repeated judgings of the same answers)"
             )
     elif delta > allowed + 1e-12:
-        status = "improved"
+        status, note = _improved(delta, comparison, alpha, cannot)
     holes = _holes(pairs, metric, allowed) if status == "regressed" else None
     if holes is not None and holes.labels_clear:
         status = "ok"
@@ -288,6 +344,27 @@ def _metric_verdict(
     return MetricVerdict(
         metric, before, now, delta, str(tolerance), allowed, status, comparison, worst, note, holes
     )
+
+
+def _improved(
+    delta: float, comparison: PairedComparison | None, alpha: float | None, cannot: str
+) -> tuple[Status, str]:
+    """A rise beyond the tolerance is "improved" only when the paired statistics agree: some
+    query better, the paired mean up, and with ``alpha`` a significant p."""
+    if comparison is None:
+        return "improved", ""
+    if comparison.n == 0 or comparison.better == 0 or not comparison.mean_delta > 0:
+        return "ok", (
+            f"rose {delta:+.4f}, but no query that has a value in both is better "
+            f"({comparison.better} better, {comparison.worse} worse of {comparison.n}): "
+            "not improved"
+        )
+    if alpha is not None and comparison.p_value >= alpha:
+        return "ok", (
+            f"rose {delta:+.4f} but not significantly (p = {comparison.p_value:.4f} ≥ alpha "
+            f"{alpha:g}){cannot}"
+        )
+    return "improved", ""
 
 
 def _identity_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:

@@ -17,7 +17,13 @@ from pytest_ragmetrics.stats import PairedComparison
 if TYPE_CHECKING:
     from pytest_ragmetrics.records import EvaluationRecord
 
-Status = Literal["ok", "improved", "regressed", "new", "not comparable"]
+# A metric's verdict may also be "lost": queries that had a value in the baseline have none
+# now (an empty answer, no contexts, no verdict). It fails like "regressed", and an evaluation
+# with a lost metric is "regressed".
+Status = Literal["ok", "improved", "regressed", "lost", "new", "not comparable"]
+FAILED_METRIC = ("regressed", "lost")
+LOST_SHOWN = 20  # query ids a lost metric keeps in its JSON form
+LOST_NAMED = 5  # ... and names in the failure message
 
 
 @dataclass(frozen=True)
@@ -156,6 +162,11 @@ class MetricVerdict:
     worst: list[tuple[str, float, int, int]] = field(default_factory=list)
     note: str = ""
     holes: Holes | None = None
+    # Queries that had a value in the baseline and have none now (the first LOST_SHOWN
+    # named), and how many queries had a value in the baseline.
+    lost: int = 0
+    lost_queries: list[str] = field(default_factory=list)
+    valued_before: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -186,6 +197,10 @@ class MetricVerdict:
             out["note"] = self.note
         if self.holes is not None:
             out["holes"] = self.holes.to_dict()
+        if self.lost:
+            out["queries_lost"] = self.lost
+            out["lost_queries"] = self.lost_queries[:LOST_SHOWN]
+            out["queries_with_baseline_value"] = self.valued_before
         return round_values(out)  # type: ignore[no-any-return]
 
     @classmethod
@@ -204,9 +219,9 @@ class MetricVerdict:
             )
         return cls(
             data["metric"],
-            data["baseline"],
-            data["current"],
-            data["delta"],
+            _float(data["baseline"]),
+            _float(data["current"]),
+            _float(data["delta"]),
             data["tolerance"],
             math.nan,  # only the failure message, made before the hand-off, shows it
             data["status"],
@@ -217,7 +232,15 @@ class MetricVerdict:
             ],
             data.get("note", ""),
             None if data.get("holes") is None else Holes.from_dict(data["holes"]),
+            int(data.get("queries_lost", 0)),
+            list(data.get("lost_queries", [])),
+            int(data.get("queries_with_baseline_value", 0)),
         )
+
+
+def _float(value: Any) -> float:
+    """A stored number; None (a NaN made JSON: a lost value) is NaN again."""
+    return math.nan if value is None else float(value)
 
 
 @dataclass
@@ -231,16 +254,26 @@ class Verdict:
     # Metrics of the baseline entry that got no verdict: absent (or without a value) in this
     # run, or with no value on any query both hold.
     metrics_not_compared: list[str] = field(default_factory=list)
+    # Set when ragmetrics_alpha cannot be reached with this many queries: no drop can fail on
+    # significance, and the verdict says so even when nothing dropped.
+    alpha_note: str = ""
 
     @property
     def failed_metrics(self) -> list[MetricVerdict]:
-        return [m for m in self.metrics if m.status == "regressed"]
+        return [m for m in self.metrics if m.status in FAILED_METRIC]
+
+    @property
+    def lost(self) -> dict[str, int]:
+        """Metric -> queries that lost their value since the baseline (only lost metrics)."""
+        return {m.metric: m.lost for m in self.metrics if m.status == "lost"}
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "status": self.status,
             "metrics": [m.to_dict() for m in self.metrics],
         }
+        if self.lost:
+            out["lost"] = self.lost
         if self.reasons:
             out["reasons"] = self.reasons
         if self.only_baseline:
@@ -251,6 +284,8 @@ class Verdict:
             out["identity_change"] = self.identity_change
         if self.metrics_not_compared:
             out["metrics_not_compared"] = self.metrics_not_compared
+        if self.alpha_note:
+            out["alpha_note"] = self.alpha_note
         return out
 
     @classmethod
@@ -264,6 +299,7 @@ class Verdict:
             list(data.get("queries_only_in_current", [])),
             data.get("identity_change", ""),
             list(data.get("metrics_not_compared", [])),
+            data.get("alpha_note", ""),
         )
 
 
@@ -397,12 +433,16 @@ def failure_message(
         return "\n".join(lines)
     lines.append(f"ragmetrics: {where} {words['regressed'].format(path=baseline_path)}:")
     for m in verdict.failed_metrics:
+        lines += lost_lines(m, words)
+        c = m.comparison
+        if m.status == "lost" and not (c is not None and c.n):
+            continue
         lines.append(
             f"  {m.metric}: {words['before']} {m.baseline:.4f} → {words['after']} "
             f"{m.current:.4f}, Δ {delta_text(m.delta)} (allowed drop {m.allowed_drop:.4f}, "
             f"tolerance {m.tolerance})"
+            + (f" on the {c.n} queries that still have a value" if m.status == "lost" and c else "")
         )
-        c = m.comparison
         if c is not None and c.n:
             lines.append(
                 f"    95% bootstrap CI of Δ [{delta_text(c.ci_low)}, {delta_text(c.ci_high)}]; "
@@ -412,13 +452,41 @@ def failure_message(
         if m.worst:
             moved = "; ".join(_moved(q, d, rb, ra) for q, d, rb, ra in m.worst)
             lines.append(f"    most regressed: {moved}")
+        if m.note:
+            lines.append(f"    {m.note}")
         lines += holes_lines(m, against)
     lines += holes_advice(verdict)
+    lines += lost_advice(verdict, words)
     if verdict.identity_change:
         lines.append(f"  configuration changed: {one_line(verdict.identity_change)}")
     lines += _query_set_lines(verdict, words)
     lines.append(advice(against, verdict.status, baseline_path))
     return "\n".join(lines)
+
+
+def lost_lines(metric: MetricVerdict, words: Mapping[str, str]) -> list[str]:
+    """What the failure message says about the queries whose value of ``metric`` was lost."""
+    if metric.status != "lost":
+        return []
+    named = ", ".join(metric.lost_queries[:LOST_NAMED])
+    more = ", ..." if metric.lost > LOST_NAMED else ""
+    of = f" of {metric.valued_before}" if metric.valued_before else ""
+    return [
+        f"  {metric.metric}: lost: {metric.lost}{of} queries had a value in the "
+        f"{words['before']} and have none now (n/a): {named}{more}"
+    ]
+
+
+def lost_advice(verdict: Verdict, words: Mapping[str, str]) -> list[str]:
+    """The advice on lost values: a missing value is a failure, never a skipped metric."""
+    if not verdict.lost:
+        return []
+    return [
+        "  A value that is n/a now is lost, not skipped: find why those queries have none (an "
+        "empty answer, no claims or contexts, a judge that gave no verdict, a metric that "
+        f"cannot be computed). A mean over fewer queries than the {words['before']}'s is no "
+        "basis for ok."
+    ]
 
 
 def _query_set_lines(verdict: Verdict, words: Mapping[str, str]) -> list[str]:

@@ -103,7 +103,10 @@ def dataset_summaries(
                 f"{without_pair(checked.record.test, key)} [{checked.record.name}]",
                 key,
                 checked.record.evaluation.mean,
-                {m.metric: m.delta for m in verdict.metrics} if verdict is not None else {},
+                # A lost metric has no Δ (NaN): it is shown without one.
+                {m.metric: m.delta for m in verdict.metrics if m.delta == m.delta}
+                if verdict is not None
+                else {},
             )
         )
     return summarize(cells, metrics, order)

@@ -208,6 +208,8 @@ def _chip(category: str, text: str | None = None) -> str:
 
 def _metric_chip(status: str) -> str:
     category = {"regressed": "regressed", "improved": "improved", "ok": "ok"}.get(status)
+    if status == "lost":
+        return _chip("regressed", "lost")
     if category is None:
         return esc(status) if status else ""
     return _chip(category)
@@ -602,7 +604,7 @@ class _Renderer:
             verdicts = _metric_verdicts(entry)
             for metric in _metrics(entry, self.preferred):
                 item = verdicts.get(metric, {})
-                if item.get("status") == "regressed":
+                if item.get("status") in ("regressed", "lost"):
                     lines.append(f"<li>{self.regression_sentence(item)}</li>")
             for t in _thresholds(entry).values():
                 if t.get("passed") is False:
@@ -630,7 +632,11 @@ class _Renderer:
             _num(item.get("current")),
             _num(item.get("delta")),
         )
-        text = f"<b>{esc(item['metric'])}</b> {_f(base)} → {_f(now)} (Δ {_signed(delta)}"
+        text = f"<b>{esc(item['metric'])}</b> "
+        lost = _int(item.get("queries_lost"))
+        if item.get("status") == "lost" and lost:
+            text += f"lost its value on {lost:,} queries that had one in the baseline; "
+        text += f"{_f(base)} → {_f(now)} (Δ {_signed(delta)}"
         ci = _list(item.get("ci95"))
         if len(ci) == 2 and _num(ci[0]) is not None and _num(ci[1]) is not None:
             text += f", 95% CI [{_signed(_num(ci[0]))}, {_signed(_num(ci[1]))}]"
@@ -747,7 +753,7 @@ class _Renderer:
     ) -> str:
         current = _num(_map(entry.get("metrics")).get(metric))
         status = _str(item.get("status"))
-        cls = {"regressed": "worse", "improved": "better"}.get(status, "")
+        cls = {"regressed": "worse", "lost": "worse", "improved": "better"}.get(status, "")
         delta = _num(item.get("delta"))
         ci = [_num(v) for v in _list(item.get("ci95"))]
         if len(ci) == 2 and ci[0] is not None and ci[1] is not None and delta is not None:
@@ -1135,10 +1141,10 @@ def _matrix_cell(
     scale: float,
 ) -> str:
     status = _str(item.get("status"))
-    cls = {"regressed": "worse", "improved": "better"}.get(status, "same")
+    cls = {"regressed": "worse", "lost": "worse", "improved": "better"}.get(status, "same")
     delta = _num(item.get("delta"))
     ci = [_num(v) for v in _list(item.get("ci95"))]
-    symbol = {"regressed": "▼ ", "improved": "▲ "}.get(status, "")
+    symbol = {"regressed": "▼ ", "lost": "▼ ", "improved": "▲ "}.get(status, "")
     tip = [f"{metric} {_f(value)}"]
     lines = [f'<span class="v">{symbol}{_f(value)}</span>']
     if delta is not None:

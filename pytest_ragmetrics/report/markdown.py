@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.report.outcome import Checked, SessionOutcome
 
 MAX_BYTES = 1024 * 1024 - 4096  # GitHub rejects step summaries over 1 MiB
-_MARKS = {"regressed": "▼", "improved": "▲"}
+_MARKS = {"regressed": "▼", "improved": "▲", "lost": "▼"}
 
 
 def markdown_report(outcome: SessionOutcome, *, title: str = "pytest-ragmetrics") -> str:
@@ -124,6 +124,8 @@ def _layer_table(chosen: Sequence[Checked], preferred: Sequence[str]) -> str:
 
 def _delta(metric: MetricVerdict) -> str:
     mark = _MARKS.get(metric.status, "")
+    if metric.status == "lost":
+        return f" (lost on {metric.lost} queries {mark})"
     return f" ({delta_text(metric.delta)}{' ' + mark if mark else ''})"
 
 

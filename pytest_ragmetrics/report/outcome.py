@@ -196,4 +196,6 @@ class SessionOutcome:
                 ] = None
             for reason in verdict.reasons:
                 notes[f"{label}: not comparable: {reason}"] = None
+            if verdict.alpha_note:
+                notes[f"{label}: {verdict.alpha_note}"] = None
         return list(notes)

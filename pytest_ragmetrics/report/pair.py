@@ -27,8 +27,10 @@ def pair_table(comparison: PairComparison, *, markdown: bool, against: Against) 
         if not verdict.metrics:
             rows.append([where, "", "", "", "", verdict.status])
         for m in verdict.metrics:
-            numbers = [f"{m.baseline:.4f}", f"{m.current:.4f}", delta_text(m.delta)]
-            rows.append([where, m.metric, *numbers, m.status])
+            values = [f"{m.baseline:.4f}", f"{m.current:.4f}"]
+            numbers = [v.replace("nan", "n/a") for v in values] + [delta_text(m.delta)]
+            status = f"lost on {m.lost}" if m.status == "lost" else m.status
+            rows.append([where, m.metric, *numbers, status])
             where = ""
     from pytest_ragmetrics.report.escaping import for_markdown, for_terminal
 

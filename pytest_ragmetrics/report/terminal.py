@@ -79,6 +79,8 @@ def layer_table(evaluations: Sequence[Checked], preferred: Sequence[str]) -> str
 
 
 def _delta_cell(metric: MetricVerdict) -> str:
+    if metric.status == "lost":
+        return f"lost {metric.lost} !"  # queries that had a value in the baseline, n/a now
     mark = {"regressed": " !", "improved": " +"}.get(metric.status, "")
     return f"{delta_text(metric.delta)}{mark}"
 
