@@ -61,6 +61,27 @@ def identity_of(thing: Any) -> dict[str, Any]:
     return {"name": getattr(thing, "name", None) or type(thing).__name__}
 
 
+DEFAULT_FOLDER = Path(".ragmetrics/cache")
+_default: list[Callable[[], Cache]] = []
+
+
+def default_cache() -> Cache:
+    """The cache ``cache=True`` means: the pytest session's (ragmetrics_cache_dir, off with
+    --ragmetrics-no-cache) while one runs, else ``.ragmetrics/cache`` in the current folder."""
+    return _default[-1]() if _default else Cache(DEFAULT_FOLDER)
+
+
+def use_default_cache(provider: Callable[[], Cache]) -> Callable[[], None]:
+    """Make ``provider()`` the :func:`default_cache` until the returned function is called."""
+    _default.append(provider)
+
+    def restore() -> None:
+        if provider in _default:
+            _default.remove(provider)
+
+    return restore
+
+
 def canonical_json(value: Any) -> str:
     """Deterministic JSON (sorted keys, no spaces) of an identity."""
     return json.dumps(
