@@ -15,7 +15,9 @@ can count how often concurrent processes computed an entry (:meth:`Cache.computa
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -54,10 +56,15 @@ def _names(path: Path, file_id: FileId) -> bool:
 
 def identity_of(thing: Any) -> dict[str, Any]:
     """What identifies a retriever, judge, generator or pipeline in cache keys and records: its
-    ``identity()``, or lacking one, its name."""
+    ``identity()``; lacking one, its name, and for a function the digest of its code."""
     get = getattr(thing, "identity", None)
     if callable(get):
         return dict(get())
+    if inspect.isroutine(thing) or isinstance(thing, functools.partial):
+        from pytest_ragmetrics.code_identity import function_identity
+
+        name = getattr(thing, "__qualname__", None) or type(thing).__name__
+        return {"name": name, **function_identity(thing)}
     return {"name": getattr(thing, "name", None) or type(thing).__name__}
 
 

@@ -8,11 +8,14 @@ Built-ins, C functions and functions of other modules (libraries) count by their
 name only. The digest is the same in every process (no ``id()``, no addresses, no hash of a
 ``str``), for one Python version: a new Python may compile the same source differently.
 
-What it cannot see: data the function reads (files, the network, a database), objects it
-reaches through a closure or a global that are not functions, classes or plain values (lists,
-dicts and sets of numbers and strings count, their first :data:`MAX_ITEMS` items; a model, an
-index or a client counts by its type only), and code in other modules or packages. Pass ``version=``
-and bump it when one of those changes.
+Values it reaches through a closure, a default or a global count when they cannot change:
+numbers, strings, bytes, and tuples and frozensets of them (their first :data:`MAX_ITEMS`
+items). Objects that describe themselves count by that description: a retriever, generator or
+judge by its ``identity()``, a corpus or queries by their ``fingerprint``. What it cannot see:
+data the function reads (files, the network, a database), mutable values (the content of a
+list, dict or set: it may be a memo filled as the function runs), other objects (a model, an
+index, a client count by their type only), and code in other modules or packages. Pass
+``version=`` and bump it when one of those changes.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import json
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-#: Of a container in a closure cell, default or global, the items beyond this many count by
-#: their type only (hashing a whole corpus for every identity would be slow).
+#: Of a tuple or frozenset in a closure cell, default or global, the items beyond this many
+#: count by their type only (hashing a whole corpus for every identity would be slow).
 MAX_ITEMS = 10_000
 
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
@@ -213,32 +217,49 @@ def _global_names(code: types.CodeType) -> Iterator[str]:
         stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
 
 
+def _self_description(value: Any) -> str | None:
+    """An object that describes itself: a retriever, generator or judge by its ``identity()``,
+    a corpus or queries by their ``fingerprint``; None for any other object."""
+    if isinstance(value, type):
+        return None
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    try:
+        get = getattr(value, "identity", None)
+        if callable(get):
+            described = json.dumps(get(), sort_keys=True, default=str)
+            return f"<{kind} identity={described}>"
+        fingerprint = getattr(value, "fingerprint", None)
+        if isinstance(fingerprint, str):
+            return f"<{kind} fingerprint={fingerprint}>"
+    except Exception:  # an object that cannot describe itself counts by its type
+        return None
+    return None
+
+
 def _is_container(value: Any) -> bool:
-    return isinstance(value, (tuple, list, set, frozenset, dict))
+    return isinstance(value, (tuple, frozenset))
 
 
 def _stable_repr(value: Any, budget: list[int] | None = None) -> str:
-    """A repr that is the same in every process: sets and dicts sorted, plain values as repr;
-    anything else (or a container above :data:`MAX_ITEMS` items) by its type only."""
+    """A repr that is the same in every process: plain values as repr, tuples and frozensets
+    (sorted) of them item by item (up to :data:`MAX_ITEMS` items), objects that describe
+    themselves by that; anything else by its type only: a list, dict or set may be filled
+    while the function runs (a memo), so its content would make the identity drift."""
     budget = [MAX_ITEMS] if budget is None else budget
     budget[0] -= 1
     if budget[0] < 0:
         return f"<{type(value).__qualname__}>"
     if isinstance(value, _PLAIN):
         return repr(value)
-    if isinstance(value, (tuple, list)):
-        items = [_stable_repr(v, budget) for v in value]
-        return f"{type(value).__name__}[{','.join(items)}]"
-    if isinstance(value, (set, frozenset)):
-        items = sorted(_stable_repr(v, budget) for v in value)
-        return f"{type(value).__name__}{{{','.join(items)}}}"
-    if isinstance(value, dict):
-        pairs = sorted(
-            f"{_stable_repr(k, budget)}:{_stable_repr(v, budget)}" for k, v in value.items()
-        )
-        return f"dict{{{','.join(pairs)}}}"
+    if isinstance(value, tuple):
+        return f"tuple[{','.join(_stable_repr(v, budget) for v in value)}]"
+    if isinstance(value, frozenset):
+        return f"frozenset{{{','.join(sorted(_stable_repr(v, budget) for v in value))}}}"
     if isinstance(value, types.CodeType):
         return f"<code {value.co_name}>"
+    described = _self_description(value)
+    if described is not None:
+        return described
     if inspect.isroutine(value) or isinstance(value, type):
         return f"<{qualified_name(value)}>"
     return f"<{type(value).__module__}.{type(value).__qualname__}>"

@@ -13,7 +13,7 @@ from pathlib import Path
 from pytest_ragmetrics.code_identity import code_digest, function_identity
 
 SOURCE = """
-STOP = {"the", "a", "of"}
+STOP = frozenset({"the", "a", "of"})
 LIMIT = 10
 
 
@@ -82,17 +82,43 @@ def test_a_changed_constant_or_global_value_changes_the_digest(tmp_path: Path) -
     base = _digest(tmp_path, SOURCE, "usermod.search")
     assert base != _digest(tmp_path, SOURCE.replace("LIMIT = 10", "LIMIT = 20"), "usermod.search")
     assert base != _digest(tmp_path, SOURCE.replace('"of"}', '"an"}'), "usermod.search")
+    # A list may be a memo the function fills: its content does not count.
+    memo = SOURCE.replace("LIMIT = 10", "LIMIT = 10\nMEMO = []").replace(
+        "words = [", "MEMO.append(text)\n    words = ["
+    )
+    assert _digest(tmp_path, memo, "usermod.search") == _digest(
+        tmp_path, memo.replace("MEMO = []", "MEMO = [1, 2]"), "usermod.search"
+    )
 
 
 def test_closure_values_count() -> None:
-    def make(prefix: str):  # type: ignore[no-untyped-def]
+    def make(prefix: object):  # type: ignore[no-untyped-def]
         def generate(query: str, contexts: list[str]) -> str:
-            return prefix + query
+            return str(prefix) + query
 
         return generate
 
     assert code_digest(make("a")) == code_digest(make("a"))
     assert code_digest(make("a")) != code_digest(make("b"))
+    assert code_digest(make(("x", 1))) != code_digest(make(("x", 2)))
+
+
+def test_objects_that_describe_themselves_count_by_their_identity() -> None:
+    from pytest_ragmetrics import Corpus
+    from pytest_ragmetrics.retrievers import from_function
+
+    def over(corpus: Corpus):  # type: ignore[no-untyped-def]
+        retriever = from_function(lambda text: [], name="inner", parameters={"v": 1})
+
+        def pipeline(query: str) -> tuple[str, list[str]]:
+            return str(len(corpus)) + str(retriever), []
+
+        return pipeline
+
+    one = Corpus.from_dict({"d1": {"text": "a"}})
+    two = Corpus.from_dict({"d1": {"text": "b"}})
+    assert code_digest(over(one)) == code_digest(over(one))
+    assert code_digest(over(one)) != code_digest(over(two))
 
 
 def test_an_edit_elsewhere_in_the_module_changes_nothing(tmp_path: Path) -> None:
