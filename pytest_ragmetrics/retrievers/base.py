@@ -131,6 +131,8 @@ class ShortRankings:
     empty: int  # queries with no document at all
     shortest: int  # the fewest documents a non-empty query got (0 when all are empty)
     empty_examples: tuple[str, ...] = ()
+    deepest: int = 0  # the most documents a query got
+    asked: bool = True  # False: a function without a k parameter, never told k
 
     @property
     def mostly_empty(self) -> bool:
@@ -149,6 +151,12 @@ class ShortRankings:
             parts.append(f"nothing for {self.empty} of {self.queries} queries")
         if self.mostly_empty:
             why = "most got nothing: check that it searches this corpus"
+        elif not self.asked:
+            why = (
+                f"it takes no k parameter, so it was never told k (it returned at most "
+                f"{self.deepest} per query): normal for a function that returns its own number "
+                "of documents or only those that match; add a k parameter to be told k"
+            )
         else:
             why = "normal for a retriever that returns only the documents that match"
         return (
@@ -173,9 +181,11 @@ def short_rankings(
     *,
     retriever: str,
     corpus_size: int | None = None,
+    asked: bool = True,
 ) -> ShortRankings | None:
     """How the rankings of ``query_ids`` fall short of ``k`` documents (or of the corpus, when it
-    is smaller); None when none does. Queries missing from the run count as empty."""
+    is smaller); None when none does. Queries missing from the run count as empty. ``asked``
+    False: the retriever was never told k (a function without a k parameter)."""
     expected = k if corpus_size is None else min(k, corpus_size)
     wanted = [str(q) for q in query_ids]
     if not wanted or expected < 1:
@@ -194,7 +204,34 @@ def short_rankings(
         empty=int(empty.sum()),
         shortest=int(depth[~empty].min()) if (~empty).any() else 0,
         empty_examples=tuple(q for q, e in zip(wanted, empty.tolist(), strict=True) if e)[:3],
+        deepest=int(depth.max()),
+        asked=asked,
     )
+
+
+def rankings_note(
+    run: Run,
+    query_ids: Sequence[str] | np.ndarray[Any, Any],
+    k: int,
+    *,
+    identity: Mapping[str, Any],
+    corpus_size: int | None = None,
+) -> str | None:
+    """The report's note on rankings shorter than ``k`` for the retriever of ``identity``
+    (:func:`short_rankings` over the ``query_ids`` the run holds); None when none is short.
+    A ``from_function`` function without a ``k`` parameter (``takes_k`` False) was never asked
+    for k: its note says so instead of "fewer than k"."""
+    name = str(identity.get("name") or identity.get("kind") or "the retriever")
+    held = set(run.query_ids.tolist())
+    found = short_rankings(
+        run,
+        [str(q) for q in query_ids if str(q) in held],
+        k,
+        retriever=name,
+        corpus_size=corpus_size,
+        asked=identity.get("takes_k") is not False,
+    )
+    return None if found is None else found.note()
 
 
 def _check_known_documents(run: Run, corpus: Corpus, retriever: str) -> None:
