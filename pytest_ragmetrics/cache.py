@@ -15,7 +15,9 @@ can count how often concurrent processes computed an entry (:meth:`Cache.computa
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -55,11 +57,37 @@ def _names(path: Path, file_id: FileId) -> bool:
 
 def identity_of(thing: Any) -> dict[str, Any]:
     """What identifies a retriever, judge, generator or pipeline in cache keys and records: its
-    ``identity()``, or lacking one, its name."""
+    ``identity()``; lacking one, its name, and for a function the digest of its code."""
     get = getattr(thing, "identity", None)
     if callable(get):
         return dict(get())
+    if inspect.isroutine(thing) or isinstance(thing, functools.partial):
+        from pytest_ragmetrics.code_identity import function_identity
+
+        name = getattr(thing, "__qualname__", None) or type(thing).__name__
+        return {"name": name, **function_identity(thing)}
     return {"name": getattr(thing, "name", None) or type(thing).__name__}
+
+
+DEFAULT_FOLDER = Path(".ragmetrics/cache")
+_default: list[Callable[[], Cache]] = []
+
+
+def default_cache() -> Cache:
+    """The cache ``cache=True`` means: the pytest session's (ragmetrics_cache_dir, off with
+    --ragmetrics-no-cache) while one runs, else ``.ragmetrics/cache`` in the current folder."""
+    return _default[-1]() if _default else Cache(DEFAULT_FOLDER)
+
+
+def use_default_cache(provider: Callable[[], Cache]) -> Callable[[], None]:
+    """Make ``provider()`` the :func:`default_cache` until the returned function is called."""
+    _default.append(provider)
+
+    def restore() -> None:
+        if provider in _default:
+            _default.remove(provider)
+
+    return restore
 
 
 def canonical_json(value: Any) -> str:

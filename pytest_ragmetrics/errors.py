@@ -81,6 +81,11 @@ class ShortRankingWarning(RagMetricsWarning):
     """A retriever returned nothing at all for most of the queries it was asked."""
 
 
+class ScoreOrderWarning(RagMetricsWarning):
+    """A TREC run's rank column contradicts its scores (rank 1 has the lowest score): read as
+    trec_eval reads it, by score descending, which reverses the file's order."""
+
+
 class CacheWarning(RagMetricsWarning):
     """A cache entry could not be read: it is treated as a miss and written again."""
 

@@ -9,8 +9,11 @@
   the pipeline's identity, the query and the contexts: a rerun generates nothing), several at a
   time for HTTP generators, with progress; :func:`plan_answers` counts what it would call.
 
-Any callable ``pipeline(query) -> (answer, contexts)`` is a pipeline too; give it an
-``identity()`` method to have its answers cached.
+Any callable ``pipeline(query) -> (answer, contexts)`` is a pipeline too. Its answers are
+cached under its identity: its ``identity()`` when it has one, else (a plain function) the
+digest of its code (:mod:`pytest_ragmetrics.code_identity`), so that an edit of the function
+generates anew; :class:`FunctionPipeline` adds a name and a ``version`` to bump when what the
+digest cannot see changes (data files, a model behind an endpoint).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pytest_ragmetrics import dryrun
 from pytest_ragmetrics.cache import Cache, canonical_json, identity_of
-from pytest_ragmetrics.data.answers import GeneratedAnswer, write_answers
+from pytest_ragmetrics.code_identity import function_identity
+from pytest_ragmetrics.data.answers import GeneratedAnswer, read_answers, write_answers
 from pytest_ragmetrics.data.textfile import repaired_text
 from pytest_ragmetrics.errors import ConfigError, DryRun, GeneratorError, RagMetricsError
 from pytest_ragmetrics.executors import Executor, LocalExecutor, resolve_executor
@@ -68,24 +72,37 @@ class Generator(Protocol):
 
 
 class FunctionGenerator:
-    """Your function ``fn(query, contexts) -> answer`` as a generator; ``name`` (and
-    ``version``, bumped when the function changes) identify it in the cache."""
+    """Your function ``fn(query, contexts) -> answer`` as a generator. Its identity (the cache
+    key of its answers) holds ``name``, the digest of its code (an edit of its body, or of a
+    function of its module it calls, generates anew) and ``version`` when given: bump it when
+    what the digest cannot see changes (see :mod:`pytest_ragmetrics.code_identity`)."""
 
     def __init__(
-        self, fn: Callable[[str, list[str]], str], *, name: str | None = None, version: str = "1"
+        self,
+        fn: Callable[[str, list[str]], str],
+        *,
+        name: str | None = None,
+        version: str | int | None = None,
     ) -> None:
         if not callable(fn):
             raise GeneratorError(f"generator: {fn!r} is not callable")
         self.fn = fn
         self.name = name or getattr(fn, "__qualname__", type(fn).__name__)
         self.version = version
+        self._identity: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"FunctionGenerator({self.name!r})"
 
     def identity(self) -> dict[str, Any]:
-        """The function's name and version."""
-        return {"generator": "function", "name": self.name, "version": self.version}
+        """The name, the function and its code digest, the version when given."""
+        if self._identity is None:
+            self._identity = {
+                "generator": "function",
+                "name": self.name,
+                **function_identity(self.fn, self.version),
+            }
+        return dict(self._identity)
 
     def generate(self, query: str, contexts: Sequence[str]) -> ChatReply:
         """``fn(query, contexts)``; anything but a string is a GeneratorError."""
@@ -96,6 +113,48 @@ class FunctionGenerator:
                 f"{query[:60]!r}; return the answer text"
             )
         return ChatReply(answer)
+
+
+class FunctionPipeline:
+    """Your function ``pipeline(query) -> (answer, contexts)`` with a name and a ``version``;
+    identified like :class:`FunctionGenerator` (code digest plus version)."""
+
+    def __init__(
+        self,
+        fn: Callable[[str], Any],
+        *,
+        name: str | None = None,
+        version: str | int | None = None,
+    ) -> None:
+        if not callable(fn):
+            raise GeneratorError(f"pipeline: {fn!r} is not callable")
+        self.fn = fn
+        self.name = name or getattr(fn, "__qualname__", type(fn).__name__)
+        self.version = version
+        self._identity: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"FunctionPipeline({self.name!r})"
+
+    def identity(self) -> dict[str, Any]:
+        """The name, the function and its code digest, the version when given."""
+        if self._identity is None:
+            self._identity = {
+                "pipeline": "function",
+                "name": self.name,
+                **function_identity(self.fn, self.version),
+            }
+        return dict(self._identity)
+
+    def __call__(self, query: str) -> Any:
+        return self.fn(query)
+
+
+def pipeline_identity(pipeline: Any) -> dict[str, Any]:
+    """A pipeline's ``identity()``; a plain function's is its :class:`FunctionPipeline` one."""
+    if callable(getattr(pipeline, "identity", None)):
+        return identity_of(pipeline)
+    return FunctionPipeline(pipeline).identity()
 
 
 class ChatGenerator:
@@ -411,14 +470,10 @@ def _keys(
     holds the fingerprint of ``corpus`` (the dataset it answers from, when known), so that
     two datasets asking the same question never share an answer."""
     staged = _staged(pipeline)
-    has_identity = callable(getattr(pipeline, "identity", None))
-    pipeline_sha = _sha256(identity_of(pipeline)) if has_identity else None
+    pipeline_sha = _sha256(pipeline_identity(pipeline))
     contexts = pipeline.contexts_for(queries) if staged else {}
     keys: dict[str, dict[str, Any] | None] = {}
     for qid, text in queries.items():
-        if pipeline_sha is None:
-            keys[qid] = None
-            continue
         key: dict[str, Any] = {"pipeline_sha256": pipeline_sha, "query": text}
         if staged:
             key["contexts_sha256"] = _sha256([list(p) for p in contexts[qid]])
@@ -550,7 +605,7 @@ def answer_all(
             count(_cost_of(stored))
     with progress(description, len(queries)) as advance:
         answers = LocalExecutor(limit).map(one, list(queries))
-    return AnswerSet(tuple(answers), cost[0], identity_of(pipeline))
+    return AnswerSet(tuple(answers), cost[0], pipeline_identity(pipeline))
 
 
 def _generate_one(item: tuple[Any, bool, str, str, Any]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from pytest_ragmetrics import (
     write_run,
 )
 from pytest_ragmetrics.data import read_corpus, read_qrels_jsonl, read_queries
-from pytest_ragmetrics.errors import StaleLabelsWarning
+from pytest_ragmetrics.errors import ScoreOrderWarning, StaleLabelsWarning
 
 TREC_DATA = Path(__file__).parent / "data" / "trec_eval"
 
@@ -192,7 +192,8 @@ def test_trec_run_ignores_ranks_and_extra_columns_and_keeps_hashes(tmp_path: Pat
         "q2 Q0 x 1 1e-3 tag\n"
         "q1 Q0 doc#3 9 0.75 tag\n",
     )
-    run = read_run(path)
+    with pytest.warns(ScoreOrderWarning, match=r"the scores rise in 1 of 1 queries"):
+        run = read_run(path)
     assert run.ranking("q1") == [("doc#3", 0.75), ("doc#1", 0.5), ("doc#2", 0.25)]
     assert run.ranking("q2") == [("x", 0.001)]
     assert list(run) == ["q1", "q2"]
@@ -273,10 +274,10 @@ def test_run_from_dict_orders_by_score_then_doc_id_descending() -> None:
 
 
 def test_run_from_rankings() -> None:
-    run = Run.from_rankings({"q1": ["c", "a", "b"], "q2": [("x", 0.5), ("y", 0.9)]})
+    run = Run.from_rankings({"q1": ["c", "a", "b"], "q2": [("x", 0.5), ("y", 0.9), ("z", 0.7)]})
     assert [d for d, _ in run.ranking("q1")] == ["c", "a", "b"]
     assert run.ranking("q1")[0][1] == 3.0
-    assert run.ranking("q2") == [("y", 0.9), ("x", 0.5)]
+    assert run.ranking("q2") == [("y", 0.9), ("z", 0.7), ("x", 0.5)]
     with pytest.raises(DataFormatError, match="must hold document ids or"):
         Run.from_rankings({"q": [1, 2]})  # type: ignore[dict-item]
     with pytest.raises(DataFormatError, match="score 'high' of document 'x' for query 'q'"):

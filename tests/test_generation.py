@@ -21,6 +21,7 @@ from pytest_ragmetrics.generation import (
     AnswerSet,
     ChatGenerator,
     FunctionGenerator,
+    FunctionPipeline,
     RecordedAnswers,
     RetrieveThenGenerate,
     answer_all,
@@ -125,18 +126,51 @@ def test_parallel_processes_share_one_generation(tmp_path: Path) -> None:
     assert len(list((tmp_path / ANSWER_CACHE_KIND).glob("*/manifest.json"))) == 3
 
 
-def test_function_pipeline_without_identity_is_not_cached(tmp_path: Path) -> None:
-    calls: list[str] = []
+class Calls:
+    """A call counter: an object, so its count is not part of the function's identity."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+
+def test_a_function_pipeline_is_cached_under_its_code(tmp_path: Path) -> None:
+    calls = Calls()
 
     def pipeline(query: str) -> tuple[str, list[str]]:
-        calls.append(query)
+        calls.queries.append(query)
         return "answer to " + query, ["a context"]
+
+    def edited(query: str) -> tuple[str, list[str]]:
+        calls.queries.append(query)
+        return "another answer to " + query, ["a context"]
 
     cache = Cache(tmp_path)
     answer_all(pipeline, QUERIES, cache=cache)
     answers = answer_all(pipeline, QUERIES, cache=cache)
-    assert len(calls) == 6
+    assert len(calls.queries) == 3  # the second run read the cache
     assert answers["q1"].contexts == (("0", "a context"),)
+    assert answers.identity["code"] and answers.identity["pipeline"] == "function"
+    fresh = answer_all(edited, QUERIES, cache=cache)  # another body: generated anew
+    assert len(calls.queries) == 6
+    assert fresh["q1"].answer == "another answer to what is alpha"
+    versioned = FunctionPipeline(pipeline, name="mine", version="2")
+    answer_all(versioned, QUERIES, cache=cache)
+    assert len(calls.queries) == 9
+    assert versioned.identity()["version"] == "2"
+
+
+def test_a_function_generator_is_identified_by_its_code() -> None:
+    def first(query: str, contexts: list[str]) -> str:
+        return contexts[0]
+
+    def second(query: str, contexts: list[str]) -> str:
+        return contexts[-1]
+
+    one = FunctionGenerator(first, name="g").identity()
+    assert one == FunctionGenerator(first, name="g").identity()
+    assert one["code"] != FunctionGenerator(second, name="g").identity()["code"]
+    assert "version" not in one
+    assert FunctionGenerator(first, name="g", version=2).identity()["version"] == "2"
 
 
 def test_a_pipeline_returning_the_wrong_shape_names_the_query() -> None:

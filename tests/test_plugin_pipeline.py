@@ -315,7 +315,7 @@ def test_the_questions_behind_each_metric_are_recorded(pytester: pytest.Pytester
     assert identity["questions"]["answer_correctness"] == judge.question_identity("agreement")
     assert identity["questions"]["context_relevance"] == judge.context_judge.identity()
     assert identity["questions"]["context_relevance"]["parameters"]["threshold"] == 0.2
-    assert identity["claims_of"] == "test_rag.rationale"
+    assert identity["claims_of"].startswith("test_rag.rationale@")  # name and code digest
     assert identity["pipeline"]["generator"]["name"] == "first-context"
     assert identity["pipeline"]["top_n"] == 2
     # Label references only: an exact rule, no judge.
@@ -386,3 +386,25 @@ def test_label_references_are_enforced_without_any_calibration(
     result.stdout.fnmatch_lines(
         ["*groundedness not enforced: judge 'embedding' has no calibration*"]
     )
+
+
+def test_an_edited_generator_body_generates_new_answers(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25: the generator's body changed, its version= did not; the cached answers of the
+    old body must not be replayed (the regression it brings must show)."""
+    out = pytester.path / "answers.out"
+    monkeypatch.setenv("ANSWERS_OUT", str(out))
+    project(pytester)
+    first = report(pytester)["evaluations"][0]
+    assert first["cost"]["generator"]["calls"] == 4
+    conftest = pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text().replace('"SUPPORT. "', '"CONTRADICT. "'))
+    edited = report(pytester)["evaluations"][0]
+    assert edited["cost"]["generator"]["calls"] == 4  # new answers, none from the cache
+    assert edited["cost"]["generator"]["cache_hits"] == 0
+    runs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert runs[0][0]["answer"].startswith("SUPPORT. ")
+    assert runs[1][0]["answer"].startswith("CONTRADICT. ")
+    again = report(pytester)["evaluations"][0]  # the same body again: all cached
+    assert again["cost"]["generator"]["cache_hits"] == 4

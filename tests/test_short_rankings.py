@@ -35,10 +35,12 @@ def test_search(rag_eval, rag_run):
     rag_eval.retrieval(rag_run)
 """
 INI = 'filterwarnings = ["error"]\nragmetrics_k = 10\n'
+# keyword_search takes no k: the note does not pretend it was asked for 5 (issue 25).
 NOTE = (
     "retriever 'keywords' returned fewer than 5 documents for 4 of 4 queries (shortest 1); "
-    "normal for a retriever that returns only the documents that match, and the missing "
-    "documents count as not retrieved"
+    "it takes no k parameter, so it was never told k (it returned at most 1 per query): "
+    "normal for a function that returns its own number of documents or only those that "
+    "match; add a k parameter to be told k, and the missing documents count as not retrieved"
 )
 
 

@@ -12,6 +12,11 @@ from typing import Any, TypeAlias, cast
 import numpy as np
 import numpy.typing as npt
 
+from pytest_ragmetrics.data.scores import (
+    check_pairs_order,
+    check_score_kind,
+    oriented,
+)
 from pytest_ragmetrics.errors import DataFormatError
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
@@ -395,15 +400,27 @@ class Run(QuerySegments):
         self.k: int | None = None
 
     @classmethod
-    def from_dict(cls, results: Run | Mapping[str, Mapping[str, float]]) -> Run:
-        """Build from ``{query_id: {doc_id: score}}`` (a Run is returned as it is)."""
+    def from_dict(
+        cls,
+        results: Run | Mapping[str, Mapping[str, float]],
+        *,
+        scores: str = "similarity",
+    ) -> Run:
+        """Build from ``{query_id: {doc_id: score}}`` (a Run is returned as it is).
+
+        The order of a dict's entries means nothing (as for pytrec_eval): documents rank by
+        score descending, ties by doc id (trec_eval's rule). ``scores`` says which way the
+        scores point: ``"similarity"`` (higher is better, the default), ``"distance"`` or
+        ``"rank"`` (lower is better: negated here, so the nearest document ranks first).
+        """
+        kind = check_score_kind(scores, "Run.from_dict")
         if isinstance(results, Run):
             return results
         _require_nested_mapping(results, "run", "{query_id: {doc_id: score}}")
         query_ids = [str(q) for q in results]
         vocab, codes, offsets, converted = _encode_ids([docs.keys() for docs in results.values()])
         try:
-            scores = (
+            values = (
                 np.concatenate(
                     [
                         np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
@@ -422,25 +439,35 @@ class Run(QuerySegments):
                             "a number"
                         ) from exc
             raise
+        values = oriented(values, kind)
         # Distinct keys are distinct ids unless str() made two of them equal (5 and "5").
         return cls(
-            as_str_array(query_ids), offsets, vocab, codes, scores, check_duplicates=converted
+            as_str_array(query_ids), offsets, vocab, codes, values, check_duplicates=converted
         )
 
     @classmethod
     def from_rankings(
-        cls, rankings: Mapping[str, Sequence[str] | Sequence[tuple[str, float]]]
+        cls,
+        rankings: Mapping[str, Sequence[str] | Sequence[tuple[str, float]]],
+        *,
+        scores: str = "similarity",
     ) -> Run:
         """Build from ``{query_id: [doc_id, ...]}`` (best first) or ``[(doc_id, score), ...]``.
 
-        Plain lists get scores that keep their order (n, n-1, ..., 1).
+        Plain lists get scores that keep their order (n, n-1, ..., 1). Pairs are listed best
+        first: ``scores`` says which way their scores point (``"similarity"``, higher is
+        better; ``"distance"`` or ``"rank"``, lower is better), and pairs listed against it for
+        most queries are a DataFormatError naming ``scores=``.
         """
+        kind = check_score_kind(scores, "Run.from_rankings")
         if not isinstance(rankings, Mapping):
             raise DataFormatError(
                 "rankings must be a dict {query_id: [doc_id, ...]}, got "
                 f"{type(rankings).__name__}"
             )
         results: dict[str, dict[str, float]] = {}
+        scored: dict[str, list[float]] = {}
+        paired: dict[str, list[str]] = {}
         for qid, ranking in rankings.items():
             docs: dict[str, float] = {}
             n = len(ranking)
@@ -449,6 +476,8 @@ class Run(QuerySegments):
                     doc, score = item, float(n - position)
                 elif isinstance(item, (tuple, list)) and len(item) == 2:
                     doc, score = str(item[0]), _as_score(item[1], str(qid), str(item[0]))
+                    scored.setdefault(str(qid), []).append(score)
+                    paired.setdefault(str(qid), []).append(doc)
                 else:
                     raise DataFormatError(
                         f"run: the ranking of query {str(qid)!r} must hold document ids or "
@@ -461,6 +490,11 @@ class Run(QuerySegments):
                     )
                 docs[doc] = score
             results[str(qid)] = docs
+        check_pairs_order(scored, kind)
+        if kind != "similarity":  # lower is better: negate the given scores
+            for qid, names in paired.items():
+                for name in names:
+                    results[qid][name] = -results[qid][name]
         return cls.from_dict(results)
 
     @classmethod
@@ -470,12 +504,17 @@ class Run(QuerySegments):
         indices: npt.ArrayLike,
         scores: npt.ArrayLike,
         doc_ids: Sequence[str] | StrArray,
+        *,
+        kind: str = "similarity",
     ) -> Run:
         """Build from a search result matrix, e.g. faiss's ``(n_queries, k)`` output.
 
         ``indices[i, j]`` is a position in ``doc_ids``; negative positions (faiss's -1 padding)
-        are skipped, whatever their score. Higher scores rank first: negate distances (faiss
-        ``IndexFlatL2``) before calling. ``doc_ids`` must be unique (corpus ids). No Python loop
+        are skipped, whatever their score. Columns may come in any order: documents rank by
+        score descending, ties by doc id (trec_eval's rule). ``kind`` says which way ``scores``
+        point: ``"similarity"`` (higher is better: faiss ``IndexFlatIP``, the default),
+        ``"distance"`` (faiss ``IndexFlatL2``) or ``"rank"`` (lower is better: negated here).
+        ``doc_ids`` must be unique (corpus ids). No Python loop
         runs per entry, and no copy is made when none is needed: the Run may share memory with
         ``indices`` and ``scores``, so do not modify them afterwards.
         """
@@ -496,6 +535,7 @@ class Run(QuerySegments):
                 f"run arrays: index {int(idx.max())} is out of range for {len(vocab)} documents"
             )
         valid = idx >= 0
+        sc = oriented(sc, check_score_kind(kind, "Run.from_arrays"))
         if valid.all():
             offsets = np.arange(0, idx.size + 1, idx.shape[1], dtype=np.int64)
             codes, flat_scores = idx.ravel(), sc.ravel()

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Literal
 
 import numpy as np
 
 from pytest_ragmetrics.data.model import GRADE_RANGE_HINT, MAX_GRADE, MIN_GRADE, Qrels, Run
+from pytest_ragmetrics.data.scores import rank_column_contradiction
 from pytest_ragmetrics.data.textfile import PathLike, read_lines, resolve, split_fields
-from pytest_ragmetrics.errors import DataFormatError
+from pytest_ragmetrics.errors import DataFormatError, ScoreOrderWarning, how_to_silence
 from pytest_ragmetrics.fileio import atomic_write_text
 
 
@@ -170,10 +173,13 @@ def _mapped_grade(
 def read_run(path: PathLike) -> Run:
     """Read a TREC run (``qid Q0 docno rank score [tag ...]``).
 
-    The rank column is ignored (as trec_eval does): order comes from the scores.
+    As trec_eval does, the rank column is ignored: documents are ranked by score descending,
+    ties by document id. A file whose scores rise from rank 1 down for most queries (distances
+    written as scores) is read the same way, with a :class:`ScoreOrderWarning` saying so.
     """
     p = resolve(path)
     by_query: dict[str, dict[str, float]] = {}
+    ranks: list[tuple[str, int, float]] = []
     seen_line: dict[tuple[str, str], int] = {}
     for lineno, text in read_lines(p):
         fields = split_fields(text)
@@ -198,9 +204,27 @@ def read_run(path: PathLike) -> Run:
             )
         seen_line[(qid, doc)] = lineno
         docs[doc] = score
+        with contextlib.suppress(ValueError):
+            ranks.append((qid, int(fields[3]), score))
     if not by_query:
         raise DataFormatError("no results in run file (it is empty)", p)
+    _warn_on_rank_column(ranks, p)
     return Run.from_dict(by_query)
+
+
+def _warn_on_rank_column(ranks: list[tuple[str, int, float]], path: PathLike) -> None:
+    found = rank_column_contradiction(ranks)
+    if found is not None:
+        warnings.warn(
+            f"{path}: from rank 1 down, the scores rise in {found.contradicting} of "
+            f"{found.counted} queries (e.g. {found.example_query!r}); as trec_eval does, the rank "
+            "column is ignored and documents are ranked by score descending (ties by document "
+            "id), which reverses the file's order. If its scores are distances, write negated "
+            "scores (Run.from_dict(..., scores='distance') negates them). "
+            + how_to_silence(ScoreOrderWarning),
+            ScoreOrderWarning,
+            stacklevel=3,
+        )
 
 
 def run_tag(path: PathLike) -> str | None:

@@ -322,11 +322,13 @@ def _own_meter(context_judge: Any, judge: Any) -> bool:
 
 
 def _function_name(fn: Callable[..., Any] | None) -> str | None:
+    """``module.qualname@digest``: an edit of the function's code changes it."""
     if fn is None:
         return None
-    module = getattr(fn, "__module__", None) or ""
-    name = getattr(fn, "__qualname__", None) or type(fn).__name__
-    return f"{module}.{name}" if module else name
+    from pytest_ragmetrics.code_identity import function_identity
+
+    described = function_identity(fn)
+    return f"{described['function']}@{described['code']}"
 
 
 def configured_repeats(judge: Any, repeats: int | None) -> int:

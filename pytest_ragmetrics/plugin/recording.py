@@ -277,22 +277,19 @@ def _run_notes(
 ) -> list[str]:
     """The dataset's notes (stale labels), and how the run's rankings fell short of the k it
     was asked for (known for ``rag_run``'s), over the evaluated queries it holds."""
-    from pytest_ragmetrics.retrievers.base import short_rankings
+    from pytest_ragmetrics.retrievers.base import rankings_note
 
     notes = list(dataset.notes) if dataset is not None else []
     if isinstance(run, Run) and isinstance(run.k, int):
-        described = identity.get("retriever") or {}
-        name = described.get("name") or described.get("kind") or "the retriever"
-        held = set(run.query_ids.tolist())
-        found = short_rankings(
+        note = rankings_note(
             run,
-            [q for q in evaluation.query_ids.tolist() if q in held],
+            evaluation.query_ids.tolist(),
             run.k,
-            retriever=str(name),
+            identity=identity.get("retriever") or {},
             corpus_size=None if dataset is None else len(dataset.corpus),
         )
-        if found is not None:
-            notes.append(found.note())
+        if note is not None:
+            notes.append(note)
     return notes
 
 

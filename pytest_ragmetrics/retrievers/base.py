@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -10,8 +11,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from pytest_ragmetrics.cache import Cache
+from pytest_ragmetrics.cache import Cache, default_cache
+from pytest_ragmetrics.code_identity import function_identity
 from pytest_ragmetrics.data.model import Corpus, Queries, Run, as_str_array
+from pytest_ragmetrics.data.scores import (
+    ScoreKind,
+    check_score_kind,
+    order_contradiction,
+    oriented,
+)
 from pytest_ragmetrics.errors import (
     ConfigError,
     DataFormatError,
@@ -57,6 +65,15 @@ def as_cache(cache: CacheLike) -> Cache | None:
     if cache is None or isinstance(cache, Cache):
         return cache
     return Cache(cache)
+
+
+def resolve_cache(cache: CacheLike | bool) -> Cache | None:
+    """:func:`as_cache`, with True meaning the default cache (the session's under pytest)."""
+    if cache is True:
+        return default_cache()
+    if cache is False:
+        return None
+    return as_cache(cache)
 
 
 def check_k(k: object, retriever: str) -> int:
@@ -114,6 +131,8 @@ class ShortRankings:
     empty: int  # queries with no document at all
     shortest: int  # the fewest documents a non-empty query got (0 when all are empty)
     empty_examples: tuple[str, ...] = ()
+    deepest: int = 0  # the most documents a query got
+    asked: bool = True  # False: a function without a k parameter, never told k
 
     @property
     def mostly_empty(self) -> bool:
@@ -132,6 +151,12 @@ class ShortRankings:
             parts.append(f"nothing for {self.empty} of {self.queries} queries")
         if self.mostly_empty:
             why = "most got nothing: check that it searches this corpus"
+        elif not self.asked:
+            why = (
+                f"it takes no k parameter, so it was never told k (it returned at most "
+                f"{self.deepest} per query): normal for a function that returns its own number "
+                "of documents or only those that match; add a k parameter to be told k"
+            )
         else:
             why = "normal for a retriever that returns only the documents that match"
         return (
@@ -156,9 +181,11 @@ def short_rankings(
     *,
     retriever: str,
     corpus_size: int | None = None,
+    asked: bool = True,
 ) -> ShortRankings | None:
     """How the rankings of ``query_ids`` fall short of ``k`` documents (or of the corpus, when it
-    is smaller); None when none does. Queries missing from the run count as empty."""
+    is smaller); None when none does. Queries missing from the run count as empty. ``asked``
+    False: the retriever was never told k (a function without a k parameter)."""
     expected = k if corpus_size is None else min(k, corpus_size)
     wanted = [str(q) for q in query_ids]
     if not wanted or expected < 1:
@@ -177,7 +204,34 @@ def short_rankings(
         empty=int(empty.sum()),
         shortest=int(depth[~empty].min()) if (~empty).any() else 0,
         empty_examples=tuple(q for q, e in zip(wanted, empty.tolist(), strict=True) if e)[:3],
+        deepest=int(depth.max()),
+        asked=asked,
     )
+
+
+def rankings_note(
+    run: Run,
+    query_ids: Sequence[str] | np.ndarray[Any, Any],
+    k: int,
+    *,
+    identity: Mapping[str, Any],
+    corpus_size: int | None = None,
+) -> str | None:
+    """The report's note on rankings shorter than ``k`` for the retriever of ``identity``
+    (:func:`short_rankings` over the ``query_ids`` the run holds); None when none is short.
+    A ``from_function`` function without a ``k`` parameter (``takes_k`` False) was never asked
+    for k: its note says so instead of "fewer than k"."""
+    name = str(identity.get("name") or identity.get("kind") or "the retriever")
+    held = set(run.query_ids.tolist())
+    found = short_rankings(
+        run,
+        [str(q) for q in query_ids if str(q) in held],
+        k,
+        retriever=name,
+        corpus_size=corpus_size,
+        asked=identity.get("takes_k") is not False,
+    )
+    return None if found is None else found.note()
 
 
 def _check_known_documents(run: Run, corpus: Corpus, retriever: str) -> None:
@@ -198,10 +252,13 @@ def _check_known_documents(run: Run, corpus: Corpus, retriever: str) -> None:
 
 def _ranking_entries(
     result: object, query_id: str, retriever: str
-) -> tuple[list[str], list[float]]:
-    """Doc ids and scores of one query's result; ids only get scores n, n-1, ..., 1."""
+) -> tuple[list[str], list[float], str]:
+    """Doc ids and scores of one query's result, and its form: ``"ids"`` (they get scores n,
+    n-1, ..., 1, which already point the right way), ``"pairs"`` or ``"mapping"``."""
+    scored = True
     if isinstance(result, Mapping):
         pairs = list(result.items())
+        form = "mapping"
     elif isinstance(result, (str, bytes)) or not isinstance(result, Sequence):
         raise RetrieverError(
             f"retriever {retriever!r} returned {type(result).__name__} for query {query_id!r}; "
@@ -210,15 +267,23 @@ def _ranking_entries(
     else:
         pairs = []
         n = len(result)
+        scored = bool(n) and not isinstance(result[0], str)
+        form = "pairs" if scored else "ids"
         for position, item in enumerate(result):
-            if isinstance(item, str):
+            if isinstance(item, str) and not scored:
                 pairs.append((item, float(n - position)))
-            elif isinstance(item, Sequence) and not isinstance(item, bytes) and len(item) == 2:
+            elif (
+                scored
+                and isinstance(item, Sequence)
+                and not isinstance(item, (str, bytes))
+                and len(item) == 2
+            ):
                 pairs.append((item[0], item[1]))
             else:
                 raise RetrieverError(
                     f"retriever {retriever!r} returned {item!r} at position {position} for query "
-                    f"{query_id!r}; each item must be a doc id or a (doc_id, score) pair"
+                    f"{query_id!r}; each item must be a doc id or a (doc_id, score) pair (one "
+                    "kind per ranking)"
                 )
     ids: list[str] = []
     scores: list[float] = []
@@ -249,26 +314,36 @@ def _ranking_entries(
         seen.add(doc)
         ids.append(doc)
         scores.append(value)
-    return ids, scores
+    return ids, scores, form
 
 
 class CallableRetriever:
-    """A retriever around a plain function: ``query_text -> ranking`` or, batched,
-    ``list[query_text] -> list[ranking]``.
+    """A retriever around a plain function: ``query_text -> ranking`` or, with
+    ``batched=True``, ``list[query_text] -> list[ranking]`` (one ranking per text, in order).
 
     A ranking is a list of doc ids (best first), a list of ``(doc_id, score)`` pairs, or a
-    ``{doc_id: score}`` dict. Results longer than ``k`` are cut to the best ``k``. With a
-    ``corpus``, unknown doc ids are an error.
+    ``{doc_id: score}`` dict. ``scores`` says which way the scores point: ``"similarity"``
+    (higher is better, the default), ``"distance"`` or ``"rank"`` (lower is better; they are
+    negated in the run). Scores listed in the opposite order for most queries are an error
+    naming ``scores=`` (see :mod:`pytest_ragmetrics.data.scores`). A function with a ``k``
+    parameter is called with ``k=k``; results longer than ``k`` are cut to the best ``k``.
+    With a ``corpus``, unknown doc ids are an error. With ``cache`` (True: the session's cache,
+    or ``.ragmetrics/cache`` outside pytest; or a folder, or a Cache) its runs are cached,
+    keyed by its identity (the function's code digest, ``version``, ``parameters``), the
+    corpus fingerprint when a corpus is given, the queries and k.
     """
 
     def __init__(
         self,
-        function: Callable[[str], Ranking] | Callable[[list[str]], Sequence[Ranking]],
+        function: Callable[..., Any],
         *,
         name: str | None = None,
         batched: bool = False,
         corpus: Corpus | None = None,
         parameters: Mapping[str, Any] | None = None,
+        scores: str = "similarity",
+        version: str | int | None = None,
+        cache: CacheLike | bool = None,
     ) -> None:
         if not callable(function):
             raise ConfigError(f"from_function needs a callable, got {type(function).__name__}")
@@ -277,6 +352,11 @@ class CallableRetriever:
         self.corpus = corpus
         self.parameters = dict(parameters or {})
         self._name = name or getattr(function, "__qualname__", None) or type(function).__name__
+        self.scores: ScoreKind = check_score_kind(scores, f"from_function({self._name!r})")
+        self.version = version
+        self.takes_k = accepts_k(function)
+        self.cache = cache
+        self._identity: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -286,33 +366,45 @@ class CallableRetriever:
         return f"CallableRetriever({self._name!r}, batched={self.batched})"
 
     def identity(self) -> dict[str, Any]:
-        function = self.function
-        module = getattr(function, "__module__", None) or type(function).__module__
-        qualname = getattr(function, "__qualname__", None) or type(function).__qualname__
-        identity: dict[str, Any] = {
-            "kind": "callable",
-            "name": self._name,
-            "function": f"{module}.{qualname}",
-            "batched": self.batched,
-        }
-        if self.parameters:
-            identity["parameters"] = self.parameters
-        return identity
+        """Name, the function (qualified name and code digest), how it is called, the score
+        direction, ``version`` and ``parameters`` when given, the corpus fingerprint."""
+        if self._identity is None:
+            described = function_identity(self.function, self.version)
+            identity: dict[str, Any] = {
+                "kind": "callable",
+                "name": self._name,
+                "function": described.pop("function"),
+                **described,
+                "batched": self.batched,
+                "scores": self.scores,
+                "takes_k": self.takes_k,
+            }
+            if self.parameters:
+                identity["parameters"] = self.parameters
+            if self.corpus is not None:
+                identity["corpus"] = self.corpus.fingerprint
+            self._identity = identity
+        return dict(self._identity)
 
-    def _call(self, argument: Any, query_id: str) -> Any:
+    def _call(self, argument: Any, query_id: str, k: int) -> Any:
         try:
-            return self.function(argument)
+            return self.function(argument, k=k) if self.takes_k else self.function(argument)
         except Exception as exc:
             raise RetrieverError(
                 f"retriever {self._name!r} raised {type(exc).__name__} for {query_id}: {exc}"
             ) from exc
 
     def search(self, queries: Queries, k: int) -> Run:
-        """Call the function for every query and collect the results as a Run."""
+        """Call the function for every query (through the cache, when asked) as a Run."""
         k = check_k(k, self._name)
+        cache = resolve_cache(self.cache)
+        run = cached_search(cache, self.identity(), queries, k, lambda: self._search(queries, k))
+        return check_run(run, queries, k, retriever=self._name, corpus=self.corpus)
+
+    def _search(self, queries: Queries, k: int) -> Run:
         query_ids = queries.query_ids.tolist()
         if self.batched:
-            results = self._call(list(queries.texts), f"a batch of {len(queries)} queries")
+            results = self._call(list(queries.texts), f"a batch of {len(queries)} queries", k)
             if isinstance(results, (str, bytes, Mapping)) or not isinstance(results, Sequence):
                 raise RetrieverError(
                     f"batched retriever {self._name!r} returned {type(results).__name__}; "
@@ -325,23 +417,67 @@ class CallableRetriever:
                 )
         else:
             results = [
-                self._call(text, f"query {qid!r}")
+                self._call(text, f"query {qid!r}", k)
                 for qid, text in zip(query_ids, queries.texts, strict=True)
             ]
         groups: list[list[str]] = []
         all_scores: list[float] = []
+        forms: list[str] = []
         for qid, result in zip(query_ids, results, strict=True):
-            ids, scores = _ranking_entries(result, qid, self._name)
+            ids, scores, form = _ranking_entries(result, qid, self._name)
             groups.append(ids)
             all_scores.extend(scores)
-        run = _run_from_groups(query_ids, groups, all_scores, self._name)
+            forms.append(form)
+        values = self._oriented(query_ids, groups, all_scores, forms)
+        run = _run_from_groups(query_ids, groups, values, self._name)
         if int(run.depths().max(initial=0)) > k:
             run = run.truncate(k)
-        return check_run(run, queries, k, retriever=self._name, corpus=self.corpus)
+        return run
+
+    def _oriented(
+        self, query_ids: list[str], groups: list[list[str]], scores: list[float], forms: list[str]
+    ) -> np.ndarray[Any, np.dtype[np.float64]]:
+        """The scores, higher-is-better, once their order as returned is checked against
+        ``scores=``: every list of pairs, and dicts of 3+ documents (a dict of two is in
+        ascending order half of the time even when its order means nothing)."""
+        values = np.asarray(scores, dtype=np.float64)
+        counts = np.array([len(g) for g in groups], dtype=np.int64)
+        own = np.repeat([f != "ids" for f in forms], counts).astype(bool)
+        checked = [
+            f == "pairs" or (f == "mapping" and len(g) >= 3)
+            for f, g in zip(forms, groups, strict=True)
+        ]
+        taken = np.repeat(checked, counts).astype(bool)
+        offsets = np.concatenate(([0], np.cumsum(counts[np.asarray(checked, dtype=bool)])))
+        names = [q for q, c in zip(query_ids, checked, strict=True) if c]
+        found = order_contradiction(names, offsets.astype(np.int64), values[taken], self.scores)
+        if found is not None:
+            raise RetrieverError(
+                found.describe(f"retriever {self._name!r}", "from_function(..., scores={kind!r})")
+            )
+        if self.scores != "similarity":
+            values[own] = oriented(values[own], self.scores)
+        return values
+
+
+def accepts_k(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` has a parameter named ``k`` (it is then called with ``k=k``)."""
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # some built-ins have no signature
+        return False
+    found = parameters.get("k")
+    return found is not None and found.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
 
 
 def _run_from_groups(
-    query_ids: list[str], groups: list[list[str]], scores: list[float], retriever: str
+    query_ids: list[str],
+    groups: list[list[str]],
+    scores: Sequence[float] | np.ndarray[Any, Any],
+    retriever: str,
 ) -> Run:
     from pytest_ragmetrics.data.model import encode_ids
 
@@ -361,20 +497,36 @@ def _run_from_groups(
 
 
 def from_function(
-    function: Callable[[str], Ranking] | Callable[[list[str]], Sequence[Ranking]],
+    function: Callable[..., Any],
     *,
     name: str | None = None,
     batched: bool = False,
     corpus: Corpus | None = None,
     parameters: Mapping[str, Any] | None = None,
+    scores: str = "similarity",
+    version: str | int | None = None,
+    cache: CacheLike | bool = None,
 ) -> CallableRetriever:
-    """Turn ``query_text -> [doc_id, ...]`` (or ``[(doc_id, score), ...]``, or a batched
-    ``list[str] -> list[...]``) into a :class:`Retriever`.
+    """Turn your search function into a :class:`Retriever` (see :class:`CallableRetriever`).
 
-    ``parameters`` (JSON-able) join the identity, so a baseline notices when they change.
+    ``function(text) -> ranking`` (or ``function(text, k) -> ranking``: a ``k`` parameter gets
+    the k asked for), or with ``batched=True`` ``function(texts) -> [ranking, ...]``. A ranking
+    is doc ids best first, ``(doc_id, score)`` pairs or ``{doc_id: score}``. ``scores``:
+    ``"similarity"`` (higher is better, default), ``"distance"`` (lower is better: LangChain's
+    ``similarity_search_with_score``, faiss ``IndexFlatL2``) or ``"rank"`` (1 = best). The
+    identity holds the function's code digest (:mod:`pytest_ragmetrics.code_identity`), so an
+    edit of its code invalidates cached runs; ``version`` (bump it when data the code reads
+    changes) and ``parameters`` (JSON-able) join it. ``cache=True`` caches the runs.
     """
     return CallableRetriever(
-        function, name=name, batched=batched, corpus=corpus, parameters=parameters
+        function,
+        name=name,
+        batched=batched,
+        corpus=corpus,
+        parameters=parameters,
+        scores=scores,
+        version=version,
+        cache=cache,
     )
 
 
