@@ -17,10 +17,12 @@ WORDS = [f"w{i:02d}" for i in range(80)]
 
 
 def embed(text: str) -> list[float]:
-    """Hashed bag of words, unit length (so L2 distance and cosine rank alike)."""
+    """Hashed bag of words, each word its own weight (so that few documents tie), unit length
+    (so that L2 distance and cosine rank alike)."""
     vector = np.zeros(DIM)
     for word in re.findall(r"\w+", text.lower()):
-        vector[zlib.crc32(word.encode()) % DIM] += 1.0
+        code = zlib.crc32(word.encode())
+        vector[code % DIM] += 1.0 + (code // DIM % 1000) / 250
     norm = float(np.linalg.norm(vector))
     return (vector / norm if norm else vector).tolist()
 
@@ -42,6 +44,11 @@ def make_queries(corpus: Corpus, count: int = 12, seed: int = 1) -> tuple[Querie
         queries[f"q{n:03d}"] = " ".join(words)
         qrels[f"q{n:03d}"] = {main.id: 2, other.id: 1}
     return Queries.from_dict(queries), Qrels.from_dict(qrels)
+
+
+def matching(run: Run, query_id: str) -> list[str]:
+    """The ranking's documents that share a word with the query (the rest tie at 0)."""
+    return [doc for doc, score in run.ranking(query_id) if score > 1e-6]
 
 
 def by_hand(corpus: Corpus, queries: Queries, k: int) -> Run:
