@@ -10,12 +10,7 @@ from typing import Any, Literal
 from pytest_ragmetrics.data.model import Corpus, Queries, Run
 from pytest_ragmetrics.errors import ConfigError, GeneratorError, RetrieverError
 from pytest_ragmetrics.executors.base import LocalExecutor
-from pytest_ragmetrics.retrievers.base import (
-    _ranking_entries,
-    _run_from_groups,
-    check_k,
-    check_run,
-)
+from pytest_ragmetrics.retrievers.base import _run_from_groups, check_k, check_run
 
 #: What a framework's scores mean: ``relevance`` (higher is better, normalised to [0, 1]),
 #: ``similarity`` (higher is better), ``distance`` (lower is better: the run holds its
@@ -190,10 +185,18 @@ class AdapterRetriever:
         groups: list[list[str]] = []
         scores: list[float] = []
         for (qid, _), result in zip(items, results, strict=True):
-            check_once([doc for doc, _ in result], qid, self._name)
-            ids, values = _ranking_entries(result, qid, self._name)
+            # The pairs are the adapter's own: str ids, numeric scores (finiteness is the Run's
+            # check), so the lighter checks of a function retriever's results are skipped.
+            ids = [doc for doc, _ in result]
+            check_once(ids, qid, self._name)
+            try:
+                scores.extend([float(score) for _, score in result])
+            except (TypeError, ValueError):
+                raise RetrieverError(
+                    f"retriever {self._name!r} returned a score that is not a number for "
+                    f"query {qid!r}: {result[:3]!r}"
+                ) from None
             groups.append(ids)
-            scores.extend(values)
         run = _run_from_groups([qid for qid, _ in items], groups, scores, self._name)
         if run.num_entries and int(run.depths().max()) > k:
             run = run.truncate(k)

@@ -51,8 +51,12 @@ def _core() -> Any:
 
 
 def _doc_id(document: Any, id_key: str, where: str) -> str:
+    metadata = getattr(document, "metadata", None)
+    found = metadata.get(id_key) if isinstance(metadata, dict) else None
+    if isinstance(found, str) and found:
+        return found  # the usual case, without building the error's text
     what = f"{where}: document {getattr(document, 'page_content', '')[:40]!r}"
-    return id_from(getattr(document, "metadata", None), getattr(document, "id", None), id_key, what)
+    return id_from(metadata, getattr(document, "id", None), id_key, what)
 
 
 def _embedding_identity(store: Any) -> dict[str, Any]:

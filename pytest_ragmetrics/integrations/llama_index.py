@@ -45,9 +45,15 @@ def _core() -> Any:
 
 def node_id(node: Any, id_key: str, where: str) -> str:
     """The corpus id of a LlamaIndex node (see the module doc)."""
+    metadata = getattr(node, "metadata", None)
+    found = metadata.get(id_key) if isinstance(metadata, dict) else None
+    if isinstance(found, str) and found:
+        return found  # the usual case, without building the error's text
     own = getattr(node, "ref_doc_id", None) or getattr(node, "node_id", None)
+    if own and id_key == "id" and found is None:
+        return str(own)
     text = node.get_content()[:40] if callable(getattr(node, "get_content", None)) else ""
-    return id_from(getattr(node, "metadata", None), own, id_key, f"{where}: node {text!r}")
+    return id_from(metadata, own, id_key, f"{where}: node {text!r}")
 
 
 class LlamaIndexRetriever(AdapterRetriever):
