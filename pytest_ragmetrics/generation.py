@@ -288,9 +288,19 @@ class RetrieveThenGenerate:
         }
 
     def contexts_for(self, queries: Mapping[str, str]) -> dict[str, tuple[tuple[str, str], ...]]:
-        """The top ``top_n`` (doc id, passage) per query, one search for all of them."""
+        """The top ``top_n`` (doc id, passage) per query, one search for all of them. A
+        retriever with ``passages_for(queries, n)`` (a chunked one) gives its own passages, so
+        the generator sees its chunks rather than whole documents."""
         from pytest_ragmetrics.data.model import Queries, Run
 
+        own = getattr(self.retriever, "passages_for", None)
+        if callable(own):
+            given = own(Queries.from_dict(queries), self.top_n)
+            cut = self.max_context_chars
+            return {
+                qid: tuple((cid, text[:cut] if cut else text) for cid, text in given[qid])
+                for qid in queries
+            }
         result = self.retriever.search(Queries.from_dict(queries), self.top_n)
         run = Run.from_dict(result)
         found: dict[str, tuple[tuple[str, str], ...]] = {}

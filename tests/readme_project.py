@@ -23,6 +23,7 @@ DOCS = ROOT / "docs"
 COVERED: dict[str, tuple[str, ...]] = {
     "README.md": ("Quick start",),
     "docs/guide/fixtures.md": ("",),
+    "docs/guide/integrations.md": ("",),
     "docs/guide/ci.md": ("",),
     "docs/guide/answer-layer.md": ("",),
 }

@@ -1,4 +1,4 @@
-"""Retrievers: the protocol, an adapter for your own function, dense, BM25 and reranking.
+"""Retrievers: the protocol, an adapter for your own function, dense, BM25, reranking, chunks.
 
 Importing this package is free (names load on first use, see ``_lazy``); torch,
 sentence_transformers, faiss, bm25s and Stemmer are imported only when a model, index or
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         short_rankings,
     )
     from pytest_ragmetrics.retrievers.bm25 import BM25Retriever
+    from pytest_ragmetrics.retrievers.chunks import ChunkedRetriever, chunked, max_passage
     from pytest_ragmetrics.retrievers.dense import DenseRetriever
     from pytest_ragmetrics.retrievers.factory import build_retriever
     from pytest_ragmetrics.retrievers.rerank import FIRST_STAGE, RERANKED, RerankRetriever
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "BM25Retriever": "pytest_ragmetrics.retrievers.bm25",
     "CallableRetriever": "pytest_ragmetrics.retrievers.base",
+    "ChunkedRetriever": "pytest_ragmetrics.retrievers.chunks",
     "DenseRetriever": "pytest_ragmetrics.retrievers.dense",
     "FIRST_STAGE": "pytest_ragmetrics.retrievers.rerank",
     "RERANKED": "pytest_ragmetrics.retrievers.rerank",
@@ -42,8 +44,10 @@ _EXPORTS = {
     "StagedRetriever": "pytest_ragmetrics.retrievers.base",
     "build_retriever": "pytest_ragmetrics.retrievers.factory",
     "cached_search": "pytest_ragmetrics.retrievers.base",
+    "chunked": "pytest_ragmetrics.retrievers.chunks",
     "check_run": "pytest_ragmetrics.retrievers.base",
     "from_function": "pytest_ragmetrics.retrievers.base",
+    "max_passage": "pytest_ragmetrics.retrievers.chunks",
     "short_rankings": "pytest_ragmetrics.retrievers.base",
 }
 __all__ = [
@@ -53,6 +57,7 @@ __all__ = [
     "RETRIEVER_KINDS",
     "BM25Retriever",
     "CallableRetriever",
+    "ChunkedRetriever",
     "DenseRetriever",
     "RerankRetriever",
     "Retriever",
@@ -62,7 +67,9 @@ __all__ = [
     "build_retriever",
     "cached_search",
     "check_run",
+    "chunked",
     "from_function",
+    "max_passage",
     "short_rankings",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,328 @@
+"""LangChain retrievers, vector stores and chains under test (``pip install
+pytest-ragmetrics[langchain]``).
+
+- :func:`from_langchain` takes a ``BaseRetriever`` or a ``VectorStore`` and returns a
+  :class:`~pytest_ragmetrics.retrievers.Retriever` with an identity;
+- :func:`from_langchain_pipeline` takes a Runnable that answers a question with its source
+  documents, a pipeline ``query -> (answer, contexts)`` for the answer layer.
+
+A document's corpus id is ``metadata[id_key]`` (default ``"id"``; lacking it, the
+``Document.id`` the store keeps).
+
+**Scores.** A retriever (``invoke``) returns documents without scores: the order alone counts.
+A vector store's ``similarity_search_with_score`` returns what the store computes, a distance
+for some (FAISS's L2 by default, Chroma), a similarity for others (``InMemoryVectorStore``), so
+the store's own conversion to a relevance score (higher is better, the one
+``similarity_search_with_relevance_scores`` uses) is preferred whenever the store has one;
+without it, say what the scores are with ``scores="distance"`` or ``"similarity"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pytest_ragmetrics.data.model import Corpus
+from pytest_ragmetrics.errors import ConfigError, GeneratorError
+from pytest_ragmetrics.integrations.common import (
+    CONCURRENCY,
+    AdapterPipeline,
+    AdapterRetriever,
+    ScoreKind,
+    check_score_kind,
+    class_name,
+    id_from,
+    oriented,
+    raiser,
+    require,
+)
+
+EXTRA = "langchain"
+
+#: What ``similarity_search_with_score`` returns, for stores without a relevance function.
+KNOWN_SCORES: dict[str, ScoreKind] = {
+    "langchain_core.vectorstores.in_memory.InMemoryVectorStore": "similarity",  # cosine
+}
+
+
+def _core() -> Any:
+    return require("langchain_core", EXTRA)
+
+
+def _doc_id(document: Any, id_key: str, where: str) -> str:
+    metadata = getattr(document, "metadata", None)
+    found = metadata.get(id_key) if isinstance(metadata, dict) else None
+    if isinstance(found, str) and found:
+        return found  # the usual case, without building the error's text
+    what = f"{where}: document {getattr(document, 'page_content', '')[:40]!r}"
+    return id_from(metadata, getattr(document, "id", None), id_key, what)
+
+
+def _embedding_identity(store: Any) -> dict[str, Any]:
+    embeddings = getattr(store, "embeddings", None) or getattr(store, "embedding_function", None)
+    if embeddings is None:
+        return {}
+    found: dict[str, Any] = {"embeddings": class_name(embeddings)}
+    for attribute in ("model", "model_name", "size"):
+        value = getattr(embeddings, attribute, None)
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            found[f"embeddings_{attribute}"] = value
+    return found
+
+
+class LangChainRetriever(AdapterRetriever):
+    """A LangChain ``BaseRetriever``: its documents in order (scores n, n-1, ..., 1).
+
+    Queries go through ``batch`` (``max_concurrency=concurrency``), or ``abatch`` with
+    ``use_async=True`` (for retrievers whose async path does not block a thread). A
+    ``VectorStoreRetriever`` is asked for ``k`` documents; any other returns as many as it is
+    set to (cut to ``k``; fewer is noted, as for any retriever).
+    """
+
+    kind = "langchain-retriever"
+
+    def __init__(self, obj: Any, *, use_async: bool = False, **options: Any) -> None:
+        super().__init__(obj, **options)
+        self.use_async = bool(use_async)
+
+    def framework_identity(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"class": class_name(self.obj)}
+        store = getattr(self.obj, "vectorstore", None)
+        if store is not None:
+            found["vectorstore"] = class_name(store)
+            found.update(_embedding_identity(store))
+            found["search_type"] = getattr(self.obj, "search_type", None)
+            kwargs = dict(getattr(self.obj, "search_kwargs", None) or {})
+            kwargs.pop("k", None)  # k is the search's
+            if kwargs:
+                found["search_kwargs"] = kwargs
+        return found
+
+    def _kwargs(self, k: int) -> dict[str, Any]:
+        core = _core()
+        vector_retriever = core.vectorstores.VectorStoreRetriever
+        return {"k": k} if isinstance(self.obj, vector_retriever) else {}
+
+    def search_many(self, items: list[tuple[str, str]], k: int) -> list[list[tuple[str, Any]]]:
+        texts = [text for _, text in items]
+        config = {"max_concurrency": self.concurrency}
+        kwargs = self._kwargs(k)
+        if self.use_async:
+            results = self.call(
+                lambda: asyncio.run(
+                    self.obj.abatch(texts, config, return_exceptions=True, **kwargs)
+                ),
+                f"a batch of {len(texts)} queries",
+            )
+        else:
+            results = self.call(
+                lambda: self.obj.batch(texts, config, return_exceptions=True, **kwargs),
+                f"a batch of {len(texts)} queries",
+            )
+        rankings = []
+        for (qid, _), documents in zip(items, results, strict=True):
+            if isinstance(documents, Exception):
+                self.call(raiser(documents), f"query {qid!r}")
+            where = f"retriever {self._name!r}, query {qid!r}"
+            pairs = [(_doc_id(d, self.id_key, where), None) for d in documents]
+            rankings.append(oriented(pairs, "rank"))
+        return rankings
+
+
+class LangChainVectorStore(AdapterRetriever):
+    """A LangChain ``VectorStore``, searched with scores (``similarity_search_with_score``),
+    ``concurrency`` queries at a time; ``scores`` says what they are (see the module doc).
+
+    ``search_kwargs`` (a metadata ``filter``, ``fetch_k``) go with every search and into the
+    identity.
+    """
+
+    kind = "langchain-vectorstore"
+
+    def __init__(
+        self,
+        obj: Any,
+        *,
+        scores: ScoreKind | None = None,
+        search_kwargs: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(obj, **options)
+        self.search_kwargs = dict(search_kwargs or {})
+        if "k" in self.search_kwargs:
+            raise ConfigError(f"{self.kind}: k is the search's, not a search_kwargs entry")
+        self.scores, self._convert = self._scoring(check_score_kind(scores, self.kind))
+
+    def _scoring(
+        self, scores: ScoreKind | None
+    ) -> tuple[ScoreKind, Callable[[float], float] | None]:
+        """What the scores are, and the store's relevance function when it is used."""
+        if scores not in (None, "relevance"):
+            return scores, None
+        try:
+            function = self.obj._select_relevance_score_fn()
+        except NotImplementedError:
+            function = None
+        if callable(function):
+            return "relevance", function
+        base = _core().vectorstores.VectorStore
+        own = type(self.obj)._similarity_search_with_relevance_scores
+        if scores == "relevance" or own is not base._similarity_search_with_relevance_scores:
+            return "relevance", None  # the store computes relevance its own way
+        for kind in type(self.obj).__mro__:
+            known = KNOWN_SCORES.get(f"{kind.__module__}.{kind.__qualname__}")
+            if known is not None:
+                return known, None
+        raise ConfigError(
+            f"{class_name(self.obj)} has no relevance score function, so whether its "
+            "similarity_search_with_score returns distances (lower is better) or similarities "
+            "is unknown: pass scores='distance' or scores='similarity'"
+        )
+
+    def framework_identity(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"class": class_name(self.obj), "scores": self.scores}
+        strategy = getattr(self.obj, "distance_strategy", None)
+        if strategy is not None:
+            found["distance_strategy"] = str(getattr(strategy, "value", strategy))
+        found.update(_embedding_identity(self.obj))
+        if self.search_kwargs:
+            found["search_kwargs"] = self.search_kwargs
+        return found
+
+    def search_one(self, text: str, k: int) -> list[tuple[str, Any]]:
+        where = f"retriever {self._name!r}"
+        if self.scores == "relevance" and self._convert is None:
+            found = self.obj.similarity_search_with_relevance_scores(
+                text, k=k, **self.search_kwargs
+            )
+            pairs = [(_doc_id(d, self.id_key, where), s) for d, s in found]
+            return oriented(pairs, "relevance")
+        found = self.obj.similarity_search_with_score(text, k=k, **self.search_kwargs)
+        if self._convert is not None:
+            convert = self._convert
+            return [(_doc_id(d, self.id_key, where), convert(s)) for d, s in found]
+        return oriented([(_doc_id(d, self.id_key, where), s) for d, s in found], self.scores)
+
+
+def from_langchain(
+    obj: Any,
+    id_key: str = "id",
+    *,
+    name: str | None = None,
+    corpus: Corpus | None = None,
+    concurrency: int = CONCURRENCY,
+    scores: ScoreKind | None = None,
+    search_kwargs: Mapping[str, Any] | None = None,
+    use_async: bool = False,
+    parameters: Mapping[str, Any] | None = None,
+) -> LangChainRetriever | LangChainVectorStore:
+    """A LangChain ``BaseRetriever`` or ``VectorStore`` as a Retriever (see the module doc).
+
+    ``scores`` (vector stores: ``"relevance"``, ``"similarity"``, ``"distance"``) overrides
+    what the store's scores are taken to be; ``parameters`` (JSON-able) join the identity, so a
+    baseline notices when what they describe changes (a chunk size, a model version).
+    """
+    core = _core()
+    options: dict[str, Any] = {
+        "id_key": id_key,
+        "name": name,
+        "concurrency": concurrency,
+        "corpus": corpus,
+        "parameters": parameters,
+    }
+    if isinstance(obj, core.vectorstores.VectorStore):
+        if use_async:
+            raise ConfigError("from_langchain: use_async is for retrievers, not vector stores")
+        return LangChainVectorStore(obj, scores=scores, search_kwargs=search_kwargs, **options)
+    if isinstance(obj, core.retrievers.BaseRetriever):
+        if scores not in (None, "rank") or search_kwargs:
+            raise ConfigError(
+                "from_langchain: a retriever returns no scores and takes no search_kwargs; "
+                "give the vector store itself to use its scores"
+            )
+        return LangChainRetriever(obj, use_async=use_async, **options)
+    raise ConfigError(
+        f"from_langchain needs a langchain BaseRetriever or VectorStore, got "
+        f"{class_name(obj)}; for a chain that answers, use from_langchain_pipeline"
+    )
+
+
+class LangChainPipeline(AdapterPipeline):
+    """A Runnable that answers: ``invoke(query)`` (or ``invoke({input_key: query})``) returns a
+    dict with ``answer_key`` and ``context_key`` (``create_retrieval_chain``'s ``"answer"`` and
+    ``"context"``), or a pair ``(answer, documents)``. The documents become the contexts,
+    ``{corpus id: page_content}``."""
+
+    kind = "langchain"
+
+    def __init__(
+        self,
+        obj: Any,
+        *,
+        input_key: str | None,
+        answer_key: str,
+        context_key: str,
+        id_key: str,
+        **options: Any,
+    ) -> None:
+        if not callable(getattr(obj, "invoke", None)):
+            raise ConfigError(f"from_langchain_pipeline needs a Runnable, got {class_name(obj)}")
+        super().__init__(obj, **options)
+        self.input_key = input_key
+        self.answer_key = answer_key
+        self.context_key = context_key
+        self.id_key = id_key
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "input_key": self.input_key, "answer_key": self.answer_key}
+
+    def answer(self, query: str) -> tuple[Any, Sequence[tuple[str | None, str]]]:
+        given = query if self.input_key is None else {self.input_key: query}
+        result = self.obj.invoke(given)
+        if isinstance(result, Mapping):
+            missing = [k for k in (self.answer_key, self.context_key) if k not in result]
+            if missing:
+                raise GeneratorError(
+                    f"pipeline {self.name!r} returned a dict without {missing[0]!r} (its keys: "
+                    f"{', '.join(map(str, result))}); set answer_key= and context_key="
+                )
+            answer, documents = result[self.answer_key], result[self.context_key]
+        elif isinstance(result, (tuple, list)) and len(result) == 2:
+            answer, documents = result
+        else:
+            raise GeneratorError(
+                f"pipeline {self.name!r} returned {type(result).__name__}; return a dict with "
+                f"{self.answer_key!r} and {self.context_key!r}, or (answer, documents)"
+            )
+        pairs: list[tuple[str | None, str]] = []
+        for document in documents or []:
+            metadata = getattr(document, "metadata", None) or {}
+            cid = metadata.get(self.id_key, getattr(document, "id", None))
+            pairs.append((None if cid is None else str(cid), str(document.page_content)))
+        return answer, pairs
+
+
+def from_langchain_pipeline(
+    obj: Any,
+    *,
+    input_key: str | None = None,
+    answer_key: str = "answer",
+    context_key: str = "context",
+    id_key: str = "id",
+    name: str | None = None,
+    version: str = "1",
+    concurrency: int = CONCURRENCY,
+) -> LangChainPipeline:
+    """A Runnable that answers with its source documents as the ``rag_pipeline`` (see
+    :class:`LangChainPipeline`); bump ``version`` when the chain changes."""
+    return LangChainPipeline(
+        obj,
+        input_key=input_key,
+        answer_key=answer_key,
+        context_key=context_key,
+        id_key=id_key,
+        name=name,
+        version=version,
+        concurrency=concurrency,
+    )

@@ -1,0 +1,198 @@
+"""LlamaIndex retrievers, indexes and query engines under test (``pip install
+pytest-ragmetrics[llama-index]``).
+
+:func:`from_llama_index` takes
+
+- a retriever (``retrieve`` -> ``NodeWithScore``) or an index (searched through
+  ``as_retriever(similarity_top_k=k)``): a :class:`~pytest_ragmetrics.retrievers.Retriever`
+  with an identity. LlamaIndex's scores are similarities (higher is better); a node without a
+  score keeps its place (scores n, n-1, ..., 1); ``scores="distance"`` for a store that
+  returns distances;
+- a query engine (``query`` -> ``Response``): a pipeline ``query -> (answer, contexts)``, its
+  ``source_nodes`` the contexts.
+
+A node's corpus id is ``metadata[id_key]`` (default ``"id"``); lacking it, with the default
+key, the id of the document it was made from (``ref_doc_id``), else its own ``node_id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_ragmetrics.data.model import Corpus
+from pytest_ragmetrics.errors import ConfigError
+from pytest_ragmetrics.integrations.common import (
+    CONCURRENCY,
+    AdapterPipeline,
+    AdapterRetriever,
+    ScoreKind,
+    check_score_kind,
+    class_name,
+    id_from,
+    oriented,
+    raiser,
+    require,
+)
+
+EXTRA = "llama-index"
+
+
+def _core() -> Any:
+    return require("llama_index.core", EXTRA)
+
+
+def node_id(node: Any, id_key: str, where: str) -> str:
+    """The corpus id of a LlamaIndex node (see the module doc)."""
+    metadata = getattr(node, "metadata", None)
+    found = metadata.get(id_key) if isinstance(metadata, dict) else None
+    if isinstance(found, str) and found:
+        return found  # the usual case, without building the error's text
+    own = getattr(node, "ref_doc_id", None) or getattr(node, "node_id", None)
+    if own and id_key == "id" and found is None:
+        return str(own)
+    text = node.get_content()[:40] if callable(getattr(node, "get_content", None)) else ""
+    return id_from(metadata, own, id_key, f"{where}: node {text!r}")
+
+
+class LlamaIndexRetriever(AdapterRetriever):
+    """A LlamaIndex retriever (or an index's ``as_retriever``), ``concurrency`` queries at a
+    time: on threads, or with ``use_async=True`` through ``aretrieve``."""
+
+    kind = "llama-index-retriever"
+
+    def __init__(
+        self,
+        obj: Any,
+        *,
+        scores: ScoreKind | None = None,
+        use_async: bool = False,
+        retriever_kwargs: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(obj, **options)
+        self.scores: ScoreKind = check_score_kind(scores, self.kind) or "similarity"
+        self.use_async = bool(use_async)
+        self.retriever_kwargs = dict(retriever_kwargs or {})
+        self.is_index = not callable(getattr(obj, "retrieve", None))
+
+    def framework_identity(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"class": class_name(self.obj), "scores": self.scores}
+        model = getattr(self.obj, "_embed_model", None)
+        if model is not None:
+            found["embed_model"] = class_name(model)
+            name = getattr(model, "model_name", None)
+            if isinstance(name, str):
+                found["embed_model_name"] = name
+        top_k = getattr(self.obj, "_similarity_top_k", None)
+        if isinstance(top_k, int):
+            found["similarity_top_k"] = top_k
+        if self.retriever_kwargs:
+            found["retriever_kwargs"] = self.retriever_kwargs
+        return found
+
+    def _retriever(self, k: int) -> Any:
+        if self.is_index:
+            return self.obj.as_retriever(similarity_top_k=k, **self.retriever_kwargs)
+        return self.obj
+
+    def _pairs(self, nodes: Sequence[Any], qid: str) -> list[tuple[str, Any]]:
+        where = f"retriever {self._name!r}, query {qid!r}"
+        pairs = [(node_id(n.node, self.id_key, where), n.score) for n in nodes]
+        return oriented(pairs, self.scores)
+
+    def search_many(self, items: list[tuple[str, str]], k: int) -> list[list[tuple[str, Any]]]:
+        retriever = self._retriever(k)
+        if not self.use_async:
+
+            def one(item: tuple[str, str]) -> list[tuple[str, Any]]:
+                qid, text = item
+                nodes = self.call(lambda: retriever.retrieve(text), f"query {qid!r}")
+                return self._pairs(nodes, qid)
+
+            from pytest_ragmetrics.executors.base import LocalExecutor
+
+            return LocalExecutor(self.concurrency).map(one, items)
+
+        async def gather() -> list[Any]:
+            limit = asyncio.Semaphore(self.concurrency)
+
+            async def one(text: str) -> Any:
+                async with limit:
+                    return await retriever.aretrieve(text)
+
+            return await asyncio.gather(*(one(t) for _, t in items), return_exceptions=True)
+
+        results = self.call(lambda: asyncio.run(gather()), f"a batch of {len(items)} queries")
+        rankings = []
+        for (qid, _), nodes in zip(items, results, strict=True):
+            if isinstance(nodes, Exception):
+                self.call(raiser(nodes), f"query {qid!r}")
+            rankings.append(self._pairs(nodes, qid))
+        return rankings
+
+
+class LlamaIndexPipeline(AdapterPipeline):
+    """A query engine: ``query(text)`` answers; ``Response.source_nodes`` are the contexts,
+    ``{corpus id: node text}``."""
+
+    kind = "llama-index"
+
+    def __init__(self, obj: Any, *, id_key: str, **options: Any) -> None:
+        super().__init__(obj, **options)
+        self.id_key = id_key
+
+    def answer(self, query: str) -> tuple[Any, Sequence[tuple[str | None, str]]]:
+        response = self.obj.query(query)
+        answer = getattr(response, "response", response)
+        pairs: list[tuple[str | None, str]] = []
+        for scored in getattr(response, "source_nodes", None) or []:
+            node = scored.node
+            metadata = getattr(node, "metadata", None) or {}
+            own = getattr(node, "ref_doc_id", None) or getattr(node, "node_id", None)
+            cid = metadata.get(self.id_key, own if self.id_key == "id" else None)
+            pairs.append((None if cid is None else str(cid), node.get_content()))
+        return "" if answer is None else answer, pairs
+
+
+def from_llama_index(
+    obj: Any,
+    id_key: str = "id",
+    *,
+    name: str | None = None,
+    corpus: Corpus | None = None,
+    concurrency: int = CONCURRENCY,
+    scores: ScoreKind | None = None,
+    use_async: bool = False,
+    retriever_kwargs: Mapping[str, Any] | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    version: str = "1",
+) -> LlamaIndexRetriever | LlamaIndexPipeline:
+    """A LlamaIndex retriever or index as a Retriever, a query engine as a pipeline (see the
+    module doc). ``parameters`` (JSON-able) join a retriever's identity; ``version`` is a
+    query engine's (bump it when the engine changes: its answers are cached under it)."""
+    core = _core()
+    base = core.base
+    if isinstance(obj, base.base_query_engine.BaseQueryEngine):
+        return LlamaIndexPipeline(
+            obj, id_key=id_key, name=name, version=version, concurrency=concurrency
+        )
+    options: dict[str, Any] = {
+        "id_key": id_key,
+        "name": name,
+        "concurrency": concurrency,
+        "corpus": corpus,
+        "parameters": parameters,
+    }
+    index_type = core.indices.base.BaseIndex
+    if isinstance(obj, (base.base_retriever.BaseRetriever, index_type)):
+        if retriever_kwargs and not isinstance(obj, index_type):
+            raise ConfigError("from_llama_index: retriever_kwargs are for an index")
+        return LlamaIndexRetriever(
+            obj, scores=scores, use_async=use_async, retriever_kwargs=retriever_kwargs, **options
+        )
+    raise ConfigError(
+        f"from_llama_index needs a LlamaIndex retriever, index or query engine, got "
+        f"{class_name(obj)}"
+    )
