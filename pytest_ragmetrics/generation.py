@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 from pytest_ragmetrics import dryrun
 from pytest_ragmetrics.cache import Cache, canonical_json, identity_of
 from pytest_ragmetrics.code_identity import function_identity
-from pytest_ragmetrics.data.answers import GeneratedAnswer, read_answers, write_answers
+from pytest_ragmetrics.data.answers import GeneratedAnswer, write_answers
 from pytest_ragmetrics.data.textfile import repaired_text
 from pytest_ragmetrics.errors import ConfigError, DryRun, GeneratorError, RagMetricsError
 from pytest_ragmetrics.executors import Executor, LocalExecutor, resolve_executor

@@ -46,7 +46,9 @@ def pair_table(comparison: PairComparison, *, markdown: bool, against: Against) 
     )
     before = comparison.before
     if markdown:
-        from pytest_ragmetrics.report.markdown import failures_markdown, inline
+        from pytest_ragmetrics.report.markdown import failures_markdown
+
+        inline = for_markdown
 
         text += failures_markdown(comparison.failed, before, against=against)
         lines = comparison.not_compared_lines()
