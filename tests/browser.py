@@ -70,12 +70,13 @@ def chromium(profile: Path, what: str) -> Iterator[Any]:
         driver.quit()
 
 
-def open_page(browser: Any, path: Path) -> dict[str, Any]:
-    """Load ``path`` from file://; the console messages and the requests made meanwhile."""
+def open_page(browser: Any, path: Path | str) -> dict[str, Any]:
+    """Load ``path`` from file:// (or a URL); the console messages and the requests made
+    meanwhile."""
     browser.get("about:blank")  # leave the browser's own start page, then forget its requests
     browser.get_log("browser")
     browser.get_log("performance")
-    browser.get(path.as_uri())
+    browser.get(path if isinstance(path, str) else path.as_uri())
     requests = []
     for entry in browser.get_log("performance"):
         message = json.loads(entry["message"])["message"]

@@ -9,13 +9,16 @@ screenshot (``RAGMETRICS_DOCS_SCREENSHOT=docs/site-start.png`` writes the commit
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from html.parser import HTMLParser
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -188,6 +191,8 @@ def test_the_site_builds_and_every_internal_link_has_a_target(site: Path) -> Non
     anchors = {path: _parse(path) for path in pages_built}
     broken = []
     for page, parsed in anchors.items():
+        if page.name == "404.html":
+            continue  # served from any depth: its links are absolute by design
         for href in parsed.hrefs:
             found = _internal_targets(page, href)
             if found is None:
@@ -213,23 +218,56 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield driver
 
 
-def test_every_page_opens_in_chromium_without_console_errors(
-    site: Path, browser: Any, tmp_path: Path
+@pytest.fixture(scope="module")
+def served(site: Path) -> Iterator[str]:
+    """The built site over HTTP on 127.0.0.1 (as ``mkdocs serve`` or a host would serve it:
+    search runs in a web worker, which file:// pages cannot start)."""
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(site))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.RequestHandlerClass.log_message = lambda *args: None  # type: ignore[method-assign]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_every_page_opens_in_chromium_without_errors_or_requests_elsewhere(
+    site: Path, served: str, browser: Any, tmp_path: Path
 ) -> None:
-    errors = []
+    errors, elsewhere = [], []
     for page in sorted(site.rglob("*.html")):
         if page.name == "404.html":
             continue
-        loaded = open_page(browser, page)
+        url = served + str(page.relative_to(site)).removesuffix("index.html")
+        loaded = open_page(browser, url)
         errors += [
             f"{page.relative_to(site)}: {entry['message']}"
             for entry in loaded["console"]
             if entry["level"] == "SEVERE"
         ]
+        elsewhere += [f"{page.relative_to(site)}: {r}" for r in loaded["requests"]
+                      if not r.startswith((served, "data:"))]  # fmt: skip
         title = browser.title
         assert "pytest-ragmetrics" in title, f"{page}: title {title!r}"
     assert not errors, "console errors:\n" + "\n".join(errors)
-    open_page(browser, site / "index.html")
+    assert not elsewhere, "requests leaving the site (the docs must read offline):\n" + "\n".join(
+        elsewhere
+    )
+    # Search works: the index loads in its worker and finds the datasets page.
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    open_page(browser, served + "?q=FlagEmbedding")
+    WebDriverWait(browser, 30).until(
+        lambda b: b.find_elements(By.CSS_SELECTOR, ".md-search-result__item a")
+    )
+    found = [a.get_attribute("href") for a in browser.find_elements(
+        By.CSS_SELECTOR, ".md-search-result__item a")]  # fmt: skip
+    assert any("guide/datasets" in str(href) for href in found), found
+    open_page(browser, served)
     shot = tmp_path / "site-start.png"
     screenshot(browser, shot, full=False)
     assert shot.stat().st_size > 10_000

@@ -21,6 +21,7 @@ import pytest
 from browser import chromium, open_page, screenshot
 from html_documents import HOSTILE_TEST, QUERY_TEXT, hostile_document, wide_document
 
+from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.report.html import html_report
 
 
@@ -66,7 +67,7 @@ def test_the_report_in_chromium(browser: Any, tmp_path: Path) -> None:
             if metric in entry["metrics"]:
                 mark = {"regressed": "▼ ", "improved": "▲ "}.get(verdicts[metric]["status"], "")
                 expected_values.append(f"{mark}{entry['metrics'][metric]:.4f}")
-                expected_deltas.append(f"Δ {verdicts[metric]['delta']:+.4f}")
+                expected_deltas.append(f"Δ {delta_text(verdicts[metric]['delta'])}")
     assert shown["matrix"] == expected_values
     assert shown["deltas"] == expected_deltas
     assert shown["chips"] == ["▼ 2 regressed", "✗ 1 below threshold"]

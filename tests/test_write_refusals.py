@@ -269,9 +269,9 @@ def test_a_read_only_cache_on_a_miss_passes_with_one_warning(
         result = project.runpytest(
             "--ragmetrics-cache-dir=cache", "-W", f"always::{CacheWarning.__module__}.CacheWarning"
         )
-    result.assert_outcomes(passed=1, warnings=1)
+    result.assert_outcomes(passed=1)  # (other plugins may warn too: count ours)
     no_traceback(result.stdout.str() + result.stderr.str())
-    assert result.stdout.str().count("the cache cannot be written") == 1
+    assert result.stdout.str().count("CacheWarning: the cache cannot be written") == 1
     result.stdout.fnmatch_lines(["*cache/run/*: cannot write the lock file of the cache entry*"])
 
 

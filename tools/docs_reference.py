@@ -49,11 +49,11 @@ def configuration_markdown() -> str:
         "|---|---|---|---|---|",
     ]
     for option in OPTIONS:
-        default = f"`{option.default}`" if option.default not in (None, "") else "—"
+        default = f"`{_cell(option.default)}`" if option.default not in (None, "") else "—"
         cli = f"`{option.cli}`" if option.cli else "—"
+        flag = _cell(f"{option.flag} {option.metavar}")
         lines.append(
-            f"| `{option.name}` | `{option.flag} {option.metavar}` | {cli} | {default} "
-            f"| {_cell(option.help)} |"
+            f"| `{option.name}` | `{flag}` | {cli} | {default} | {_cell(option.help)} |"
         )
     lines += [
         "",
