@@ -47,7 +47,7 @@ def test_the_configuration_page_lists_every_option_and_flag() -> None:
 
     text = docs_reference.configuration_markdown()
     for option in OPTIONS:
-        assert f"| `{option.name}` | `{option.flag} " in text
+        assert f"| `{option.name}` | `{option.flag}` " in text
     for flag in FLAGS:
         assert f"| `{flag.flag}` |" in text
     # A pipe in a help text would split its row into more cells.

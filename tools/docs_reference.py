@@ -51,10 +51,8 @@ def configuration_markdown() -> str:
     for option in OPTIONS:
         default = f"`{_cell(option.default)}`" if option.default not in (None, "") else "—"
         cli = f"`{option.cli}`" if option.cli else "—"
-        flag = _cell(f"{option.flag} {option.metavar}")
-        lines.append(
-            f"| `{option.name}` | `{flag}` | {cli} | {default} | {_cell(option.help)} |"
-        )
+        flag = f"`{option.flag}` {_cell(option.metavar)}"  # a `|` in code would show its `\\`
+        lines.append(f"| `{option.name}` | {flag} | {cli} | {default} | {_cell(option.help)} |")
     lines += [
         "",
         "## Flags without an ini key",
