@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar, Token
-from typing import Protocol, TextIO
+from typing import Protocol, TextIO, TypeVar
 
 
 class ProgressReporter(Protocol):
@@ -48,6 +48,10 @@ class _Silent:
 NOTE_AFTER = 10.0
 #: The bar is redrawn at most this often (seconds), and on every advance after that.
 REDRAW_EVERY = 0.25
+
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 def format_duration(seconds: float) -> str:
@@ -223,6 +227,9 @@ def stream_reporter(stream: TextIO | None = None) -> ProgressReporter:
 
 
 _reporter: ContextVar[ProgressReporter | None] = ContextVar("ragmetrics_progress", default=None)
+# Whether a step is being reported in this context: a step inside it (a judge's questions
+# inside a calibration) moves no bar of its own, the outer one moves.
+_inside: ContextVar[bool] = ContextVar("ragmetrics_progress_inside", default=False)
 
 
 def set_reporter(reporter: ProgressReporter | None) -> Token[ProgressReporter | None]:
@@ -253,14 +260,36 @@ def progress(
 
     ``note`` says what a possibly long step does and why it takes a while (e.g. nothing is
     cached yet); a reporter that can (``explain``) shows it when the step turns out to be long.
-    Advance at least every few seconds (per batch, not per thousand items).
+    Advance at least every few seconds (per batch, not per thousand items). Inside another
+    step's block, a step reports nothing: the outer step's bar is the one that moves.
     """
+    if _inside.get():
+        yield _ignore
+        return
     reporter = _reporter.get() or _Silent()
     explain = getattr(reporter, "explain", None)
     if note is not None and callable(explain):
         explain(note)
     reporter.start(description, total)
+    token = _inside.set(True)
     try:
         yield reporter.advance
     finally:
+        _inside.reset(token)
         reporter.finish()
+
+
+def _ignore(done: int) -> None:
+    """The advance of a step inside another: nothing to move."""
+
+
+def counted(function: Callable[[_T], _R], advance: Callable[[int], None]) -> Callable[[_T], _R]:
+    """``function`` that advances a progress bar by one each time it returns (from any
+    thread): for calls fanned out by an executor's ``map``."""
+
+    def call(item: _T) -> _R:
+        result = function(item)
+        advance(1)
+        return result
+
+    return call

@@ -274,3 +274,45 @@ def test_an_embedding_judging_of_many_texts_shows_a_bar_and_its_note() -> None:
     with use_reporter(few):  # a handful of texts: no bar
         judge.judge_claims_many(requests[:3])
     assert few.events == []
+
+
+def test_http_judges_show_a_bar_over_their_questions() -> None:
+    """Judging recorded answers with an HTTP judge was a long step with no bar: the agreement
+    and relevance questions now advance one per reply, each distinct question counted once."""
+    from fake_openai import serve
+
+    from pytest_ragmetrics.judges.http import HttpJudge
+    from pytest_ragmetrics.judges.relevance import HttpRelevanceJudge, RelevancePair
+
+    pairs = [RelevancePair("q", f"passage {i}", "q", f"d{i}") for i in range(4)]
+    with serve(answer=lambda prompt: "Yes.") as server:
+        relevance = Recording()
+        with use_reporter(relevance):
+            HttpRelevanceJudge(server.url, "m", backoff=0.0, concurrency=2).judge_relevance(pairs)
+        agreement = Recording()
+        items = [("q1", "yes", "yes"), ("q2", "no", "no"), ("q1", "yes", "yes")]
+        with use_reporter(agreement):
+            HttpJudge(server.url, "m", backoff=0.0).judge_agreement(items)
+    assert relevance.events[1] == ("start", ("judging 4 passages for relevance (m)", 4))
+    assert (
+        relevance.events[0][0] == "explain"
+        and "4 relevance questions of m" in relevance.events[0][1]
+    )
+    assert relevance.events[2:] == [("advance", 1)] * 4 + [("finish", None)]
+    assert agreement.events[1] == ("start", ("judging 2 reference agreement questions (m)", 2))
+    assert agreement.events[2:] == [("advance", 1)] * 2 + [("finish", None)]
+
+
+def test_a_step_inside_another_moves_only_the_outer_bar() -> None:
+    reporter = Recording()
+    with use_reporter(reporter), progress("calibrating", 2) as outer:
+        for _ in range(2):
+            with progress("judging 3 passages", 3) as inner:
+                inner(3)
+            outer(1)
+    assert reporter.events == [
+        ("start", ("calibrating", 2)),
+        ("advance", 1),
+        ("advance", 1),
+        ("finish", None),
+    ]

@@ -457,8 +457,17 @@ class HttpJudge(JudgeBase):
         )
 
     def _ask_all(self, task: str, prompts: list[str], what: str) -> dict[str, dict[str, Any]]:
+        from pytest_ragmetrics.progress import counted, progress
+
         unique = list(dict.fromkeys(prompts))
-        replies = self._client.map(functools.partial(self._cached_verdict, task, what=what), unique)
+        ask = functools.partial(self._cached_verdict, task, what=what)
+        with progress(
+            f"judging {len(unique)} {what} questions ({self.model})",
+            len(unique),
+            note=f"asking {len(unique):,} {what} questions of {self.model}: questions not in its "
+            "cache are sent now; reruns read the cache",
+        ) as advance:
+            replies = self._client.map(counted(ask, advance), unique)
         return dict(zip(unique, replies, strict=True))
 
     def judge_agreement(self, items: Sequence[tuple[str, str, str]]) -> list[Verdict]:

@@ -523,9 +523,18 @@ class HttpRelevanceJudge:
         )
 
     def judge_relevance(self, pairs: Sequence[RelevancePair]) -> list[RelevanceVerdict]:
-        """One question per pair, ``concurrency`` in flight; verdicts in pair order and the
-        error raised is the first failing pair's."""
-        return self._client.map(self._one, relevance_pairs(pairs))
+        """One question per pair, ``concurrency`` in flight, under a progress bar; verdicts in
+        pair order and the error raised is the first failing pair's."""
+        from pytest_ragmetrics.progress import counted, progress
+
+        items = relevance_pairs(pairs)
+        with progress(
+            f"judging {len(items)} passages for relevance ({self.model})",
+            len(items),
+            note=f"asking {len(items):,} relevance questions of {self.model}: passages not in its "
+            "cache are sent now; reruns read the cache",
+        ) as advance:
+            return self._client.map(counted(self._one, advance), items)
 
     def is_prompt_cached(self, prompt: str) -> bool:
         """Whether the reply to ``prompt`` (:meth:`prompt` of a pair) is in the cache:
