@@ -34,6 +34,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_ragmetrics.default_cache import DEFAULT_FOLDER as DEFAULT_FOLDER
+from pytest_ragmetrics.default_cache import default_cache as default_cache
+from pytest_ragmetrics.default_cache import use_default_cache as use_default_cache
 from pytest_ragmetrics.errors import CacheError, CacheWarning, OutputError, how_to_silence
 from pytest_ragmetrics.fileio import atomic_write_text, cannot_write, exclusive_lock
 
@@ -67,27 +70,6 @@ def identity_of(thing: Any) -> dict[str, Any]:
         name = getattr(thing, "__qualname__", None) or type(thing).__name__
         return {"name": name, **function_identity(thing)}
     return {"name": getattr(thing, "name", None) or type(thing).__name__}
-
-
-DEFAULT_FOLDER = Path(".ragmetrics/cache")
-_default: list[Callable[[], Cache]] = []
-
-
-def default_cache() -> Cache:
-    """The cache ``cache=True`` means: the pytest session's (ragmetrics_cache_dir, off with
-    --ragmetrics-no-cache) while one runs, else ``.ragmetrics/cache`` in the current folder."""
-    return _default[-1]() if _default else Cache(DEFAULT_FOLDER)
-
-
-def use_default_cache(provider: Callable[[], Cache]) -> Callable[[], None]:
-    """Make ``provider()`` the :func:`default_cache` until the returned function is called."""
-    _default.append(provider)
-
-    def restore() -> None:
-        if provider in _default:
-            _default.remove(provider)
-
-    return restore
 
 
 def canonical_json(value: Any) -> str:

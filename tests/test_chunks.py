@@ -58,9 +58,10 @@ def test_tied_documents_are_ordered_as_trec_eval_orders_any_ties() -> None:
 
 
 def test_the_best_score_is_taken_even_where_float32_ties_hide_it() -> None:
-    # Equal at float32 (so their canonical order is by chunk id), different at float64.
+    # Equal at float32 (so their canonical order is by chunk id: a#9 first), different at
+    # float64; listed best first, as a retriever returns them (ascending is refused).
     low, high = 0.5, 0.5 + 1e-12
-    run = ranked({"q1": [("a#9", low), ("a#1", high)]})
+    run = ranked({"q1": [("a#1", high), ("a#9", low)]})
     assert max_passage(run, "#").ranking("q1") == [("a", high)]
 
 

@@ -656,10 +656,11 @@ def test_metrics_and_queries_the_report_lacks_are_named(tmp_path: Path) -> None:
     for path, data in zip(paths, (before, after), strict=True):
         path.write_text(json.dumps(data))
     code, text = run("compare", *map(str, paths))
-    assert code == 0
+    assert code == 1  # the queries that left had values: lost, a regression of its own kind
+    assert "ndcg_at_10: lost: 2 of 10 queries had a value in the baseline" in text
     where = "tests/test_x.py::test_dense [dense]"
     assert f"  {where}: metrics not in the report: mrr\n" in text
-    assert f"  {where}: 2 queries not in the report (compared on the others): q0, q1\n" in text
+    assert f"  {where}: 2 queries not in the report (their values count as lost): q0, q1\n" in text
     assert "1 compared without some metrics or queries" in text
     code, text = run("compare", *map(str, paths), "--format", "json", "--strict")
     assert code == 1
@@ -680,8 +681,11 @@ def test_runs_form_names_the_reference_queries_a_run_lacks(tmp_path: Path) -> No
     paths[1].write_text(json.dumps(report({f"q{i}": 1.0 for i in range(2, 10)})))
     args = ("compare", "--evaluation", "dense", *map(str, paths))
     code, text = run(*args)
-    assert code == 0
-    note = f"{paths[1]}: 2 queries of the reference not in this run, not compared: q0, q1"
+    assert code == 1  # values the reference had and the run lacks are lost
+    note = (
+        f"{paths[1]}: 2 queries of the reference not in this run (their values count as lost): "
+        "q0, q1"
+    )
     assert f"note: {note}\n" in text
     code, text = run(*args, "--format", "json")
     assert note in json.loads(text)["comparisons"][0]["notes"]

@@ -267,3 +267,18 @@ def test_queries_needed_reaches_alpha_and_one_fewer_does_not() -> None:
         assert n is not None
         assert min_attainable_p(n) < alpha <= min_attainable_p(n - 1)
     assert queries_needed(1e-5) is None  # below the test's floor 1 / 10001
+
+
+def test_answers_that_vanish_from_the_evaluation_are_lost_too(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """q3 and q4 leave the evaluation altogether (no assessment at all): their baseline values
+    are missing now, like n/a ones, and the mean of the two left is no basis for 'ok'."""
+    project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    monkeypatch.setenv("ANSWERS_N", "2")
+    result = project.runpytest("--ragmetrics-json=r.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*groundedness: lost: 2 of 4 queries*: q3, q4"])
+    grounded = metric_of(verdict_of(project), "groundedness")
+    assert (grounded["status"], grounded["queries_lost"]) == ("lost", 2)
+    assert grounded["queries_with_baseline_value"] == 4

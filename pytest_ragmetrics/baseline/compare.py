@@ -140,7 +140,15 @@ def _paired_verdict(
     """One metric's verdict on the queries both have a value for; "lost" when queries that
     had a value in the baseline have none now (None: nothing to compare or lose)."""
     b, c = pairs.values(metric)
-    sets = ValueSets.of(pairs.shared, b, c, pairs.base, metric, now_has_none=now is None)
+    sets = ValueSets.of(
+        pairs.shared,
+        b,
+        c,
+        pairs.base,
+        metric,
+        now_has_none=now is None,
+        gone=verdict.only_baseline,
+    )
     mean_before, mean_now = before, now
     note = sets.note(
         before, now, len(verdict.only_baseline), len(verdict.only_current), bool(pairs.shared)

@@ -46,15 +46,22 @@ class ValueSets:
         metric: str,
         *,
         now_has_none: bool,
+        gone: Sequence[str] = (),
     ) -> ValueSets:
+        """``gone``: queries of the baseline the current evaluation does not hold at all; the
+        ones that had a value of ``metric`` lost it, like a query whose value is n/a now."""
         had, has = ~np.isnan(before), ~np.isnan(now)
         lost = [shared[int(i)] for i in np.flatnonzero(had & ~has)]
         valued = int(had.sum())
         if now_has_none and not lost:
             # No query has a value now and none of the baseline's is shared: every query of
             # the baseline with a value lost it.
-            lost = sorted(q for q, v in base_per_query.items() if v.get(metric) is not None)
+            lost = sorted(q for q, v in base_per_query.items() if _valued(v.get(metric)))
             valued = len(lost)
+        else:
+            vanished = [q for q in gone if _valued(base_per_query.get(q, {}).get(metric))]
+            lost += vanished
+            valued += len(vanished)
         return cls(had & has, lost, int((has & ~had).sum()), valued)
 
     def note(
@@ -151,3 +158,13 @@ def collapsed(metric: str, before: np.ndarray[Any, Any], now: np.ndarray[Any, An
             "queries: a collapse fails whatever the p-value"
         )
     return ""
+
+
+def _valued(value: Any) -> bool:
+    """Whether a stored per-query value is a value (not None, n/a or NaN)."""
+    if value is None or isinstance(value, bool):
+        return False
+    try:
+        return not math.isnan(float(value))
+    except (TypeError, ValueError):
+        return False

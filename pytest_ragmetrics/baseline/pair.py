@@ -40,8 +40,8 @@ class Gap:
             shown = ", ".join(self.queries[:SHOWN])
             more = f" and {len(self.queries) - SHOWN} more" if len(self.queries) > SHOWN else ""
             out.append(
-                f"{where}: {len(self.queries)} queries not in the report (compared on the "
-                f"others): {shown}{more}"
+                f"{where}: {len(self.queries)} queries not in the report (their values count "
+                f"as lost): {shown}{more}"
             )
         return out
 
@@ -177,8 +177,8 @@ def not_compared_notes(run: str, verdict: Verdict) -> list[str]:
     if queries:
         more = f" and {len(queries) - SHOWN} more" if len(queries) > SHOWN else ""
         out.append(
-            f"{run}: {len(queries)} queries of the reference not in this run, not compared: "
-            f"{', '.join(queries[:SHOWN])}{more}"
+            f"{run}: {len(queries)} queries of the reference not in this run (their values "
+            f"count as lost): {', '.join(queries[:SHOWN])}{more}"
         )
     return out
 

@@ -122,7 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
     session.whole_suite = config.args_source != pytest.Config.ArgsSource.ARGS
     session.rootpath = config.rootpath
     config.stash[SESSION_KEY] = session
-    from pytest_ragmetrics.cache import use_default_cache
+    from pytest_ragmetrics.default_cache import use_default_cache
 
     # from_function(..., cache=True) caches in this session's cache (cache_dir, --no-cache).
     config.add_cleanup(use_default_cache(session.cache))
