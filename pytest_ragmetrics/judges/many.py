@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_ragmetrics.data.assessments import AnswerAssessment
 from pytest_ragmetrics.errors import JudgeError
 from pytest_ragmetrics.executors import Executor, resolve_executor
 from pytest_ragmetrics.judges.base import Contexts, Judge
-from pytest_ragmetrics.progress import progress
+from pytest_ragmetrics.progress import counted, progress
 
 #: One answer to judge: ``(query, answer, contexts)`` or ``(query, answer, contexts, query_id)``,
 #: or a mapping with those keys.
@@ -73,20 +73,7 @@ def assess_many(
             results = resolved.map(AssessCall(judge), items, concurrency=concurrency)
             advance(len(items))
             return results
-        return resolved.map(_Counted(AssessCall(judge), advance), items, concurrency=concurrency)
-
-
-class _Counted:
-    """A call that advances the progress bar once it returns (from any thread)."""
-
-    def __init__(self, call: AssessCall, advance: Callable[[int], None]) -> None:
-        self.call = call
-        self.advance = advance
-
-    def __call__(self, item: tuple[str, str, Contexts, str | None]) -> AnswerAssessment:
-        result = self.call(item)
-        self.advance(1)
-        return result
+        return resolved.map(counted(AssessCall(judge), advance), items, concurrency=concurrency)
 
 
 def _describe(judge: Judge) -> str:

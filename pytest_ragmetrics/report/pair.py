@@ -48,13 +48,11 @@ def pair_table(comparison: PairComparison, *, markdown: bool, against: Against) 
     if markdown:
         from pytest_ragmetrics.report.markdown import failures_markdown
 
-        inline = for_markdown
-
         text += failures_markdown(comparison.failed, before, against=against)
         lines = comparison.not_compared_lines()
         if lines:
             text += "\n### Not compared\n\n" + "".join(
-                f"{'  ' if line.startswith('  ') else ''}- {inline(line.strip())}\n"
+                f"{'  ' if line.startswith('  ') else ''}- {for_markdown(line.strip())}\n"
                 for line in lines
             )
     else:
