@@ -24,6 +24,37 @@ QUERIES = [
 QRELS = [("q1", "d1", 1), ("q2", "d2", 2), ("q3", "d3", 1), ("q3", "d4", 0), ("q4", "d5", 1)]
 
 # The toy retriever ranks each query's relevant document first; RAG_WORSE=1 pushes it down.
+
+# A retriever for conftests of several datasets: ranks by the words a document shares with the
+# query, so it works on any corpus; rag_retriever is it, built per (dataset, split) pair.
+OVERLAP_RETRIEVER = """
+class OverlapRetriever:
+    \"\"\"Ranks documents by the words they share with the query (works on any corpus).\"\"\"
+
+    def __init__(self, corpus):
+        self.corpus = corpus
+
+    def identity(self):
+        return {"name": "overlap"}
+
+    def search(self, queries, k):
+        out = {}
+        for qid, text in queries.items():
+            words = set(text.lower().split())
+            scored = {
+                doc.id: len(words & set((doc.title + " " + doc.text).lower().split())) + 0.0
+                for doc in self.corpus
+            }
+            ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+            out[qid] = dict(ranked)
+        return Run.from_dict(out)
+
+
+@pytest.fixture(scope="session")
+def rag_retriever(rag_corpus):
+    return OverlapRetriever(rag_corpus)
+"""
+
 CONFTEST = """
 import os
 

@@ -8,38 +8,17 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from plugin_project import OVERLAP_RETRIEVER
 
-CONFTEST = """
+CONFTEST = (
+    """
 import pytest
 from pytest_ragmetrics import Run
 
 
-class OverlapRetriever:
-    \"\"\"Ranks documents by the words they share with the query (works on any corpus).\"\"\"
-
-    def __init__(self, corpus):
-        self.corpus = corpus
-
-    def identity(self):
-        return {"name": "overlap"}
-
-    def search(self, queries, k):
-        out = {}
-        for qid, text in queries.items():
-            words = set(text.lower().split())
-            scored = {
-                doc.id: len(words & set((doc.title + " " + doc.text).lower().split())) + 0.0
-                for doc in self.corpus
-            }
-            ranked = sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-            out[qid] = dict(ranked)
-        return Run.from_dict(out)
-
-
-@pytest.fixture(scope="session")
-def rag_retriever(rag_corpus):
-    return OverlapRetriever(rag_corpus)
 """
+    + OVERLAP_RETRIEVER
+)
 
 TESTS = """
 import pytest
