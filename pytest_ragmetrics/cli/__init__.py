@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from pytest_ragmetrics.cli_output import SafeOutput, table, write_document
+from pytest_ragmetrics.cli.output import SafeOutput, table, write_document
 from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError, RagMetricsWarning
 from pytest_ragmetrics.options import OPTION, add_cli_argument
@@ -1734,7 +1734,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_calibrate(sub)
     _add_pool(sub)
     _add_judge_pool(sub)
-    from pytest_ragmetrics.cli_generate import add_generate
+    from pytest_ragmetrics.cli.generate import add_generate
 
     add_generate(sub)
     return parser
@@ -1781,6 +1781,3 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     stream.flush()
     return code
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
