@@ -259,7 +259,7 @@ def _evaluate_several(
     from pytest_ragmetrics.data.layouts import load_dataset
     from pytest_ragmetrics.data.trec import read_qrels, read_run, run_tag
     from pytest_ragmetrics.metrics.retrieval import evaluate
-    from pytest_ragmetrics.report.datasets import Cell
+    from pytest_ragmetrics.report.datasets import PairMeans as Cell
 
     qrels_of: dict[str, Any] = {}
     if pairs:
@@ -508,7 +508,7 @@ def _retrieve_several(
     from pytest_ragmetrics.data.trec import write_run
     from pytest_ragmetrics.metrics.retrieval import evaluate
     from pytest_ragmetrics.progress import stream_reporter, use_reporter
-    from pytest_ragmetrics.report.datasets import Cell
+    from pytest_ragmetrics.report.datasets import PairMeans as Cell
     from pytest_ragmetrics.retrievers import build_retriever
 
     metrics = args.metrics or list(DEFAULT_METRICS)
