@@ -16,6 +16,7 @@ from pytest_ragmetrics.errors import BaselineError, ConfigError
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.data.model import Dataset, Qrels
+    from pytest_ragmetrics.data.selection import DatasetSelection
     from pytest_ragmetrics.metrics.evaluation import Evaluation
     from pytest_ragmetrics.records import EvaluationRecord
 
@@ -85,8 +86,11 @@ class Judgments:
     dataset: Dataset | None = None  # with --dataset: query texts and titles for the HTML page
 
 
-def load_judgments(qrels: str | None, dataset: str | None, split: str | None) -> Judgments:
-    """The judgments of ``--qrels FILE`` or ``--dataset DIR [--split S]`` (one is given)."""
+def load_judgments(
+    qrels: str | None, dataset: str | None, split: str | None, *, name: str | None = None
+) -> Judgments:
+    """The judgments of ``--qrels FILE`` or ``--dataset DIR [--split S]`` (one is given;
+    ``name`` overrides the dataset's own)."""
     from pytest_ragmetrics.data.trec import read_qrels
 
     if dataset is None:
@@ -103,13 +107,18 @@ def load_judgments(qrels: str | None, dataset: str | None, split: str | None) ->
         return Judgments(judged, identity, qrels)
     from pytest_ragmetrics.data.layouts import load_dataset
 
-    loaded = load_dataset(dataset, split or "test")
+    loaded = load_dataset(dataset, split or "test", name=name)
     identity = {
         "name": loaded.name,
         "split": loaded.split,
         "fingerprints": {"qrels": loaded.qrels.fingerprint},
     }
     return Judgments(loaded.qrels, identity, f"{dataset} ({loaded.name}, {loaded.split})", loaded)
+
+
+def pair_judgments(pair: DatasetSelection) -> Judgments:
+    """The judgments of one (dataset, split) pair of several, under the pair's name."""
+    return load_judgments(None, str(pair.path), pair.split, name=pair.name)
 
 
 # -- what a file is --------------------------------------------------------------------------------

@@ -94,7 +94,7 @@ def load_systems(
     found = [_read(item, select) for item in inputs]
     read = [(item, record) for item, records, _ in found for record in records]
     _check_judgments(found, read, judgments)
-    names = _metric_names(metrics, judged_only, read)
+    names = metric_names(metrics, judged_only, read)
     for item, record in read:
         missing = [m for m in names if m not in record.evaluation.metrics]
         if missing:
@@ -170,10 +170,10 @@ def _file_systems(
     return systems
 
 
-def _metric_names(
+def metric_names(
     metrics: Sequence[str] | None,
     judged_only: bool,
-    read: Sequence[tuple[Input, EvaluationRecord]],
+    read: Sequence[tuple[Input, EvaluationRecord]] = (),
 ) -> list[str]:
     """Canonical metric names: those asked for, or the default for runs alone, or the ones
     every evaluation read from a file has; ``judged_only`` gives their judged-only forms."""

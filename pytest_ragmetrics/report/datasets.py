@@ -26,6 +26,7 @@ from pytest_ragmetrics.report.tables import (
 )
 
 if TYPE_CHECKING:
+    from pytest_ragmetrics.comparison.datasets import DatasetsComparison
     from pytest_ragmetrics.report.outcome import Checked
 
 
@@ -136,6 +137,33 @@ def dataset_summaries(
             )
         )
     return summarize(cells, metrics, order)
+
+
+def comparison_summaries(comparison: DatasetsComparison) -> list[DatasetSummary]:
+    """The systems x pairs tables of ``compare`` over several datasets, one per metric: each
+    system's means on each pair with its Δ against the reference there."""
+    cells = []
+    for pair in comparison.pairs:
+        verdicts = (
+            {}
+            if pair.comparison is None
+            else {v.system.label: v.verdict for v in pair.comparison.versus}
+        )
+        for system in pair.systems:
+            verdict = verdicts.get(system.label)
+            deltas = (
+                {}
+                if verdict is None
+                else {m.metric: m.delta for m in verdict.metrics if m.delta == m.delta}
+            )
+            cells.append(PairMeans(system.label, pair.pair, system.record.evaluation.mean, deltas))
+    rows = [*comparison.labels]
+    tables = summarize(
+        cells, comparison.metrics, [p.pair for p in comparison.pairs], minimum_pairs=1
+    )
+    for table in tables:  # the systems in the order given, the reference first
+        table.rows.sort(key=lambda row: rows.index(row.label))
+    return tables
 
 
 def summarize(
