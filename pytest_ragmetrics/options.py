@@ -11,6 +11,7 @@ rootdir for an ini value, the current folder for a flag), see
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -583,10 +584,12 @@ def configured(getoption: Callable[..., Any], getini: Callable[[str], Any]) -> b
 # -- the ``ragmetrics`` command -----------------------------------------------------------------
 
 
+@functools.cache
 def cli_type(option: Option) -> Callable[[str], Any] | None:
     """The argparse ``type`` of the ``ragmetrics`` command's flag of ``option``: its parser,
     a refused value becoming argparse's usage error (exit 2) with our message; None when
-    the value is kept as written (a path, a name)."""
+    the value is kept as written (a path, a name). One function per setting, wherever the
+    flag appears."""
     if option.parse is None or option.kind != "value":
         return None
     flag = option.cli or option.flag

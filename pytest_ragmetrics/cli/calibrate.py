@@ -60,13 +60,13 @@ def add_parser(sub: Subparsers) -> None:
         "questions: claim support, answer-reference agreement, passage relevance",
         description=DESCRIPTION,
     )
-    add(p, "--judge", required=True)
+    add(p, "--judge", "the judge to calibrate", required=True)
     add(p, "--question", "support: claim support against --labels (default); agreement: "
         "answer-reference agreement against --labels (embedding and http judges); relevance: "
         "passage relevance against --dataset's qrels", default="support")  # fmt: skip
     add(p, "--labels", "support, agreement: human labels (.gz ok)")
-    add(p, "--dataset", "relevance: dataset folder (qrels and texts)")
-    add(p, "--split", "relevance: the split (default test)")
+    add(p, "--dataset", "relevance: dataset folder (qrels and texts)", metavar="DIR")
+    add(p, "--split", "relevance: the split (default test)", metavar="SPLIT")
     add(p, "--negatives", "relevance, for qrels without judged non-relevant pairs: negatives "
         "sampled per positive (default 1; not with --run)")  # fmt: skip
     add(p, "--run", "relevance: a TREC run; label each query's top --top documents by the "

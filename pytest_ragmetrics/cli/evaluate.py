@@ -52,7 +52,7 @@ def add_parser(sub: Subparsers) -> None:
         metavar="[PAIR=]RUN",
         required=True,
     )
-    add(p, "--metric", "metric such as ndcg_at_10, map, mrr (repeatable; commas too); default: "
+    add(p, "--metric", "metric such as ndcg_at_10, map, mrr (repeatable); default: "
         + " ".join(DEFAULT_METRICS))  # fmt: skip
     for flag in ("--relevance-level", "--gain", "--query-set"):
         add(p, flag)

@@ -72,7 +72,10 @@ class Flag:
         kwargs: dict[str, Any] = {"help": self.help or (option.help if option else "")}
         if self.kind == "switch":
             return {**kwargs, "action": "store_true", "default": self.default or False}
-        kwargs["metavar"] = self.metavar or (option.metavar if option else None)
+        # A flag with choices shows them ({dense,bm25}), not the setting's metavar.
+        kwargs["metavar"] = self.metavar or (
+            option.metavar if option and not self.choices else None
+        )
         kwargs["default"] = self.default
         actions = {"one": _Once, "list": "append"}
         if self.kind in actions:
@@ -150,7 +153,7 @@ FLAGS: dict[str, Flag] = {
     "--gpus-per-actor": _flag("--gpus-per-actor", type=float, metavar="G"),
     # -- judges (calibrate, judge-pool) -----------------------------------------------------------
     "--judge": _setting("ragmetrics_judge", choices=JUDGE_KINDS),
-    "--threshold": _flag("--threshold", type=float),
+    "--threshold": _flag("--threshold", type=float, metavar="T"),
     "--url": _setting("ragmetrics_judge_url"),
     "--api-key-env": _flag("--api-key-env", metavar="VAR"),
     "--timeout": _flag("--timeout", type=float, metavar="SECONDS"),
@@ -166,7 +169,7 @@ FLAGS: dict[str, Flag] = {
     "--top": _flag("--top", type=int, metavar="N"),
     "--max-chars": _flag("--max-chars", type=int, metavar="C"),
     "--limit": _flag("--limit", type=int, metavar="N"),
-    "--seed": _flag("--seed", type=int, default=0),
+    "--seed": _flag("--seed", type=int, default=0, metavar="N"),
     # -- pool, judge-pool -------------------------------------------------------------------------
     "--depth": _flag("--depth", type=int, default=10, metavar="N"),
     "--pool": _flag("--pool", metavar="POOL.jsonl"),
@@ -194,7 +197,7 @@ FLAGS: dict[str, Flag] = {
     "--answerability-judge": _flag("--answerability-judge", choices=JUDGE_KINDS),
     "--judge-model": _flag("--judge-model", metavar="MODEL"),
     "--judge-url": _flag("--judge-url", metavar="URL"),
-    "--judge-threshold": _flag("--judge-threshold", type=float),
+    "--judge-threshold": _flag("--judge-threshold", type=float, metavar="COSINE"),
     "--judge-verdicts": _flag("--judge-verdicts", metavar="FILE.jsonl"),
     "--calibration": _setting("ragmetrics_calibration"),
     "--min-kappa": _setting("ragmetrics_min_judge_kappa"),
@@ -212,10 +215,16 @@ def add(
     required: bool = False,
     choices: Sequence[str] | None = None,
     default: Any = None,
+    setting: str | object | None = SETTING,
 ) -> argparse.Action:
     """Add flag ``name`` (a spelling in :data:`FLAGS`) to ``parser``; ``help`` says what it
-    means for this command (else the flag's own help). The action records its flag
-    (``action.flag``) for the tests and the reference pages."""
+    means for this command (else the flag's own help).
+
+    ``setting`` says which setting the flag is here when its spelling serves several
+    (``--model``: the retriever's in ``retrieve``, the judge's in ``calibrate``; they read
+    values alike), or None where it is no setting's (``generate --url``: the test-set
+    generator's server). The action records its flag and setting (``action.flag``,
+    ``action.setting``) for the tests and the reference pages."""
     flag = FLAGS[name]
     kwargs = flag.arguments()
     if help is not None:
@@ -233,7 +242,20 @@ def add(
         kwargs["required"] = True
     action = parser.add_argument(*flag.spellings, **kwargs)
     action.flag = flag  # type: ignore[attr-defined]
+    action.setting = _setting_of(flag, setting)  # type: ignore[attr-defined]
     return action
+
+
+def _setting_of(flag: Flag, setting: str | object | None) -> str | None:
+    """The setting a flag stands for where it is added (see :func:`add`)."""
+    if setting is SETTING:
+        return flag.setting
+    if setting is None:
+        return None
+    assert isinstance(setting, str) and flag.setting is not None, setting
+    option = OPTION[setting]
+    assert option.cli in flag.spellings and option.parse is OPTION[flag.setting].parse, setting
+    return setting
 
 
 def setting_help(name: str) -> str:

@@ -56,7 +56,7 @@ def add_parser(sub: Subparsers) -> None:
     add(p, "--generator")
     add(p, "--styles", "offline: sentence,title,keyphrase (default all); http: "
         "fact,paraphrase,multi")  # fmt: skip
-    add(p, "--split", "the split the qrels are (default test)", metavar="SPLIT")
+    add(p, "--split", "the split the qrels are (default test)", metavar="SPLIT", setting=None)
     add(p, "--name", "the dataset's name (default: the folder's)")
     add(p, "--format", "of the summary", choices=("table", "json"))
     add(p, "--dry-run", "count the requests the http generator would send (nothing is sent "
@@ -77,14 +77,15 @@ def _add_generator_options(p: argparse.ArgumentParser) -> None:
     add(off, "--max-words", "sentence queries: most words (default 40)")
     add(off, "--keyphrase-terms", "keyphrase queries: words (default 4)")
     web = p.add_argument_group("http generator")
-    add(web, "--url", "base URL (or RAGMETRICS_GENERATOR_URL)")
-    add(web, "--model", "model name (or RAGMETRICS_GENERATOR_MODEL)")
+    add(web, "--url", "base URL (or RAGMETRICS_GENERATOR_URL)", setting=None)
+    add(web, "--model", "model name (or RAGMETRICS_GENERATOR_MODEL)", setting=None)
     add(web, "--api-key-env", "variable holding the API key")
     add(web, "--timeout", "seconds a request may take, retries included (default 120)")
-    add(web, "--concurrency", "requests in flight (default 1)")
+    add(web, "--concurrency", "requests in flight (default 1)", setting=None)
     add(web, "--prompts", "prompt folder: system.txt, fact.txt, paraphrase.txt, multi.txt, "
-        "answer.txt, answer_system.txt (a missing file keeps the built-in prompt)")  # fmt: skip
-    add(web, "--temperature", "sampling temperature (default 0)")
+        "answer.txt, answer_system.txt (a missing file keeps the built-in prompt)",
+        setting=None)  # fmt: skip
+    add(web, "--temperature", "sampling temperature (default 0)", setting=None)
     add(web, "--max-tokens", "tokens per reply (default 64)")
     add(web, "--no-answers", "no reference answers")
     add(web, "--max-passage-chars", "passage cut (default 1500)")

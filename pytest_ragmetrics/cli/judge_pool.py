@@ -33,7 +33,7 @@ def add_parser(sub: Subparsers) -> None:
         "human judgments always win).",
     )
     add(p, "--pool", "from 'ragmetrics pool'", required=True)
-    add(p, "--judge", required=True)
+    add(p, "--judge", "the relevance judge that labels the rows", required=True)
     add(p, "--qrels-out", "supplementary qrels to write", required=True)
     add(p, "--out", "where the labelled pool goes (default: the --pool file, updated in "
         "place)", metavar="POOL.jsonl")  # fmt: skip

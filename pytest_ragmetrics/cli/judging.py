@@ -24,7 +24,12 @@ def add_judge_options(p: argparse.ArgumentParser, *, threshold: str, verdicts: s
     """The options of each judge (:data:`JUDGE_OPTIONS`), in one group per judge."""
     emb = p.add_argument_group("embedding options")
     add(emb, "--threshold", threshold)
-    add(emb, "--model", "embedding: local model folder; http: model name")
+    add(
+        emb,
+        "--model",
+        "embedding: local model folder; http: model name",
+        setting="ragmetrics_judge_model",
+    )
     web = p.add_argument_group("http options")
     add(web, "--url", "base URL of an OpenAI-compatible server (or RAGMETRICS_JUDGE_URL)")
     add(web, "--api-key-env", "environment variable holding the API key (default "

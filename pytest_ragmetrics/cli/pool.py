@@ -32,8 +32,8 @@ def add_parser(sub: Subparsers) -> None:
     )
     add(p, "--qrels")
     add(p, "--dataset", "dataset folder: its qrels (unless --qrels is given) and the query and "
-        "document texts the rows carry (without it rows have ids only)")  # fmt: skip
-    add(p, "--split", "with --dataset: the split (default test)")
+        "document texts the rows carry (without it rows have ids only)", metavar="DIR")  # fmt: skip
+    add(p, "--split", "with --dataset: the split (default test)", metavar="SPLIT")
     add(p, "--run", "TREC run (repeatable)", required=True)
     add(p, "--depth", "top documents per run (default 10)")
     add(p, "--out", "pool file to write", metavar="POOL.jsonl", required=True)

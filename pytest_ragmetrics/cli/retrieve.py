@@ -54,7 +54,7 @@ def add_parser(sub: Subparsers) -> None:
     )
     add(p, "--split", "split(s) whose queries to search: test (default), test,dev, or "
         "NAME=test,dev (repeats add up)")  # fmt: skip
-    add(p, "--retriever", required=True)
+    add(p, "--retriever", "the built-in retriever", required=True)
     add(p, "--k", "documents per query (default 100)", default=SETTING)
     add_cache_options(p, "cache folder for embeddings and runs")
     add(
