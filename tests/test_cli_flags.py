@@ -144,7 +144,7 @@ def test_a_one_value_flag_given_twice_is_refused(
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2
-    flag = argv[[i for i, a in enumerate(argv) if argv.count(a) > 1 and a.startswith("--")][0]]
+    flag = next(a for a in argv if argv.count(a) > 1 and a.startswith("--"))
     err = capsys.readouterr().err
     assert f"argument {flag}: given twice" in err and "give it once" in err
 

@@ -133,7 +133,7 @@ def system_runs(
             found = {text: _folder_runs(Path(text), keys)}
         else:
             path = run_path(text)
-            found = {run_label(path): {run_pair(text, keys, names): path}}
+            found = {run_label(path): {run_pair(text, keys, names, flag=""): path}}
         for label, runs in found.items():
             mine = systems.setdefault(label, {})
             for key, path in runs.items():

@@ -42,24 +42,27 @@ def run_path(text: str) -> str:
     return path if sep and key and not Path(text).exists() else text
 
 
-def run_pair(text: str, keys: Sequence[str], names: Mapping[str, str] | None = None) -> str:
+def run_pair(
+    text: str, keys: Sequence[str], names: Mapping[str, str] | None = None, flag: str = "--run"
+) -> str:
     """The pair key a ``[PAIR=]RUN`` value is for: its ``PAIR=`` prefix (a pair's key, or a
     dataset's name when it has one pair), or the only pair. ``names`` maps each key to its
-    dataset's name."""
+    dataset's name; ``flag`` is how an error names where the value was given."""
+    where = f"{flag} {text}" if flag else text
     key, sep, _ = text.partition("=")
     if sep and key and not Path(text).exists():
         matches = [k for k in keys if key in (k, (names or {}).get(k))]
         if len(matches) == 1:
             return matches[0]
         raise ConfigError(
-            f"--run {text}: {key!r} "
+            f"{where}: {key!r} "
             + ("names several pairs; write NAME-SPLIT" if matches else "is no --dataset pair")
             + f" (the pairs are {', '.join(keys)})"
         )
     if len(keys) == 1:
         return keys[0]
     raise ConfigError(
-        f"--run {text}: with several datasets say which pair it is for: "
+        f"{where}: with several datasets say which pair it is for: "
         f"PAIR={text} with PAIR one of {', '.join(keys)}"
     )
 

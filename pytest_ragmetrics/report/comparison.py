@@ -242,14 +242,15 @@ def datasets_document(comparison: DatasetsComparison, *, markdown: bool) -> str:
 
     render: Render = markdown_table if markdown else text_table
     escape = for_markdown if markdown else for_terminal
+    reference = escape(comparison.reference)
     head = "## ragmetrics compare\n\n" if markdown else ""
-    parts = [f"{head}reference: {escape(comparison.reference)}\n"]
-    parts += [render(summary_grid(s)) + "\n" for s in comparison_summaries(comparison)]
-    parts.append(
-        ("Verdicts against the reference:\n\n" if markdown else "")
-        + render(status_grid(comparison))
-        + "\n"
-    )
+    parts = [
+        f"{head}Reference: {reference}; in brackets each system's Δ against it on that pair "
+        "(the verdicts are in the last table).\n"
+    ]
+    parts += [render(summary_grid(s)).rstrip("\n") + "\n" for s in comparison_summaries(comparison)]
+    verdicts = render(status_grid(comparison)).rstrip("\n")
+    parts.append(f"Verdicts against {reference}:\n\n{verdicts}\n" if markdown else f"{verdicts}\n")
     notes = list(comparison.notes) + [
         f"{p.pair}: {n}" for p in comparison.pairs if p.comparison for n in _notes(p.comparison)
     ]
