@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_plugin_datasets import write_beir
+from test_cli_datasets import animals_and_planets
 
 from pytest_ragmetrics.cli import build_parser, main
 
@@ -82,28 +82,13 @@ def test_flags_with_an_ini_key_are_declared_through_options() -> None:
 
 @pytest.fixture
 def animals_planets(tmp_path: Path) -> dict[str, str]:
-    write_beir(
-        tmp_path / "animals",
-        {"d1": "cats purr", "d2": "dogs bark", "d3": "birds sing"},
-        {"q1": "cats purr", "q2": "dogs bark", "q3": "birds sing"},
-        {"test": {"q1": {"d1": 1}, "q2": {"d2": 1}}, "dev": {"q3": {"d3": 1}}},
-    )
-    write_beir(
-        tmp_path / "planets",
-        {"p1": "mars is red", "p2": "venus is hot"},
-        {"m1": "red mars", "m2": "hot venus"},
-        {"test": {"m1": {"p1": 1}, "m2": {"p2": 1}}},
-    )
+    animals, planets = animals_and_planets(tmp_path)
     run = tmp_path / "run.trec"
     run.write_text(
         "q1 Q0 d1 1 2.0 sys\nq2 Q0 d1 1 2.0 sys\nq3 Q0 d3 1 2.0 sys\n"
         "m1 Q0 p1 1 2.0 sys\nm2 Q0 p2 1 2.0 sys\n"
     )
-    return {
-        "animals": f"animals={tmp_path / 'animals'}",
-        "planets": f"planets={tmp_path / 'planets'}",
-        "run": str(run),
-    }
+    return {"animals": animals, "planets": planets, "run": str(run)}
 
 
 def test_repeated_split_flags_add_up(

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
-from pytest_ragmetrics.cli.flags import add
+from pytest_ragmetrics.cli.flags import SETTING, add
 from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.report.escaping import for_terminal
 
@@ -94,6 +94,20 @@ def add_cache_options(p: argparse.ArgumentParser, folder: str) -> None:
     """--cache-dir (described as ``folder``) and --no-cache."""
     add(p, "--cache-dir", f"{folder} (default .ragmetrics/cache)", metavar="DIR")
     add(p, "--no-cache")
+
+
+def add_endpoint_options(
+    group: argparse._ArgumentGroup, env: str, item: str, timeout: int, *, settings: bool = True
+) -> None:
+    """--url, --api-key-env, --timeout and --concurrency of an OpenAI-compatible server whose
+    environment variables start with ``env`` and which answers ``item`` s: a judge's, or the
+    test-set generator's (``settings=False``: no setting of the plugin is its)."""
+    setting = SETTING if settings else None
+    add(group, "--url", f"base URL of an OpenAI-compatible server (or {env}_URL)", setting=setting)
+    add(group, "--api-key-env", f"environment variable holding the API key (default {env}_API_KEY)")
+    add(group, "--timeout", f"seconds a {item} may take, retries included (default {timeout})")
+    hosted = "; 4 to 16 suits hosted APIs"
+    add(group, "--concurrency", f"{item}s in flight at once (default 1{hosted})", setting=setting)
 
 
 def cache_of(args: argparse.Namespace) -> Cache | None:

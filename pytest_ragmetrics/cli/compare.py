@@ -24,7 +24,6 @@ from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.vocabulary import DEFAULT_METRICS
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.baseline.tolerances import Tolerances
     from pytest_ragmetrics.baseline.verdicts import Against
     from pytest_ragmetrics.comparison import Input, Judgments
     from pytest_ragmetrics.data.selection import DatasetSelection
@@ -133,15 +132,16 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.options import OPTION
 
     option = OPTION["ragmetrics_tolerance"]
-    tolerance = list(args.tolerance or [option.default])
-    tolerances = option.value(" ".join(tolerance), option.cli)
+    # As written (for the reports) and parsed, once for every form.
+    args.tolerance = list(args.tolerance or [option.default])
+    args.tolerances = option.value(" ".join(args.tolerance), option.cli)
     if args.format != "html":
         for flag, value in (("--out", args.out), ("--worst", args.worst)):
             if value is not None:
                 raise ConfigError(f"{flag}: only with --format html")
     pairs = dataset_pairs(args) if args.dataset else []
     if len(pairs) > 1:
-        return _compare_datasets(args, out, pairs, tolerances, tolerance)
+        return _compare_datasets(args, out, pairs)
     inputs = [read_input(path) for path in args.inputs]
     if (
         args.qrels is not None
@@ -155,22 +155,20 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                 "--strict: only in the two-argument form (BASELINE_OR_REPORT REPORT); comparing "
                 "runs, the queries only one run holds are named in each run's verdict"
             )
-        return _compare_runs(args, out, inputs, tolerances, tolerance)
+        return _compare_runs(args, out, inputs)
     named = [flag for name, flag in _RUNS_OPTIONS if given(args, name)]
     if named:
         raise ConfigError(
             f"{', '.join(named)}: only when comparing runs (give --qrels or --dataset); "
             f"{args.inputs[0]} and {args.inputs[1]} are compared evaluation by evaluation"
         )
-    return _compare_pair(args, out, inputs, tolerances, tolerance)
+    return _compare_pair(args, out, inputs)
 
 
 def _compare_pair(
     args: argparse.Namespace,
     out: TextIO,
     inputs: Sequence[Input],
-    tolerances: Tolerances,
-    tolerance: list[str],
 ) -> int:
     """``compare BASELINE_OR_REPORT REPORT``: the plugin's verdicts, evaluation by evaluation,
     and what the baseline holds that the report lacks (failing with --strict)."""
@@ -188,14 +186,14 @@ def _compare_pair(
     pair = compare_pair(
         before,
         after,
-        tolerances,
+        args.tolerances,
         paths=(args.inputs[0], args.inputs[1]),
         alpha=args.alpha,
         unjudged_drops=args.unjudged_drops,
         strict=args.strict,
     )
     if args.format == "html":
-        _pair_page(args, out, pair, before, after, tolerance)
+        _pair_page(args, out, pair, before, after)
     elif args.format == "json":
         write_json(out, pair.to_dict(), sort_keys=True)
     else:
@@ -211,7 +209,6 @@ def _pair_page(
     pair: Any,
     before: dict[tuple[str, str], dict[str, Any]],
     after: dict[tuple[str, str], dict[str, Any]],
-    tolerance: list[str],
 ) -> None:
     """The HTML page of the two-argument form."""
     from pytest_ragmetrics.cli.report import report_header, write_page
@@ -225,7 +222,7 @@ def _pair_page(
         comparison={
             "before": args.inputs[0],
             "after": args.inputs[1],
-            "tolerance": tolerance,
+            "tolerance": args.tolerance,
             "alpha": args.alpha,
             "strict": args.strict,
             "not_compared": pair.not_compared(),
@@ -247,8 +244,6 @@ def _compare_runs(
     args: argparse.Namespace,
     out: TextIO,
     inputs: Sequence[Input],
-    tolerances: Tolerances,
-    tolerance: list[str],
 ) -> int:
     """``compare --qrels Q RUN_A RUN_B ...``: every run against the first."""
     from pytest_ragmetrics.comparison import MOST_CHANGED, compare_systems, load_systems
@@ -264,8 +259,8 @@ def _compare_runs(
     )
     comparison = compare_systems(
         systems,
-        tolerances,
-        tolerance=tolerance,
+        args.tolerances,
+        tolerance=args.tolerance,
         alpha=args.alpha,
         judgments=judgments,
         most_changed=args.most_changed or MOST_CHANGED,
@@ -324,8 +319,6 @@ def _compare_datasets(
     args: argparse.Namespace,
     out: TextIO,
     pairs: list[DatasetSelection],
-    tolerances: Tolerances,
-    tolerance: list[str],
 ) -> int:
     """``compare --dataset A=DIR --dataset B=DIR SYSTEM ...``: each system against the first,
     pair by pair; a systems x pairs table per metric."""
@@ -346,8 +339,8 @@ def _compare_datasets(
         pairs,
         metric_names(args.metrics, bool(args.judged_docs_only)),
         semantics_of(args),
-        tolerances,
-        tolerance=tolerance,
+        args.tolerances,
+        tolerance=args.tolerance,
         alpha=args.alpha,
         unjudged_drops=args.unjudged_drops,
         most_changed=args.most_changed or MOST_CHANGED,

@@ -12,7 +12,12 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from pytest_ragmetrics.cli.common import Subparsers, add_cache_options, one_split
+from pytest_ragmetrics.cli.common import (
+    Subparsers,
+    add_cache_options,
+    add_endpoint_options,
+    one_split,
+)
 from pytest_ragmetrics.cli.flags import add
 from pytest_ragmetrics.errors import ConfigError
 
@@ -77,11 +82,8 @@ def _add_generator_options(p: argparse.ArgumentParser) -> None:
     add(off, "--max-words", "sentence queries: most words (default 40)")
     add(off, "--keyphrase-terms", "keyphrase queries: words (default 4)")
     web = p.add_argument_group("http generator")
-    add(web, "--url", "base URL (or RAGMETRICS_GENERATOR_URL)", setting=None)
+    add_endpoint_options(web, "RAGMETRICS_GENERATOR", "request", 120, settings=False)
     add(web, "--model", "model name (or RAGMETRICS_GENERATOR_MODEL)", setting=None)
-    add(web, "--api-key-env", "variable holding the API key")
-    add(web, "--timeout", "seconds a request may take, retries included (default 120)")
-    add(web, "--concurrency", "requests in flight (default 1)", setting=None)
     add(web, "--prompts", "prompt folder: system.txt, fact.txt, paraphrase.txt, multi.txt, "
         "answer.txt, answer_system.txt (a missing file keeps the built-in prompt)",
         setting=None)  # fmt: skip

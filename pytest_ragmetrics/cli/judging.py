@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pytest_ragmetrics.cli.common import add_endpoint_options
 from pytest_ragmetrics.cli.flags import add
 from pytest_ragmetrics.errors import ConfigError
 
@@ -31,12 +32,7 @@ def add_judge_options(p: argparse.ArgumentParser, *, threshold: str, verdicts: s
         setting="ragmetrics_judge_model",
     )
     web = p.add_argument_group("http options")
-    add(web, "--url", "base URL of an OpenAI-compatible server (or RAGMETRICS_JUDGE_URL)")
-    add(web, "--api-key-env", "environment variable holding the API key (default "
-        "RAGMETRICS_JUDGE_API_KEY)")  # fmt: skip
-    add(web, "--timeout", "seconds a question may take, retries included (default 60)")
-    add(web, "--concurrency", "questions in flight at once (default 1; 4 to 16 suits hosted "
-        "APIs)")  # fmt: skip
+    add_endpoint_options(web, "RAGMETRICS_JUDGE", "question", 60)
     add(
         web,
         "--prompts",

@@ -7,15 +7,8 @@ import argparse
 from collections.abc import Sequence
 from typing import TextIO
 
-from pytest_ragmetrics.cli.common import (
-    OUT_HINT,
-    Subparsers,
-    one_pair,
-    refuse_overwriting,
-    require_positive,
-    tablefmt,
-    write_json,
-)
+from pytest_ragmetrics.cli import common
+from pytest_ragmetrics.cli.common import Subparsers
 from pytest_ragmetrics.cli.flags import FORMATS, add
 from pytest_ragmetrics.cli.output import table
 from pytest_ragmetrics.errors import ConfigError
@@ -54,11 +47,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.data.trec import read_qrels, read_run
     from pytest_ragmetrics.pooling import build_pool, write_pool
 
-    require_positive(args, "depth")
-    pair = one_pair(args)
+    common.require_positive(args, "depth")
+    pair = common.one_pair(args)
     if args.qrels is None and pair is None:
         raise ConfigError("give --qrels FILE or --dataset DIR (or both: texts from the dataset)")
-    refuse_overwriting(
+    common.refuse_overwriting(
         args.out,
         "--out",
         files={"--qrels": args.qrels, **{f"--run {r}": r for r in args.run}},
@@ -75,11 +68,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         queries=None if dataset is None else dataset.queries,
         corpus=None if dataset is None else dataset.corpus,
     )
-    write_pool(args.out, entries, hint=OUT_HINT.format("--out"))
+    write_pool(args.out, entries, hint=common.OUT_HINT.format("--out"))
     per_run = {label: sum(1 for e in entries if label in e.runs) for label in labels}
     queries = len({e.query_id for e in entries})
     if args.format == "json":
-        write_json(
+        common.write_json(
             out,
             {
                 "pool": args.out,
@@ -93,7 +86,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     rows = [[label, str(n)] for label, n in per_run.items()]
     headers = ["run", f"unjudged pairs in its top {args.depth}"]
-    out.write(table(rows, headers=headers, tablefmt=tablefmt(args)) + "\n")
+    out.write(table(rows, headers=headers, tablefmt=common.tablefmt(args)) + "\n")
     out.write(f"\nwrote {args.out}: {len(entries)} unjudged pairs over {queries} queries\n")
     if dataset is None:
         out.write("note: without --dataset the rows carry no texts; a judge needs them\n")

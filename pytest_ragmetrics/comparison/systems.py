@@ -202,18 +202,10 @@ def evaluate_run(
     path: str, run: Run, judgments: Judgments, metrics: Sequence[str], rules: MetricSemantics
 ) -> EvaluationRecord:
     """The record of a TREC run scored against ``judgments`` (its k unknown: None)."""
-    from pytest_ragmetrics.metrics.retrieval import evaluate
+    from pytest_ragmetrics.comparison.runs import score
     from pytest_ragmetrics.records import EvaluationRecord
 
-    evaluation = evaluate(
-        judgments.qrels,
-        run,
-        list(metrics),
-        relevance_level=rules.relevance_level,
-        gain=rules.gain,
-        query_set=rules.query_set,
-        ignore_identical_ids=rules.ignore_identical_ids,
-    )
+    evaluation = score(judgments.qrels, run, metrics, rules)
     # k stays None: a run file does not say how many documents were asked for, and its
     # depth is not that number (a retriever may return fewer).
     return EvaluationRecord(path, "run", evaluation, dataset=dict(judgments.identity))
