@@ -4,7 +4,8 @@ A flag whose setting has an ini key takes its parser, metavar and help from
 :mod:`pytest_ragmetrics.options` (so a value means the same on the command line as in the
 ini file); the others are declared here. A command adds a flag by its spelling with
 :func:`add`; what may differ from one command to the next is only what the flag means there
-(its help), its metavar, whether it is required, a narrower set of choices and a default.
+(its help), its metavar, whether it is required, a narrower set of choices, a default, and
+which setting a spelling several settings share stands for.
 
 Repeating a flag either accumulates (a list flag: ``--dataset``, ``--split``, ``--run``,
 ``-m``, ...) or is refused with a usage error naming it; argparse alone would keep the last
@@ -24,7 +25,9 @@ from pytest_ragmetrics.vocabulary import JUDGE_KINDS, RETRIEVER_KINDS
 Kind = Literal["one", "list", "switch", "positional"]
 Parser = argparse.ArgumentParser | argparse._ArgumentGroup | argparse._MutuallyExclusiveGroup
 FORMATS = ("table", "json", "markdown", "html")
-SETTING = object()  # add(..., default=SETTING): the setting's own default value
+# add(..., default=SETTING): the setting's own default value; add(..., setting=SETTING) (the
+# default): the flag stands for its own setting, if it has one.
+SETTING = object()
 _ONCE = "_ragmetrics_given"  # the namespace attribute that remembers the one-value flags given
 
 
