@@ -11,6 +11,7 @@ rootdir for an ini value, the current folder for a flag), see
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -191,6 +192,7 @@ OPTIONS: tuple[Option, ...] = (
         "false",
         parse=_text,
         metavar="WHICH",
+        cli="--ignore-identical-ids",
     ),
     Option(
         "ragmetrics_k",
@@ -208,6 +210,7 @@ OPTIONS: tuple[Option, ...] = (
         parse=_metrics,
         ini_type="args",
         metavar="NAMES",
+        cli="--metric",
     ),
     Option(
         "ragmetrics_judged_rankings",
@@ -258,6 +261,7 @@ OPTIONS: tuple[Option, ...] = (
         "all-MiniLM-L6-v2), the served model's name for http (or RAGMETRICS_JUDGE_MODEL)",
         kind="model",
         metavar="MODEL",
+        cli="--model",
     ),
     Option(
         "ragmetrics_judge_url",
@@ -322,6 +326,7 @@ OPTIONS: tuple[Option, ...] = (
         "default: no limit)",
         parse=_positive(200000),
         metavar="TOKENS",
+        cli="--budget",
     ),
     Option(
         "ragmetrics_generator_url",
@@ -463,6 +468,7 @@ OPTIONS: tuple[Option, ...] = (
         parse=_bool,
         kind="flag",
         ini_type="bool",
+        cli="--strict",
     ),
     Option(
         "ragmetrics_cache_dir",
@@ -484,6 +490,7 @@ OPTIONS: tuple[Option, ...] = (
         "write the HTML report here: one self-contained page (open it from a CI artifact)",
         kind="output",
         metavar="FILE",
+        cli="--html",
     ),
     Option(
         "ragmetrics_html_worst",
@@ -491,6 +498,7 @@ OPTIONS: tuple[Option, ...] = (
         "10",
         parse=_positive(10),
         metavar="N",
+        cli="--worst",
     ),
     Option(
         "ragmetrics_junit_properties",
@@ -506,6 +514,7 @@ OPTIONS: tuple[Option, ...] = (
         "judges whose calibrated Cohen's kappa is below this",
         parse=_between(-1.0, 1.0),
         metavar="KAPPA",
+        cli="--min-kappa",
     ),
     Option(
         "ragmetrics_calibration",
@@ -514,6 +523,7 @@ OPTIONS: tuple[Option, ...] = (
         ".ragmetrics/calibration.json",
         kind="input",
         metavar="FILE",
+        cli="--calibration",
     ),
 )
 OPTION = {option.name: option for option in OPTIONS}
@@ -574,31 +584,20 @@ def configured(getoption: Callable[..., Any], getini: Callable[[str], Any]) -> b
 # -- the ``ragmetrics`` command -----------------------------------------------------------------
 
 
-def add_cli_argument(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
-    name: str,
-    *,
-    help: str | None = None,
-    default: Any = None,
-    **extra: Any,
-) -> None:
-    """Add the ``ragmetrics`` command's flag of setting ``name``, parsed by the same parser.
-
-    A value the parser refuses is argparse's usage error (exit 2) with our message.
-    """
-    option = OPTION[name]
-    if option.cli is None:
-        raise ValueError(f"{name} has no flag in the ragmetrics command")
-    parse = option.parse
+@functools.cache
+def cli_type(option: Option) -> Callable[[str], Any] | None:
+    """The argparse ``type`` of the ``ragmetrics`` command's flag of ``option``: its parser,
+    a refused value becoming argparse's usage error (exit 2) with our message; None when
+    the value is kept as written (a path, a name). One function per setting, wherever the
+    flag appears."""
+    if option.parse is None or option.kind != "value":
+        return None
+    flag = option.cli or option.flag
 
     def typed(text: str) -> Any:
         try:
-            return option.value(text, option.cli)
+            return option.value(text, flag)
         except ConfigError as exc:  # argparse names the flag itself: "argument --k: ..."
-            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option.cli}: ")) from None
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag}: ")) from None
 
-    kwargs: dict[str, Any] = {"help": help or option.help, "metavar": option.metavar}
-    if parse is not None and option.kind == "value":
-        kwargs["type"] = typed
-    kwargs.update(extra)
-    parser.add_argument(option.cli, default=default, **kwargs)
+    return typed

@@ -100,3 +100,17 @@ def checked_notes(
 def unknown_documents(labels: Qrels, corpus: Corpus) -> int:
     """How many labels name a document the corpus does not have."""
     return sum(1 for docs in labels.to_dict().values() for doc in docs if doc not in corpus)
+
+
+def query_notes(path: str | None, labels: Qrels, human: Qrels) -> list[str]:
+    """A note when none of the labels is for a query the human qrels judge: they were made
+    for other qrels and add nothing (a check that needs no corpus)."""
+    judged = {qid for qid, docs in human.to_dict().items() if docs}
+    queries = sorted(labels.to_dict())
+    if not queries or judged.intersection(queries):
+        return []
+    return [
+        f"{path or 'supplementary qrels'}: none of its labels is for a query these qrels judge "
+        f"({len(queries)} queries, e.g. {queries[0]}): they were made for other qrels and add "
+        "nothing"
+    ]

@@ -201,7 +201,10 @@ def test_two_runs_table(runs) -> None:
     assert code == 0
     assert f"reference: {runs['a']} (TREC run)\njudgments: {runs['qrels']}\n" in text
     row = next(line for line in text.splitlines() if line.startswith(str(runs["b"]) + " "))
-    assert row.split() == [str(runs["b"]), "TREC", "run", "unknown", "0.9167", "▲", "improved"]
+    # The same cells as the Markdown table's: the mean, its Δ against the reference, the marks.
+    assert row.split() == [
+        str(runs["b"]), "TREC", "run", "unknown", "0.9167", "(+0.2778", "▲)", "improved"
+    ]  # fmt: skip
     pair = next(line for line in text.splitlines() if line.startswith("mrr "))
     assert pair.split()[:4] == ["mrr", "0.6389", "0.9167", "+0.2778"]
     assert pair.split()[-4:] == ["3", "2", "1", "improved"]  # wins ties losses

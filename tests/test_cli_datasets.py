@@ -11,9 +11,8 @@ from test_plugin_datasets import write_beir
 from pytest_ragmetrics.cli import main
 
 
-@pytest.fixture
-def folders(tmp_path: Path) -> list[str]:
-    pytest.importorskip("bm25s")
+def animals_and_planets(tmp_path: Path) -> list[str]:
+    """Two BEIR folders (animals: test and dev splits; planets: test) as NAME=DIR values."""
     write_beir(
         tmp_path / "animals",
         {"d1": "cats purr", "d2": "dogs bark", "d3": "birds sing"},
@@ -27,6 +26,12 @@ def folders(tmp_path: Path) -> list[str]:
         {"test": {"m1": {"p1": 1}, "m2": {"p2": 1}}},
     )
     return [f"animals={tmp_path / 'animals'}", f"planets={tmp_path / 'planets'}"]
+
+
+@pytest.fixture
+def folders(tmp_path: Path) -> list[str]:
+    pytest.importorskip("bm25s")
+    return animals_and_planets(tmp_path)
 
 
 def test_retrieve_writes_a_run_per_pair_and_a_summary(

@@ -266,3 +266,50 @@ def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path: Path) -> None
     assert code == 0, stderr
     assert first.startswith(b"query")
     assert "internal error" not in stderr and "Traceback" not in stderr
+
+
+# -- --supplementary-qrels without --dataset (issue 24 class 8) ---------------------------------
+
+
+def test_supplementary_qrels_beside_qrels_alone_say_what_cannot_be_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Labels record the corpus they were made for; --qrels names no corpus, so that cannot
+    be checked: a note on stderr says so (and how to check it), the numbers still come."""
+    from test_pooling import dataset, files
+    from test_supplement_provenance import judged_labels
+
+    labels = judged_labels(tmp_path, dataset(tmp_path), capsys)
+    f = files(tmp_path)
+    args = ["--qrels", str(f["qrels"]), "--run", str(f["a"]), "--supplementary-qrels", str(labels)]
+    code, text = run_cli(*args, "--format", "json")
+    assert code == 0
+    assert json.loads(text)["supplemented"]["labels_used"] == 3
+    err = capsys.readouterr().err
+    assert err.startswith(f"ragmetrics evaluate: note: --supplementary-qrels {labels}: made for ")
+    assert "--qrels names no corpus, so whether the labels are for the documents this run" in err
+    assert "give --dataset DIR instead of --qrels to check it" in err
+    assert err.count("\n") == 1
+
+
+def test_supplementary_labels_for_none_of_the_judged_queries_get_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A check that needs no corpus: labels on queries these qrels do not judge add nothing,
+    so they were made for other qrels."""
+    from test_pooling import JUDGE, files
+
+    from pytest_ragmetrics.pooling import HEADER_PREFIX
+
+    labels = tmp_path / "other.qrels"
+    labels.write_text(HEADER_PREFIX + json.dumps(JUDGE) + "\nx1 0 d1 1\nx2 0 d3 1\n")
+    f = files(tmp_path)
+    args = ["--qrels", str(f["qrels"]), "--run", str(f["a"]), "--supplementary-qrels", str(labels)]
+    code, text = run_cli(*args)
+    assert code == 0
+    assert (
+        f"note: {labels}: none of its labels is for a query these qrels judge (2 queries, e.g. "
+        "x1): they were made for other qrels and add nothing"
+    ) in text
+    err = capsys.readouterr().err
+    assert "the file does not say which corpus its labels were made for" in err

@@ -78,6 +78,6 @@ def test_naming_the_kinds_imports_nothing_else() -> None:
 
 
 def test_the_cli_knows_the_options_of_every_judge() -> None:
-    from pytest_ragmetrics.cli import _JUDGE_OPTIONS
+    from pytest_ragmetrics.cli.judging import JUDGE_OPTIONS
 
-    assert tuple(_JUDGE_OPTIONS) == JUDGE_KINDS
+    assert tuple(JUDGE_OPTIONS) == JUDGE_KINDS

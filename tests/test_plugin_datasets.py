@@ -298,3 +298,44 @@ def test_a_threshold_for_an_unknown_dataset_is_a_collection_error(
         ]
     )
     assert result.ret == pytest.ExitCode.INTERRUPTED
+
+
+PARTIAL_TESTS = """
+import pytest
+
+
+def test_retrieval(rag_eval, rag_run, rag_dataset):
+    rag_eval.retrieval(rag_run, name="overlap")
+
+
+@pytest.mark.rag_dataset("animals")
+def test_animals_only(rag_eval, rag_run):
+    rag_eval.retrieval(rag_run, name="overlap")
+"""
+
+
+def test_a_row_missing_a_pair_shows_a_dash_and_no_mean(pytester: pytest.Pytester) -> None:
+    """The issue's case: an evaluation on one of two datasets. Its mean over the one it has
+    (here 0.5655) would sit beside the two-dataset mean as if it compared with it."""
+    project(pytester, TWO, PARTIAL_TESTS)
+    result = pytester.runpytest("--ragmetrics-json=report.json", "--ragmetrics-markdown=r.md")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "ndcg_at_10*animals-test*planets-test*mean",
+            "*",
+            "test_rag.py::test_animals_only [[]overlap[]] *0.5655 *- *-",
+            "test_rag.py::test_retrieval [[]overlap[]] *0.5655 *1.0000 *0.7827",
+            "",
+            "- means no value on that pair; a row with one has no mean*",
+        ]
+    )
+    table = json.loads((pytester.path / "report.json").read_text())["summary"]["by_dataset"]
+    rows = {row["evaluation"]: row for row in table["ndcg_at_10"]["rows"]}
+    partial = rows["test_rag.py::test_animals_only [overlap]"]
+    assert partial["mean"] is None and partial["missing"] == ["planets-test"]
+    assert rows["test_rag.py::test_retrieval [overlap]"]["mean"] == pytest.approx(0.78277, 1e-4)
+    markdown = (pytester.path / "r.md").read_text()
+    assert "| test_rag.py::test_animals_only [overlap] | **0.5655** | - | - |" in markdown
+    assert "| test_rag.py::test_retrieval [overlap] | **0.5655** | 1.0000 | 0.7827 |" in markdown
+    assert "Best value per column in bold; - means no value on that pair;" in markdown

@@ -546,6 +546,8 @@ def test_cli_ray_flag_errors(
         "--out",
         str(tmp_path / "r.trec"),
     ]
+    if "--retriever" in flags:  # a second --retriever is refused, not the last one kept
+        del argv[3:5]
     code, _ = _cli(*argv, *flags)
     assert code == 2
     err = capsys.readouterr().err

@@ -42,15 +42,19 @@ def configuration_markdown() -> str:
         "`[tool.pytest.ini_options]`, `tox.ini` or `setup.cfg`) and a pytest flag of the same",
         "name with dashes; a flag given on the command line wins over the ini key. Paths in an",
         "ini key are relative to pytest's rootdir, paths given as flags to the current folder.",
-        "Where the `ragmetrics` command has the same setting, its flag is listed too; it is",
-        "parsed by the same code, so a value means the same thing in both places.",
+        "Where the `ragmetrics` command has the same setting, its flag is listed too, with the",
+        "commands that have it; it is parsed by the same code, so a value means the same thing",
+        "in both places.",
         "",
         "| ini key | pytest flag | `ragmetrics` flag | default | what it does |",
         "|---|---|---|---|---|",
     ]
+    commands = setting_commands()
     for option in OPTIONS:
         default = f"`{_cell(option.default)}`" if option.default not in (None, "") else "—"
-        cli = f"`{option.cli}`" if option.cli else "—"
+        cli = "—"
+        if option.cli:
+            cli = f"`{option.cli}` ({', '.join(commands.get(option.name, []))})"
         flag = f"`{option.flag}` {_cell(option.metavar)}"  # a `|` in code would show its `\\`
         lines.append(f"| `{option.name}` | {flag} | {cli} | {default} | {_cell(option.help)} |")
     lines += [
@@ -64,6 +68,19 @@ def configuration_markdown() -> str:
     ]
     lines += [f"| `{flag.flag}` | {_cell(flag.help)} |" for flag in FLAGS]
     return "\n".join(lines) + "\n"
+
+
+def setting_commands() -> dict[str, list[str]]:
+    """The commands whose flag stands for each setting (the parsers record it)."""
+    from pytest_ragmetrics.cli import build_parser
+
+    found: dict[str, list[str]] = {}
+    for name, command in _subcommands(build_parser()).items():
+        for action in command._actions:
+            setting = getattr(action, "setting", None)
+            if setting is not None and name not in found.get(setting, []):
+                found.setdefault(setting, []).append(name)
+    return found
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

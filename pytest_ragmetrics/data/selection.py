@@ -89,7 +89,8 @@ def parse_splits(text: str, names: Sequence[str], where: str) -> dict[str, tuple
                 f"{where}: {item!r} names no configured dataset; the datasets are "
                 f"{', '.join(names)}"
             )
-        per_name[name] = tuple(dict.fromkeys(_splits(splits, where)))
+        # Named twice ("a=test a=dev", or --split given twice): the splits add up.
+        per_name[name] = tuple(dict.fromkeys([*per_name.get(name, ()), *_splits(splits, where)]))
     fallback = tuple(dict.fromkeys(default)) or ("test",)
     return {name: per_name.get(name, fallback) for name in names}
 

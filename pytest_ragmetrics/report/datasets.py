@@ -1,6 +1,11 @@
-"""The per-dataset summary of a session that evaluated several (dataset, split) pairs: per
-metric, the evaluations as rows, the pairs as columns and their mean (FlagEmbedding's and
-MTEB's layout), with the Δ against the baseline in each cell."""
+"""The per-dataset summary: per metric, the evaluations (or systems) as rows, the (dataset,
+split) pairs as columns and their mean (FlagEmbedding's and MTEB's layout), with the Δ against
+the baseline in each cell.
+
+One builder and one rule for every place that shows it (the plugin's terminal, Markdown and
+JSON reports; ``ragmetrics evaluate``, ``retrieve`` and ``compare`` over several datasets): a
+row without a value on some pair shows ``-`` there and has no mean, since a mean over fewer
+pairs would sit beside full ones as if it compared with them."""
 
 from __future__ import annotations
 
@@ -10,9 +15,25 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_ragmetrics.deltas import delta_text
+from pytest_ragmetrics.report.tables import (
+    MISSING,
+    Cell,
+    Table,
+    alignment,
+    mark_best,
+    markdown_table,
+    text_table,
+)
 
 if TYPE_CHECKING:
+    from pytest_ragmetrics.comparison.datasets import DatasetsComparison
     from pytest_ragmetrics.report.outcome import Checked
+
+
+PARTIAL_LEGEND = (
+    "- means no value on that pair; a row with one has no mean (a mean over fewer pairs would "
+    "not compare with the others)"
+)
 
 
 @dataclass
@@ -23,34 +44,40 @@ class SummaryRow:
     values: dict[str, float] = field(default_factory=dict)
     deltas: dict[str, float] = field(default_factory=dict)
 
+    def missing(self, columns: Sequence[str]) -> list[str]:
+        """The pairs it has no value on (NaN included: the metric is undefined there)."""
+        return [c for c in columns if c not in self.values or math.isnan(self.values[c])]
+
     def mean(self, columns: Sequence[str]) -> float | None:
-        """The mean over the pairs it has a value for (None: none) — unweighted, as MTEB."""
-        cells = [self.values[c] for c in columns if c in self.values]
-        finite = [v for v in cells if not math.isnan(v)]
-        return sum(finite) / len(finite) if finite else None
+        """The unweighted mean over every pair (as MTEB and FlagEmbedding), or None when it
+        misses one: a mean over fewer pairs would sit beside the others as if it compared."""
+        if self.missing(columns):
+            return None
+        return sum(self.values[c] for c in columns) / len(columns)
 
 
 @dataclass
 class DatasetSummary:
-    """One metric's table."""
+    """One metric's table: the evaluations (systems) as rows, the pairs as columns."""
 
     metric: str
     columns: list[str]
     rows: list[SummaryRow]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "columns": list(self.columns),
-            "rows": [
-                {
-                    "evaluation": row.label,
-                    "values": {c: _num(v) for c, v in row.values.items()},
-                    "deltas": dict(row.deltas),
-                    "mean": row.mean(self.columns),
-                }
-                for row in self.rows
-            ],
-        }
+        out: dict[str, Any] = {"columns": list(self.columns), "rows": []}
+        for row in self.rows:
+            item: dict[str, Any] = {
+                "evaluation": row.label,
+                "values": {c: _num(v) for c, v in row.values.items()},
+                "deltas": dict(row.deltas),
+                "mean": row.mean(self.columns),
+            }
+            missing = row.missing(self.columns)
+            if missing:
+                item["missing"] = missing  # why "mean" is null
+            out["rows"].append(item)
+        return out
 
 
 def pair_key(dataset: Any) -> str | None:
@@ -78,7 +105,7 @@ def without_pair(test: str, key: str) -> str:
 
 
 @dataclass(frozen=True)
-class Cell:
+class PairMeans:
     """One evaluation's means on one pair: a row label, the pair, the means and the Δs."""
 
     label: str
@@ -92,14 +119,14 @@ def dataset_summaries(
 ) -> list[DatasetSummary]:
     """A table per metric, when retrieval evaluations ran on at least two pairs (else []);
     the columns in ``order`` (the configured pairs) first."""
-    cells = []
+    cells: list[PairMeans] = []
     for checked in evaluations:
         key = pair_key(checked.record.dataset)
         if checked.layer != "retrieval" or key is None:
             continue
         verdict = checked.outcome.baseline
         cells.append(
-            Cell(
+            PairMeans(
                 f"{without_pair(checked.record.test, key)} [{checked.record.name}]",
                 key,
                 checked.record.evaluation.mean,
@@ -112,8 +139,35 @@ def dataset_summaries(
     return summarize(cells, metrics, order)
 
 
+def comparison_summaries(comparison: DatasetsComparison) -> list[DatasetSummary]:
+    """The systems x pairs tables of ``compare`` over several datasets, one per metric: each
+    system's means on each pair with its Δ against the reference there."""
+    cells = []
+    for pair in comparison.pairs:
+        verdicts = (
+            {}
+            if pair.comparison is None
+            else {v.system.label: v.verdict for v in pair.comparison.versus}
+        )
+        for system in pair.systems:
+            verdict = verdicts.get(system.label)
+            deltas = (
+                {}
+                if verdict is None
+                else {m.metric: m.delta for m in verdict.metrics if m.delta == m.delta}
+            )
+            cells.append(PairMeans(system.label, pair.pair, system.record.evaluation.mean, deltas))
+    rows = [*comparison.labels]
+    tables = summarize(
+        cells, comparison.metrics, [p.pair for p in comparison.pairs], minimum_pairs=1
+    )
+    for table in tables:  # the systems in the order given, the reference first
+        table.rows.sort(key=lambda row: rows.index(row.label))
+    return tables
+
+
 def summarize(
-    cells: Sequence[Cell],
+    cells: Sequence[PairMeans],
     metrics: Sequence[str],
     order: Sequence[str] = (),
     *,
@@ -142,38 +196,40 @@ def summarize(
     return tables
 
 
-def summary_table(summary: DatasetSummary, tablefmt: str = "simple") -> str:
-    """The table as text (tabulate's ``simple`` for the terminal, ``github`` for Markdown),
-    its labels escaped for that sink."""
-    from tabulate import tabulate
-
-    from pytest_ragmetrics.report.escaping import for_markdown, for_terminal
-
-    text = for_markdown if tablefmt == "github" else for_terminal
+def summary_grid(summary: DatasetSummary) -> Table:
+    """The typed table of one metric (every sink renders this one): a row per evaluation, a
+    column per pair (the value, its Δ against the baseline in brackets), the mean; ``-`` where
+    a row has no value, and no mean for such a row; the best of each column marked."""
     rows = []
     for row in summary.rows:
-        cells = []
+        line = [Cell(row.label)]
         for column in summary.columns:
             value = row.values.get(column)
-            if value is None:
-                cells.append("")
-                continue
             delta = row.deltas.get(column)
-            shown = _fmt(value)
-            cells.append(shown if delta is None else f"{shown} ({delta_text(delta)})")
-        mean = row.mean(summary.columns)
-        rows.append([text(row.label), *cells, _fmt(mean)])
-    return tabulate(
-        rows,
-        headers=[text(summary.metric), *map(text, summary.columns), "mean"],
-        tablefmt=tablefmt,
-        disable_numparse=True,
-        colalign=("left", *("right",) * (len(summary.columns) + 1)),
+            suffix = "" if delta is None else f"({delta_text(delta)})"
+            line.append(Cell(MISSING if value is None else _fmt(value), suffix))
+        line.append(Cell(_fmt(row.mean(summary.columns))))
+        rows.append(line)
+    numbers = range(1, len(summary.columns) + 2)
+    partial = any(row.missing(summary.columns) for row in summary.rows)
+    return Table(
+        (summary.metric, *summary.columns, "mean"),
+        tuple(map(tuple, mark_best(rows, numbers))),
+        alignment(1, len(numbers)),
+        (PARTIAL_LEGEND,) if partial else (),
     )
 
 
+def summary_table(summary: DatasetSummary, tablefmt: str = "simple") -> str:
+    """The table as text: ``simple`` for the terminal, ``github`` for Markdown."""
+    grid = summary_grid(summary)
+    return markdown_table(grid).rstrip("\n") if tablefmt == "github" else text_table(grid)
+
+
 def _fmt(value: float | None) -> str:
-    return "n/a" if value is None or math.isnan(value) else f"{value:.4f}"
+    if value is None:
+        return MISSING
+    return "n/a" if math.isnan(value) else f"{value:.4f}"
 
 
 def _num(value: float) -> float | None:

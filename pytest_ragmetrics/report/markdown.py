@@ -1,5 +1,6 @@
 """Markdown (for $GITHUB_STEP_SUMMARY and pull-request comments): the session report, and the
-two forms of ``ragmetrics compare --format markdown``.
+details of ``ragmetrics compare BASELINE_OR_REPORT REPORT --format markdown`` (the runs form is
+in :mod:`pytest_ragmetrics.report.comparison`).
 
 The session report has, per layer, one table with a row per evaluation and a column per metric,
 like the terminal table: the value, Δ against the baseline in brackets, the best value of each
@@ -19,12 +20,11 @@ from pytest_ragmetrics.vocabulary import LAYERS
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.baseline.verdicts import Against, MetricVerdict, Verdict
-    from pytest_ragmetrics.comparison import SystemsComparison, Versus
     from pytest_ragmetrics.records import EvaluationRecord
     from pytest_ragmetrics.report.outcome import Checked, SessionOutcome
 
 MAX_BYTES = 1024 * 1024 - 4096  # GitHub rejects step summaries over 1 MiB
-_MARKS = {"regressed": "▼", "improved": "▲", "lost": "▼"}
+MARKS = {"regressed": "▼", "improved": "▲", "lost": "▼"}
 
 
 def markdown_report(outcome: SessionOutcome, *, title: str = "pytest-ragmetrics") -> str:
@@ -44,17 +44,17 @@ def markdown_report(outcome: SessionOutcome, *, title: str = "pytest-ragmetrics"
             parts.append(_layer_table(group, outcome.metrics))
         notes = outcome.notes(layer)
         if notes:
-            parts.append(_notes(notes))
+            parts.append(notes_markdown(notes))
     from pytest_ragmetrics.report.datasets import dataset_summaries, summary_table
 
     summaries = dataset_summaries(outcome.evaluations, outcome.metrics, outcome.dataset_order)
     if summaries:
         parts.append("### Per dataset\n\nMean over datasets; Δ to the baseline in brackets.\n")
         parts += [summary_table(s, "github") + "\n" for s in summaries]
-    return _within_limit("\n".join(parts))
+    return within_limit("\n".join(parts))
 
 
-def _notes(notes: Sequence[str]) -> str:
+def notes_markdown(notes: Sequence[str]) -> str:
     return "Notes:\n\n" + "".join(f"- {inline(n, starts_line=True)}\n" for n in notes)
 
 
@@ -123,7 +123,7 @@ def _layer_table(chosen: Sequence[Checked], preferred: Sequence[str]) -> str:
 
 
 def _delta(metric: MetricVerdict) -> str:
-    mark = _MARKS.get(metric.status, "")
+    mark = MARKS.get(metric.status, "")
     if metric.status == "lost":
         return f" (lost on {metric.lost} queries {mark})"
     return f" ({delta_text(metric.delta)}{' ' + mark if mark else ''})"
@@ -139,7 +139,7 @@ def _value(checked: Checked, metric: str) -> float | None:
     return None if value is None or value != value else value
 
 
-def _within_limit(text: str) -> str:
+def within_limit(text: str) -> str:
     encoded = text.encode("utf-8")
     if len(encoded) > MAX_BYTES:
         cut = encoded[:MAX_BYTES].decode("utf-8", errors="ignore")
@@ -185,124 +185,3 @@ def failures_markdown(
     for recorded, verdict in failed:
         parts.append(message_markdown(failure_message(recorded, verdict, before, against=against)))
     return "\n".join(parts)
-
-
-# -- ragmetrics compare with runs ---------------------------------------------------------------
-
-
-def comparison_markdown(comparison: SystemsComparison) -> str:
-    """``compare --qrels Q RUN_A RUN_B ... --format markdown``: the runs' means (best in bold,
-    Δ against the reference), each run against the reference, then what failed and why."""
-    # Long: one document's sections in order; each is a few lines of table text.
-    from pytest_ragmetrics.comparison import KIND_WORDS, k_text, semantics_text
-
-    reference = comparison.reference
-    metrics = list(comparison.metrics)
-    facts = [f"Reference: **{inline(reference.label)}** ({KIND_WORDS[reference.kind]})."]
-    if comparison.judgments is not None:
-        facts.append(f"Judgments: {inline(comparison.judgments.description)}.")
-    semantics = reference.record.evaluation.semantics
-    if semantics is not None:
-        facts.append(f"Semantics: {semantics_text(semantics.as_dict())}.")
-    parts = ["## ragmetrics compare", "", " ".join(facts), ""]
-    best = {
-        m: _best(_finite(s.record.evaluation.mean.get(m)) for s in comparison.systems)
-        for m in metrics
-    }
-    by_system = {id(v.system): v for v in comparison.versus}
-    lines = [
-        "| run | input | k | " + " | ".join(inline(m) for m in metrics) + " | status |",
-        "|---|---|---|" + "---:|" * len(metrics) + "---|",
-    ]
-    for system in comparison.systems:
-        versus = by_system.get(id(system))
-        verdicts = {m.metric: m for m in versus.verdict.metrics} if versus else {}
-        cells = []
-        for metric in metrics:
-            value = _finite(system.record.evaluation.mean.get(metric))
-            cell = "n/a" if value is None else f"{value:.4f}"
-            if value is not None and value == best[metric]:
-                cell = f"**{cell}**"
-            m = verdicts.get(metric)
-            if m is not None:
-                marks = _MARKS.get(m.status, "") + ("\\*" if _significant(comparison, m) else "")
-                cell += f" ({delta_text(m.delta)}{' ' + marks if marks else ''})"
-            cells.append(cell)
-        status = versus.verdict.status if versus else "reference"
-        lines.append(
-            f"| {inline(system.label)} | {KIND_WORDS[system.kind]} | {k_text(system.record.k)} | "
-            + " | ".join(cells)
-            + f" | {status} |"
-        )
-    parts.append("\n".join(lines))
-    parts.append(
-        f"\nBest value per metric in bold; in brackets Δ against the reference: ▲ ▼ beyond the "
-        f"tolerance ({inline(' '.join(comparison.tolerance))}), \\* p < "
-        f"{comparison.significance:g} (paired randomization test).\n"
-    )
-    for versus in comparison.versus:
-        parts.append(_versus_markdown(comparison, versus))
-    notes = [f"{s.label}: {n}" for s in comparison.systems for n in s.record.evaluation.notes]
-    notes += [n for v in comparison.versus for n in v.notes]
-    if notes:
-        parts.append(_notes(notes))
-    if comparison.failed:
-        parts.append("### What failed\n")
-        for versus in comparison.failed:
-            parts.append(message_markdown(comparison.explanation(versus)))
-    parts.append(
-        f"{len(comparison.systems)} runs, {len(comparison.failed)} failed against the reference.\n"
-    )
-    return _within_limit("\n".join(parts))
-
-
-def _versus_markdown(comparison: SystemsComparison, versus: Versus) -> str:
-    from pytest_ragmetrics.comparison import rank_move
-
-    verdict = versus.verdict
-    parts = [
-        f"### {inline(versus.system.label)} against {inline(comparison.reference.label)}: "
-        f"{verdict.status}\n"
-    ]
-    if not verdict.metrics:
-        return parts[0]
-    rows = [
-        "| metric | reference | run | Δ | 95% CI of Δ | p | wins | ties | losses | status |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for m in verdict.metrics:
-        c = m.comparison
-        stats = "| | | | |"
-        if c is not None and c.n:
-            stats = (
-                f"| [{delta_text(c.ci_low)}, {delta_text(c.ci_high)}] | {c.p_value:.4f} | "
-                f"{c.better} | {c.same} | {c.worse} |"
-            )
-        rows.append(
-            f"| {inline(m.metric)} | {m.baseline:.4f} | {m.current:.4f} | {delta_text(m.delta)} "
-            f"{stats} {m.status} |"
-        )
-    parts.append("\n".join(rows) + "\n")
-    first = comparison.metrics[0]
-    changes = versus.most_changed.get(first, ())
-    if changes:
-        parts.append(
-            f"Most changed by {inline(first)}:\n\n"
-            "| query | reference | run | Δ | first relevant rank |\n"
-            "|---|---:|---:|---:|---|\n"
-            + "".join(
-                f"| {inline(c.query)} | {c.reference:.4f} | {c.value:.4f} | "
-                f"{delta_text(c.delta)} | {rank_move(c.rank_reference, c.rank_value)} |\n"
-                for c in changes
-            )
-        )
-    return "\n".join(parts)
-
-
-def _significant(comparison: SystemsComparison, metric: MetricVerdict) -> bool:
-    c = metric.comparison
-    return c is not None and c.n > 0 and c.p_value < comparison.significance
-
-
-def _finite(value: float | None) -> float | None:
-    return None if value is None or value != value else value

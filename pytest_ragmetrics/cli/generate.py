@@ -1,7 +1,7 @@
 """``ragmetrics generate``: a test set from a corpus (queries, qrels, reference answers, a
 ``dataset.json`` recording provenance), its filters, and applying a person's review.
 
-Registered by :mod:`pytest_ragmetrics.cli` through :func:`add_generate`; raises
+Registered by :mod:`pytest_ragmetrics.cli.app` through :func:`add_parser`; raises
 :class:`~pytest_ragmetrics.errors.RagMetricsError` for bad input (exit code 2 there).
 """
 
@@ -12,8 +12,14 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from pytest_ragmetrics.cli.common import (
+    Subparsers,
+    add_cache_options,
+    add_endpoint_options,
+    one_split,
+)
+from pytest_ragmetrics.cli.flags import add
 from pytest_ragmetrics.errors import ConfigError
-from pytest_ragmetrics.vocabulary import JUDGE_KINDS
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.cache import Cache
@@ -33,7 +39,7 @@ _GENERATOR_OPTIONS = {
 _JUDGE_OPTIONS = ("judge_model", "judge_url", "judge_threshold", "judge_verdicts", "calibration")
 
 
-def add_generate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subparsers) -> None:
     """The ``generate`` command's parser."""
     p = sub.add_parser(
         "generate",
@@ -46,107 +52,65 @@ def add_generate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "review.jsonl. Other top-ranked documents: `ragmetrics retrieve`, then `ragmetrics "
         "pool` and `judge-pool` on the folder.",
     )
-    p.add_argument("--corpus", metavar="PATH", help="corpus.jsonl, or a dataset folder")
-    p.add_argument("--out", required=True, metavar="DIR", help="the dataset folder to write")
-    p.add_argument("--queries", type=int, metavar="N", help="queries to keep")
-    p.add_argument(
-        "--candidates",
-        type=int,
-        metavar="M",
-        help="queries to generate before filtering (default N; more leaves room for filters)",
-    )
-    p.add_argument("--seed", type=int, default=0, help="document order and sampling (default 0)")
-    p.add_argument("--generator", choices=GENERATORS, default="offline")
-    p.add_argument(
-        "--styles",
-        metavar="A,B",
-        help="offline: sentence,title,keyphrase (default all); http: fact,paraphrase,multi",
-    )
-    p.add_argument("--split", default="test", help="the split the qrels are (default test)")
-    p.add_argument("--name", help="the dataset's name (default: the folder's)")
-    p.add_argument("--format", choices=("table", "json"), default="table", help="of the summary")
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="count the requests the http generator would send (nothing is sent or written)",
-    )
-    p.add_argument(
-        "--cache-dir",
-        default=".ragmetrics/cache",
-        metavar="DIR",
-        help="reply and verdict cache folder (default .ragmetrics/cache)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    add(p, "--corpus", "corpus.jsonl, or a dataset folder")
+    add(p, "--out", "the dataset folder to write", metavar="DIR", required=True)
+    add(p, "--queries", "queries to keep")
+    add(p, "--candidates", "queries to generate before filtering (default N; more leaves room "
+        "for filters)")  # fmt: skip
+    add(p, "--seed", "document order and sampling (default 0)")
+    add(p, "--generator")
+    add(p, "--styles", "offline: sentence,title,keyphrase (default all); http: "
+        "fact,paraphrase,multi")  # fmt: skip
+    add(p, "--split", "the split the qrels are (default test)", metavar="SPLIT", setting=None)
+    add(p, "--name", "the dataset's name (default: the folder's)")
+    add(p, "--format", "of the summary", choices=("table", "json"))
+    add(p, "--dry-run", "count the requests the http generator would send (nothing is sent "
+        "or written)")  # fmt: skip
+    add_cache_options(p, "reply and verdict cache folder")
     _add_generator_options(p)
     _add_filter_options(p)
     review = p.add_argument_group("review")
-    review.add_argument(
-        "--apply-review",
-        metavar="REVIEW.jsonl",
-        help="rebuild --out's queries, qrels and answers from this reviewed file",
-    )
-    review.add_argument(
-        "--accepted-only", action="store_true", help="with --apply-review: keep decided rows only"
-    )
+    add(review, "--apply-review", "rebuild --out's queries, qrels and answers from this "
+        "reviewed file")  # fmt: skip
+    add(review, "--accepted-only", "with --apply-review: keep decided rows only")
     p.set_defaults(handler=cmd_generate)
 
 
 def _add_generator_options(p: argparse.ArgumentParser) -> None:
     off = p.add_argument_group("offline generator")
-    off.add_argument("--min-words", type=int, help="sentence queries: fewest words (default 6)")
-    off.add_argument("--max-words", type=int, help="sentence queries: most words (default 40)")
-    off.add_argument("--keyphrase-terms", type=int, help="keyphrase queries: words (default 4)")
+    add(off, "--min-words", "sentence queries: fewest words (default 6)")
+    add(off, "--max-words", "sentence queries: most words (default 40)")
+    add(off, "--keyphrase-terms", "keyphrase queries: words (default 4)")
     web = p.add_argument_group("http generator")
-    web.add_argument("--url", help="base URL (or RAGMETRICS_GENERATOR_URL)")
-    web.add_argument("--model", help="model name (or RAGMETRICS_GENERATOR_MODEL)")
-    web.add_argument("--api-key-env", metavar="VAR", help="variable holding the API key")
-    web.add_argument(
-        "--timeout", type=float, help="seconds a request may take, retries included (default 120)"
-    )
-    web.add_argument("--concurrency", type=int, metavar="N", help="requests in flight (default 1)")
-    web.add_argument(
-        "--prompts",
-        metavar="DIR",
-        help="prompt folder: system.txt, fact.txt, paraphrase.txt, multi.txt, answer.txt, "
-        "answer_system.txt (a missing file keeps the built-in prompt)",
-    )
-    web.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
-    web.add_argument("--max-tokens", type=int, help="tokens per reply (default 64)")
-    web.add_argument("--no-answers", action="store_true", help="no reference answers")
-    web.add_argument("--max-passage-chars", type=int, help="passage cut (default 1500)")
-    web.add_argument("--budget", type=int, metavar="TOKENS", help="stop before this many tokens")
+    add_endpoint_options(web, "RAGMETRICS_GENERATOR", "request", 120, settings=False)
+    add(web, "--model", "model name (or RAGMETRICS_GENERATOR_MODEL)", setting=None)
+    add(web, "--prompts", "prompt folder: system.txt, fact.txt, paraphrase.txt, multi.txt, "
+        "answer.txt, answer_system.txt (a missing file keeps the built-in prompt)",
+        setting=None)  # fmt: skip
+    add(web, "--temperature", "sampling temperature (default 0)", setting=None)
+    add(web, "--max-tokens", "tokens per reply (default 64)")
+    add(web, "--no-answers", "no reference answers")
+    add(web, "--max-passage-chars", "passage cut (default 1500)")
+    add(web, "--budget", "stop before this many tokens")
 
 
 def _add_filter_options(p: argparse.ArgumentParser) -> None:
     f = p.add_argument_group("filters")
-    f.add_argument("--keep-duplicates", action="store_true", help="no exact-duplicate filter")
-    f.add_argument(
-        "--near-duplicates",
-        type=float,
-        metavar="COSINE",
-        help="drop queries this close (embedding cosine) to an earlier one, e.g. 0.95",
-    )
-    f.add_argument("--embedding-model", metavar="DIR", help="near duplicates: the model")
-    f.add_argument(
-        "--leak-words",
-        type=int,
-        default=5,
-        metavar="N",
-        help="drop queries holding their reference answer, or N of its words in a row "
-        "(default 5; 0: off)",
-    )
-    f.add_argument(
-        "--answerability-judge",
-        choices=JUDGE_KINDS,
-        help="drop queries whose source passage this relevance judge finds not relevant "
-        "(applied only when its calibrated kappa reaches --min-kappa; else reported)",
-    )
-    f.add_argument("--judge-model", help="embedding: model folder; http: model name")
-    f.add_argument("--judge-url", help="http judge: base URL")
-    f.add_argument("--judge-threshold", type=float, help="embedding judge: cosine threshold")
-    f.add_argument("--judge-verdicts", metavar="FILE.jsonl", help="recorded judge: verdicts")
-    f.add_argument("--calibration", metavar="FILE", help="calibration file (ragmetrics calibrate)")
-    f.add_argument("--min-kappa", type=float, default=0.4, help="the kappa gate (default 0.4)")
+    add(f, "--keep-duplicates", "no exact-duplicate filter")
+    add(f, "--near-duplicates", "drop queries this close (embedding cosine) to an earlier "
+        "one, e.g. 0.95")  # fmt: skip
+    add(f, "--embedding-model", "near duplicates: the model")
+    add(f, "--leak-words", "drop queries holding their reference answer, or N of its words in "
+        "a row (default 5; 0: off)")  # fmt: skip
+    add(f, "--answerability-judge", "drop queries whose source passage this relevance judge "
+        "finds not relevant (applied only when its calibrated kappa reaches --min-kappa; else "
+        "reported)")  # fmt: skip
+    add(f, "--judge-model", "embedding: model folder; http: model name")
+    add(f, "--judge-url", "http judge: base URL")
+    add(f, "--judge-threshold", "embedding judge: cosine threshold")
+    add(f, "--judge-verdicts", "recorded judge: verdicts")
+    add(f, "--calibration", "calibration file (ragmetrics calibrate)")
+    add(f, "--min-kappa", "the kappa gate (default 0.4)", default=0.4)
 
 
 # -- the command ---------------------------------------------------------------------------
@@ -187,7 +151,7 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
     testset = _filtered(args, corpus, candidates, cache, identity, dropped, cost)
     from pytest_ragmetrics.testsets.folder import write_testset
 
-    write_testset(target, corpus, testset, split=args.split)
+    write_testset(target, corpus, testset, split=one_split(args))
     _summary(args, testset, out)
     return 0
 
@@ -388,7 +352,7 @@ def _apply_review(args: argparse.Namespace, target: Path, out: TextIO) -> int:
     provenance.update(review=summary, queries=len(kept))
     provenance["references"] = sum(1 for c in kept if c.answer)
     testset = TestSet(tuple(kept), provenance)
-    write_testset(target, corpus, testset, split=args.split, review=False)
+    write_testset(target, corpus, testset, split=one_split(args), review=False)
     _summary(args, testset, out)
     return 0
 

@@ -20,9 +20,9 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from pytest_ragmetrics.comparison.inputs import Input, InputKind, Judgments, records_of, where
 from pytest_ragmetrics.deltas import change, delta_text
 from pytest_ragmetrics.deltas import delta as delta_of
 from pytest_ragmetrics.errors import BaselineError, ConfigError, MetricError
@@ -31,181 +31,14 @@ from pytest_ragmetrics.stats import DEFAULT_SEED
 if TYPE_CHECKING:
     from pytest_ragmetrics.baseline.tolerances import Tolerances
     from pytest_ragmetrics.baseline.verdicts import Verdict
-    from pytest_ragmetrics.data.model import Dataset, Qrels, Run
-    from pytest_ragmetrics.metrics.evaluation import Evaluation
+    from pytest_ragmetrics.data.model import Run
     from pytest_ragmetrics.metrics.semantics import MetricSemantics
     from pytest_ragmetrics.records import EvaluationRecord
 
-EVALUATION_SCHEMA = "pytest-ragmetrics/evaluation"  # ragmetrics evaluate --format json
-EVALUATION_VERSION = 1
 COMPARISON_SCHEMA = "pytest-ragmetrics/comparison"  # ragmetrics compare --format json (runs)
 COMPARISON_VERSION = 1
 MOST_CHANGED = 5  # queries listed per run and metric
 SIGNIFICANCE = 0.05  # the table's significance mark when no --alpha is given
-_SNIFF_BYTES = 65536
-
-# What a file given to compare is. "json" and "text" are files that are none of ours: the first
-# is refused with its problem named; the second is read as a TREC run when runs are compared.
-InputKind = Literal["run", "evaluation", "report", "baseline", "json", "text"]
-KIND_WORDS: dict[str, str] = {
-    "run": "TREC run",
-    "evaluation": "evaluate output",
-    "report": "JSON report",
-    "baseline": "baseline",
-}
-
-
-# -- the evaluate document ------------------------------------------------------------------------
-
-
-def evaluation_document(
-    evaluation: Evaluation, *, run: str, dataset: Mapping[str, Any]
-) -> dict[str, Any]:
-    """What ``ragmetrics evaluate --format json`` writes: the means, every per-query value
-    (what a paired comparison needs), the judgments' fingerprint and the scoring rules, under a
-    schema name that ``compare`` recognises::
-
-        {"schema": "pytest-ragmetrics/evaluation", "version": 1, "plugin_version",
-         "run": path, "dataset": {"name", "split" | "source", "fingerprints": {"qrels"}},
-         "k": null,                      # a TREC run does not record the k it was made with
-         "layer": "retrieval", "metrics": {metric: mean | null}, "num_queries",
-         "semantics": {"relevance_level", "gain", "query_set"[, "ignore_identical_ids"]},
-         "per_query": {query_id: {metric: value | null}},
-         "details": {"first_relevant_rank": {query_id: rank, 0 if none retrieved}},
-         "notes": [str]}                 # only when there are some
-    """
-    from pytest_ragmetrics._version import __version__
-
-    data = evaluation.to_dict(per_query=True)
-    return {
-        "schema": EVALUATION_SCHEMA,
-        "version": EVALUATION_VERSION,
-        "plugin_version": __version__,
-        "metrics": data["metrics"],
-        "num_queries": data["num_queries"],
-        "run": run,
-        "dataset": dict(dataset),
-        "k": None,
-        "layer": data["layer"],
-        "semantics": data["semantics"],
-        **{key: data[key] for key in ("notes", "per_query", "details") if key in data},
-    }
-
-
-# -- the judgments -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Judgments:
-    """The qrels runs are evaluated against, and how a record names them."""
-
-    qrels: Qrels
-    identity: Mapping[str, Any]  # a record's "dataset": name/split or source, qrels fingerprint
-    description: str
-    dataset: Dataset | None = None  # with --dataset: query texts and titles for the HTML page
-
-
-def load_judgments(qrels: str | None, dataset: str | None, split: str | None) -> Judgments:
-    """The judgments of ``--qrels FILE`` or ``--dataset DIR [--split S]`` (one is given)."""
-    from pytest_ragmetrics.data.trec import read_qrels
-
-    if dataset is None:
-        if split is not None:
-            raise ConfigError("--split: only with --dataset")
-        if qrels is None:
-            raise ConfigError("give --qrels FILE or --dataset DIR")
-        judged = read_qrels(qrels)
-        identity = {
-            "name": "qrels",
-            "source": qrels,
-            "fingerprints": {"qrels": judged.fingerprint},
-        }
-        return Judgments(judged, identity, qrels)
-    from pytest_ragmetrics.data.layouts import load_dataset
-
-    loaded = load_dataset(dataset, split or "test")
-    identity = {
-        "name": loaded.name,
-        "split": loaded.split,
-        "fingerprints": {"qrels": loaded.qrels.fingerprint},
-    }
-    return Judgments(loaded.qrels, identity, f"{dataset} ({loaded.name}, {loaded.split})", loaded)
-
-
-# -- what a file is --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Input:
-    """One file given to ``compare``: what it is and, for a JSON file, its value."""
-
-    path: str
-    kind: InputKind
-    data: Any = None
-
-
-def read_input(path: str) -> Input:
-    """Sniff ``path`` (a TREC run is read later, streaming) or read its JSON value.
-
-    A JSON file that cannot be read is a BaselineError naming the file and line, as
-    :func:`~pytest_ragmetrics.baseline.compare.load_evaluations` says it.
-    """
-    from pytest_ragmetrics.fileio import read_json_file
-
-    looks = _sniff(Path(path))
-    if looks != "json":
-        return Input(path, looks)
-    try:
-        data = read_json_file(Path(path), error=BaselineError)
-    except FileNotFoundError:
-        raise BaselineError(f"{path}: file not found") from None
-    return Input(path, _json_kind(data), data)
-
-
-def _sniff(path: Path) -> InputKind:
-    """'json' for a file named .json or opening with { or [; 'run' for a gzipped file or one
-    whose first line has the columns of a TREC run (qid Q0 doc rank score [tag]); else 'text'
-    (a missing file included: its reader says so)."""
-    from pytest_ragmetrics.data.textfile import split_fields
-
-    if path.name.endswith(".json"):
-        return "json"
-    if path.name.endswith(".gz"):
-        return "run"
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(_SNIFF_BYTES)
-    except OSError:
-        return "text"
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
-    if text.startswith(("{", "[")):
-        return "json"
-    fields = split_fields(text.split("\n", 1)[0])
-    if len(fields) >= 5:
-        try:
-            score = float(fields[4])
-        except ValueError:
-            return "text"
-        if math.isfinite(score):
-            return "run"
-    return "text"
-
-
-def _json_kind(data: Any) -> InputKind:
-    from pytest_ragmetrics.report.json_report import REPORT_SCHEMA
-
-    if not isinstance(data, dict):
-        return "json"
-    if "schema_version" in data:
-        return "baseline"
-    if data.get("schema") == EVALUATION_SCHEMA:
-        return "evaluation"
-    if "evaluations" in data or data.get("schema") == REPORT_SCHEMA:
-        return "report"
-    if "schema" not in data and {"metrics", "num_queries"} <= set(data):
-        return "evaluation"  # an earlier version's evaluate output: refused with advice
-    return "json"
-
 
 # -- systems ---------------------------------------------------------------------------------------
 
@@ -256,138 +89,91 @@ def load_systems(
     evaluations read from files must hold them. ``select`` keeps, from reports and baselines,
     the evaluations whose name, test id or label is one of its items.
     """
-    # Long: one dispatch over the input kinds, each branch a few lines; kept together so the kinds
-    # read side by side.
-    from pytest_ragmetrics.data.trec import read_run
     from pytest_ragmetrics.metrics.semantics import MetricSemantics
 
-    rules = semantics or MetricSemantics()
-    found: list[tuple[Input, list[EvaluationRecord], Run | None]] = []
-    for item in inputs:
-        if item.kind in ("run", "text"):
-            found.append((item, [], read_run(item.path)))
-        else:
-            found.append((item, _records(item, select), None))
+    found = [_read(item, select) for item in inputs]
+    read = [(item, record) for item, records, _ in found for record in records]
+    _check_judgments(found, read, judgments)
+    names = metric_names(metrics, judged_only, read)
+    for item, record in read:
+        missing = [m for m in names if m not in record.evaluation.metrics]
+        if missing:
+            raise MetricError(
+                f"{item.path}: {where(item, record)}has no per-query values of "
+                f"{', '.join(missing)} (it has {', '.join(record.evaluation.metrics)}); give "
+                "-m with metrics every input has"
+            )
+    systems: list[System] = []
+    for item, records, run in found:
+        if run is None:
+            systems += _file_systems(item, records, names)
+            continue
+        assert judgments is not None  # _check_judgments refused runs without them
+        rules = semantics or MetricSemantics()
+        record = evaluate_run(item.path, run, judgments, names, rules)
+        systems.append(System(item.path, "run", item.path, record, run))
+    return _unique_labels(systems)
+
+
+_Found = tuple[Input, list["EvaluationRecord"], "Run | None"]
+
+
+def _read(item: Input, select: Sequence[str]) -> _Found:
+    """A TREC run read (any file that is no JSON is one), or the records of a JSON input."""
+    from pytest_ragmetrics.data.trec import read_run
+
+    if item.kind in ("run", "text"):
+        return item, [], read_run(item.path)
+    return item, records_of(item, select), None
+
+
+def _check_judgments(
+    found: Sequence[_Found],
+    read: Sequence[tuple[Input, EvaluationRecord]],
+    judgments: Judgments | None,
+) -> None:
+    """A ConfigError for runs without judgments; a BaselineError for an evaluation made on
+    other qrels than ``judgments``."""
     runs = [item.path for item, _, run in found if run is not None]
     if runs and judgments is None:
         raise ConfigError(
             f"{runs[0]}: a TREC run; comparing runs needs their judgments: give --qrels FILE "
             "or --dataset DIR"
         )
-    read = [(item, record) for item, records, _ in found for record in records]
-    if judgments is not None:
-        wanted = judgments.identity["fingerprints"]["qrels"]
-        for item, record in read:
-            recorded = ((record.dataset or {}).get("fingerprints") or {}).get("qrels")
-            if recorded is not None and recorded != wanted:
-                raise BaselineError(
-                    f"{item.path}: {_where(item, record)}was evaluated on other judgments than "
-                    f"{judgments.description} (the qrels fingerprints differ); give the qrels "
-                    "it was evaluated on"
-                )
-    names = _metric_names(metrics, judged_only, read)
+    if judgments is None:
+        return
+    wanted = judgments.identity["fingerprints"]["qrels"]
     for item, record in read:
-        missing = [m for m in names if m not in record.evaluation.metrics]
-        if missing:
-            raise MetricError(
-                f"{item.path}: {_where(item, record)}has no per-query values of "
-                f"{', '.join(missing)} (it has {', '.join(record.evaluation.metrics)}); give "
-                "-m with metrics every input has"
-            )
-    systems: list[System] = []
-    for item, records, run in found:
-        if run is not None:
-            assert judgments is not None
-            record = _evaluate_run(item.path, run, judgments, names, rules)
-            systems.append(System(item.path, "run", item.path, record, run))
-            continue
-        for record in records:
-            label = item.path
-            if len(records) > 1:
-                label = f"{item.path} [{record.name}]"
-                if sum(r.name == record.name for r in records) > 1:
-                    label = f"{item.path} {record.label}"
-            kept = dataclasses.replace(record, evaluation=record.evaluation.select(names))
-            systems.append(System(label, item.kind, item.path, kept))
-    return _unique_labels(systems)
-
-
-def _where(item: Input, record: EvaluationRecord) -> str:
-    return f"{record.label}: " if item.kind in ("report", "baseline") else ""
-
-
-def _records(item: Input, select: Sequence[str]) -> list[EvaluationRecord]:
-    """The retrieval evaluations of a JSON input, as records (every field checked)."""
-    from pytest_ragmetrics.records import EvaluationRecord
-
-    path = item.path
-    if item.kind == "evaluation":
-        return [_evaluate_output(item)]
-    if item.kind == "json":
-        raise BaselineError(
-            f"{path}: not a TREC run, a 'ragmetrics evaluate --format json' output, a JSON "
-            "report (--ragmetrics-json) or a baseline file"
-        )
-    from pytest_ragmetrics.baseline.compare import evaluations_in
-
-    entries = evaluations_in(item.data, Path(path))
-    records = []
-    for entry in entries.values():
-        record = EvaluationRecord.from_dict(entry)
-        if record.layer != "retrieval":
-            continue
-        if select and not {record.name, record.test, record.label} & set(select):
-            continue
-        if not len(record.evaluation):
+        recorded = ((record.dataset or {}).get("fingerprints") or {}).get("qrels")
+        if recorded is not None and recorded != wanted:
             raise BaselineError(
-                f"{path}: {record.label} has no per-query values; a paired comparison needs them"
+                f"{item.path}: {where(item, record)}was evaluated on other judgments than "
+                f"{judgments.description} (the qrels fingerprints differ); give the qrels "
+                "it was evaluated on"
             )
-        records.append(record)
-    if not records:
-        wanted = f" named {', '.join(select)}" if select else ""
-        have = ", ".join(
-            f"{e['name']} ({e['layer']})" for e in entries.values() if isinstance(e, Mapping)
-        )
-        raise BaselineError(
-            f"{path}: no retrieval evaluation{wanted} (it has: {have or 'none'}); answer-layer "
-            "evaluations are compared by 'ragmetrics compare BASELINE_OR_REPORT REPORT'"
-        )
-    return records
 
 
-def _evaluate_output(item: Input) -> EvaluationRecord:
-    """The record of a ``ragmetrics evaluate --format json`` output."""
-    from pytest_ragmetrics.records import EvaluationRecord
-    from pytest_ragmetrics.schema import evaluation_problem, is_int
-
-    data, path = item.data, item.path
-    if data.get("schema") != EVALUATION_SCHEMA:
-        raise BaselineError(
-            f"{path}: written by an earlier 'ragmetrics evaluate --format json', which did not "
-            "record the judgments and scoring rules (nor always per-query values); evaluate "
-            "the run again with this version, or compare the run file itself with --qrels"
-        )
-    version = data.get("version")
-    if not is_int(version):
-        raise BaselineError(f"{path}: evaluate output version {version!r} is not an integer")
-    if version > EVALUATION_VERSION:
-        raise BaselineError(
-            f"{path}: written by a newer pytest-ragmetrics (evaluate output version {version}, "
-            f"this version reads up to {EVALUATION_VERSION}); upgrade pytest-ragmetrics"
-        )
-    problem = evaluation_problem(data)
-    if problem:
-        raise BaselineError(f"{path}: {problem}")
-    if not data.get("per_query"):
-        raise BaselineError(f"{path}: no per-query values; a paired comparison needs them")
-    record = EvaluationRecord.from_dict({**data, "test": path, "name": "evaluation"})
-    return dataclasses.replace(record, identity={})
+def _file_systems(
+    item: Input, records: Sequence[EvaluationRecord], names: Sequence[str]
+) -> list[System]:
+    """A system per evaluation of a JSON input, labelled by the file (and the evaluation's
+    name, or its label when names repeat), on the metrics ``names``."""
+    systems = []
+    for record in records:
+        label = item.path
+        if len(records) > 1:
+            label = f"{item.path} [{record.name}]"
+            if sum(r.name == record.name for r in records) > 1:
+                label = f"{item.path} {record.label}"
+        kept = dataclasses.replace(record, evaluation=record.evaluation.select(names))
+        systems.append(System(label, item.kind, item.path, kept))
+    return systems
 
 
-def _metric_names(
+def metric_names(
     metrics: Sequence[str] | None,
     judged_only: bool,
-    read: Sequence[tuple[Input, EvaluationRecord]],
+    read: Sequence[tuple[Input, EvaluationRecord]] = (),
 ) -> list[str]:
     """Canonical metric names: those asked for, or the default for runs alone, or the ones
     every evaluation read from a file has; ``judged_only`` gives their judged-only forms."""
@@ -412,21 +198,14 @@ def _metric_names(
     return names
 
 
-def _evaluate_run(
+def evaluate_run(
     path: str, run: Run, judgments: Judgments, metrics: Sequence[str], rules: MetricSemantics
 ) -> EvaluationRecord:
-    from pytest_ragmetrics.metrics.retrieval import evaluate
+    """The record of a TREC run scored against ``judgments`` (its k unknown: None)."""
+    from pytest_ragmetrics.comparison.runs import score
     from pytest_ragmetrics.records import EvaluationRecord
 
-    evaluation = evaluate(
-        judgments.qrels,
-        run,
-        list(metrics),
-        relevance_level=rules.relevance_level,
-        gain=rules.gain,
-        query_set=rules.query_set,
-        ignore_identical_ids=rules.ignore_identical_ids,
-    )
+    evaluation = score(judgments.qrels, run, metrics, rules)
     # k stays None: a run file does not say how many documents were asked for, and its
     # depth is not that number (a retriever may return fewer).
     return EvaluationRecord(path, "run", evaluation, dataset=dict(judgments.identity))
