@@ -25,7 +25,13 @@ from pytest_ragmetrics.data.arrays import (
     sha256_lines,
 )
 from pytest_ragmetrics.data.ranking import in_canonical_order
-from pytest_ragmetrics.data.scores import check_pairs_order, check_score_kind, oriented
+from pytest_ragmetrics.data.scores import (
+    check_pairs_order,
+    check_score_kind,
+    oriented,
+    undeclared_error,
+    unordered_contradiction,
+)
 from pytest_ragmetrics.data.segments import QuerySegments
 from pytest_ragmetrics.errors import DataFormatError
 
@@ -87,48 +93,19 @@ class Run(QuerySegments):
         cls,
         results: Run | Mapping[str, Mapping[str, float]],
         *,
-        scores: str = "similarity",
+        scores: str | None = None,
     ) -> Run:
         """Build from ``{query_id: {doc_id: score}}`` (a Run is returned as it is).
 
         The order of a dict's entries means nothing (as for pytrec_eval): documents rank by
         score descending, ties by doc id (trec_eval's rule). ``scores`` says which way the
-        scores point: ``"similarity"`` (higher is better, the default), ``"distance"`` or
-        ``"rank"`` (lower is better: negated here, so the nearest document ranks first).
+        scores point: ``"similarity"`` (higher is better), ``"distance"`` or ``"rank"`` (lower
+        is better: negated here, so the nearest document ranks first). Undeclared (None), they
+        are similarities, unless the dict rises from its first score to its last for most
+        queries, too regularly to be chance (distances copied in the order they came: see
+        :mod:`pytest_ragmetrics.data.scores`): a DataFormatError naming ``scores=``.
         """
-        kind = check_score_kind(scores, "Run.from_dict")
-        if isinstance(results, Run):
-            return results
-        require_nested_mapping(results, "run", "{query_id: {doc_id: score}}")
-        query_ids = [str(q) for q in results]
-        vocab, codes, offsets, converted = encode_ids_converted(
-            [docs.keys() for docs in results.values()]
-        )
-        try:
-            values = (
-                np.concatenate(
-                    [
-                        np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
-                        for docs in results.values()
-                    ]
-                )
-                if results
-                else np.empty(0)
-            )
-        except (TypeError, ValueError) as exc:
-            for qid, docs in results.items():
-                for doc, score in docs.items():
-                    if not isinstance(score, (int, float, np.integer, np.floating)):
-                        raise DataFormatError(
-                            f"run: score {score!r} of document {doc!r} for query {qid!r} is not "
-                            "a number"
-                        ) from exc
-            raise
-        values = oriented(values, kind)
-        # Distinct keys are distinct ids unless str() made two of them equal (5 and "5").
-        return cls(
-            as_str_array(query_ids), offsets, vocab, codes, values, check_duplicates=converted
-        )
+        return run_from_dict(results, scores, fix="Run.from_dict(results, scores={kind!r})")
 
     @classmethod
     def from_rankings(
@@ -180,7 +157,7 @@ class Run(QuerySegments):
             for qid, names in paired.items():
                 for name in names:
                     results[qid][name] = -results[qid][name]
-        return cls.from_dict(results)
+        return cls.from_dict(results, scores="similarity")  # pairs are checked above
 
     @classmethod
     def from_arrays(
@@ -369,3 +346,50 @@ def _check_rows_unique(
             f"run arrays: document {str(vocab[rows[r, c]])!r} appears twice for query "
             f"{str(query_ids[r])!r}; each (query, document) pair may appear once"
         )
+
+
+def run_from_dict(
+    results: Run | Mapping[str, Mapping[str, float]], scores: str | None, *, fix: str
+) -> Run:
+    """:meth:`Run.from_dict`, an error naming ``fix`` (the call to make, formatted with
+    ``kind``: ``"evaluate(qrels, run, scores={kind!r})"``) when undeclared scores rise."""
+    kind = None if scores is None else check_score_kind(scores, fix.split("(")[0])
+    if isinstance(results, Run):
+        return results
+    require_nested_mapping(results, "run", "{query_id: {doc_id: score}}")
+    query_ids = [str(q) for q in results]
+    vocab, codes, offsets, converted = encode_ids_converted(
+        [docs.keys() for docs in results.values()]
+    )
+    values = _scores_of(results)
+    if kind is None:
+        found = unordered_contradiction(query_ids, offsets, values)
+        if found is not None:
+            raise DataFormatError(undeclared_error(found, fix))
+    else:
+        values = oriented(values, kind)
+    # Distinct keys are distinct ids unless str() made two of them equal (5 and "5").
+    return Run(as_str_array(query_ids), offsets, vocab, codes, values, check_duplicates=converted)
+
+
+def _scores_of(results: Mapping[str, Mapping[str, float]]) -> FloatArray:
+    """Every score of a ``{query_id: {doc_id: score}}`` dict, in order; one that is not a
+    number is a DataFormatError naming it."""
+    if not results:
+        return np.empty(0)
+    try:
+        return np.concatenate(
+            [
+                np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
+                for docs in results.values()
+            ]
+        )
+    except (TypeError, ValueError) as exc:
+        for qid, docs in results.items():
+            for doc, score in docs.items():
+                if not isinstance(score, (int, float, np.integer, np.floating)):
+                    raise DataFormatError(
+                        f"run: score {score!r} of document {doc!r} for query {qid!r} is not "
+                        "a number"
+                    ) from exc
+        raise

@@ -209,7 +209,7 @@ def read_run(path: PathLike) -> Run:
     if not by_query:
         raise DataFormatError("no results in run file (it is empty)", p)
     _warn_on_rank_column(ranks, p)
-    return Run.from_dict(by_query)
+    return Run.from_dict(by_query, scores="similarity")  # trec_eval's rule: by score
 
 
 def _warn_on_rank_column(ranks: list[tuple[str, int, float]], path: PathLike) -> None:
