@@ -64,9 +64,10 @@ def _doc_ids(documents: Sequence[Any], id_key: str, where: str) -> list[str]:
     """The corpus ids of LangChain documents, in order (see :func:`_doc_id`)."""
     try:
         ids = [document.metadata[id_key] for document in documents]
+        "".join(ids)  # a TypeError unless every id is text: the cheapest check there is
     except (AttributeError, KeyError, TypeError):
-        ids = []
-    if len(ids) == len(documents) and set(map(type, ids)) <= {str} and "" not in ids:
+        ids = [""]
+    if "" not in ids:
         return ids  # the usual case, at the cost of a list comprehension
     return [_doc_id(document, id_key, where) for document in documents]
 
