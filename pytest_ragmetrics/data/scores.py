@@ -267,15 +267,19 @@ def mapping_contradiction(results: object) -> Contradiction | None:
         return None
     rising = differ = 0
     for docs in results.values():
-        if not isinstance(docs, Mapping):
+        if type(docs) is not dict and not isinstance(docs, Mapping):  # dict: the fast test
             return None
         if len(docs) < 2:
             continue
         values = docs.values()
+        first = next(iter(values))
+        last = next(reversed(values)) if type(docs) is dict else list(values)[-1]  # type: ignore[call-overload]
         try:
-            first, last = next(iter(values)), next(reversed(values))  # type: ignore[call-overload]
-            rising += bool(last > first)
-            differ += bool(last != first)
+            if last > first:
+                rising += 1
+                differ += 1
+            elif last != first:
+                differ += 1
         except TypeError:
             return None
     if rising * 2 <= differ:
