@@ -332,13 +332,8 @@ def exclusive_lock(
                     if time.monotonic() > deadline:
                         raise _lock_timeout(target, timeout, what, error) from None
                     time.sleep(0.02)
-            held = os.fstat(fd)
-            try:
-                now = os.stat(target)
-            except FileNotFoundError:
-                continue  # removed by the holder before us: lock the new file
-            if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
-                continue
+            if not _still_named(fd, target):
+                continue  # removed (or replaced) by the holder before us: lock the new file
             try:
                 yield
             finally:
@@ -347,6 +342,16 @@ def exclusive_lock(
             return
         finally:
             os.close(fd)  # closing releases the flock
+
+
+def _still_named(fd: int, target: Path) -> bool:
+    """Whether ``target`` still names the file open as ``fd``."""
+    held = os.fstat(fd)
+    try:
+        now = os.stat(target)
+    except FileNotFoundError:
+        return False
+    return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
 
 
 def _lock_timeout(

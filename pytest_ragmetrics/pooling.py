@@ -175,28 +175,59 @@ def read_pool(path: PathLike) -> list[PoolEntry]:
 
 
 def _entry(record: Mapping[str, Any], path: Path, line: int) -> PoolEntry:
-    def text(key: str, *, required: bool = False) -> str | None:
-        value = record.get(key)
-        if value is None and not required:
-            return None
-        if isinstance(value, int) and not isinstance(value, bool) and key.endswith("_id"):
-            return str(value)
-        if not isinstance(value, str) or (required and not value):
-            raise DataFormatError(
-                f"{key!r} must be a{' non-empty' if required else ''} string, got {value!r}",
-                path,
-                line,
-            )
-        return value
+    relevant, judge, dataset, runs = _labels(record, path, line)
+    query_id = _text(record, "query_id", path, line, required=True)
+    doc_id = _text(record, "doc_id", path, line, required=True)
+    assert query_id is not None and doc_id is not None
+    return PoolEntry(
+        query_id,
+        doc_id,
+        _text(record, "query", path, line),
+        _text(record, "title", path, line),
+        _text(record, "text", path, line),
+        runs,
+        relevant,
+        judge,
+        _text(record, "verdict", path, line),
+        _count(record, "prompt_tokens", path, line),
+        _count(record, "completion_tokens", path, line),
+        line,
+        dataset,
+    )
 
-    def count(key: str) -> int | None:
-        value = record.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise DataFormatError(f"{key!r} must be a non-negative integer or null", path, line)
-        return value
 
+def _text(
+    record: Mapping[str, Any], key: str, path: Path, line: int, *, required: bool = False
+) -> str | None:
+    """A row's text field (an integer id as text); None when absent and not ``required``."""
+    value = record.get(key)
+    if value is None and not required:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and key.endswith("_id"):
+        return str(value)
+    if not isinstance(value, str) or (required and not value):
+        raise DataFormatError(
+            f"{key!r} must be a{' non-empty' if required else ''} string, got {value!r}",
+            path,
+            line,
+        )
+    return value
+
+
+def _count(record: Mapping[str, Any], key: str, path: Path, line: int) -> int | None:
+    """A row's token count: a non-negative integer or None."""
+    value = record.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise DataFormatError(f"{key!r} must be a non-negative integer or null", path, line)
+    return value
+
+
+def _labels(
+    record: Mapping[str, Any], path: Path, line: int
+) -> tuple[bool | None, dict[str, Any] | None, dict[str, Any] | None, dict[str, int]]:
+    """A row's verdict (``relevant``), its ``judge``, ``dataset`` and ``runs``, checked."""
     relevant = record.get("relevant")
     if isinstance(relevant, int) and not isinstance(relevant, bool) and relevant in (0, 1):
         relevant = bool(relevant)
@@ -219,23 +250,7 @@ def _entry(record: Mapping[str, Any], path: Path, line: int) -> PoolEntry:
         isinstance(r, int) and not isinstance(r, bool) for r in runs.values()
     ):
         raise DataFormatError("'runs' must map run names to ranks", path, line)
-    query_id, doc_id = text("query_id", required=True), text("doc_id", required=True)
-    assert query_id is not None and doc_id is not None
-    return PoolEntry(
-        query_id,
-        doc_id,
-        text("query"),
-        text("title"),
-        text("text"),
-        runs,
-        relevant,
-        judge,
-        text("verdict"),
-        count("prompt_tokens"),
-        count("completion_tokens"),
-        line,
-        dataset,
-    )
+    return relevant, judge, dataset, runs
 
 
 # -- judging -----------------------------------------------------------------------------------
@@ -280,8 +295,6 @@ def judge_pool(
     Rows need their query and document text; a row without is a DataFormatError naming the
     pool file and line. ``advance(n)`` is told of progress.
     """
-    from pytest_ragmetrics.judges.relevance import RelevancePair
-
     identity = judge.identity()
     todo = [i for i, e in enumerate(entries) if rejudge or e.relevant is None]
     for i in todo:
@@ -299,26 +312,7 @@ def judge_pool(
     size = max(1, batch)
     for start in range(0, len(todo), size):
         chunk = todo[start : start + size]
-        pairs = [
-            RelevancePair(
-                entries[i].query or "",
-                entries[i].passage or "",
-                entries[i].query_id,
-                entries[i].doc_id,
-            )
-            for i in chunk
-        ]
-        found = judge.judge_relevance(pairs)
-        for i, verdict in zip(chunk, found, strict=True):
-            out[i] = replace(
-                entries[i],
-                relevant=verdict.relevant,
-                judge=identity,
-                verdict=verdict.verdict,
-                prompt_tokens=verdict.prompt_tokens,
-                completion_tokens=verdict.completion_tokens,
-            )
-        verdicts += found
+        verdicts += _judge_rows(judge, identity, entries, chunk, out)
         if advance is not None:
             advance(len(chunk))
     fresh = [v for v in verdicts if not v.cached]
@@ -331,6 +325,36 @@ def judge_pool(
         prompt_tokens=sum(v.prompt_tokens or 0 for v in fresh),
         completion_tokens=sum(v.completion_tokens or 0 for v in fresh),
     )
+
+
+def _judge_rows(
+    judge: RelevanceJudge,
+    identity: dict[str, Any],
+    entries: Sequence[PoolEntry],
+    rows: list[int],
+    out: list[PoolEntry],
+) -> list[RelevanceVerdict]:
+    """Judge the ``rows`` of ``entries`` in one call; each row, labelled with the verdict and
+    the judge's ``identity``, goes into ``out``."""
+    from pytest_ragmetrics.judges.relevance import RelevancePair
+
+    pairs = [
+        RelevancePair(
+            entries[i].query or "", entries[i].passage or "", entries[i].query_id, entries[i].doc_id
+        )
+        for i in rows
+    ]
+    found = judge.judge_relevance(pairs)
+    for i, verdict in zip(rows, found, strict=True):
+        out[i] = replace(
+            entries[i],
+            relevant=verdict.relevant,
+            judge=identity,
+            verdict=verdict.verdict,
+            prompt_tokens=verdict.prompt_tokens,
+            completion_tokens=verdict.completion_tokens,
+        )
+    return list(found)
 
 
 # -- supplementary qrels -----------------------------------------------------------------------

@@ -172,6 +172,30 @@ def test_a_retriever_is_batched_with_the_concurrency(faiss_store: Any) -> None:
     assert [s for _, s in run.ranking("q000")] == [7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0]
 
 
+def test_one_at_a_time_a_retriever_is_invoked_directly(faiss_store: Any) -> None:
+    """At concurrency 1, ``batch`` would still hand each query to a thread (25-80 us each):
+    the adapter calls ``invoke`` instead, with k, and gets the same run."""
+    retriever = faiss_store.as_retriever()
+    cls = type(retriever)
+    calls: list[tuple[str, Any]] = []
+    original_invoke, original_batch = cls.invoke, cls.batch
+
+    def invoke(self: Any, text: str, config: Any = None, **kwargs: Any) -> Any:
+        calls.append((threading.current_thread().name, kwargs.get("k")))
+        return original_invoke(self, text, config, **kwargs)
+
+    def batch(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("batch at concurrency 1")
+
+    cls.invoke, cls.batch = invoke, batch  # type: ignore[method-assign]
+    try:
+        run = from_langchain(retriever, concurrency=1).search(QUERIES, 7)
+    finally:
+        cls.invoke, cls.batch = original_invoke, original_batch  # type: ignore[method-assign]
+    assert calls == [(threading.current_thread().name, 7)] * len(QUERIES)
+    assert run.to_dict() == from_langchain(retriever, concurrency=3).search(QUERIES, 7).to_dict()
+
+
 def test_stores_are_searched_concurrently() -> None:
     active, peak = [0], [0]
     lock = threading.Lock()

@@ -4,6 +4,13 @@ Random instances have few distinct scores (so ties are everywhere), graded judgm
 to 3, holes (retrieved documents without a judgment), and queries that only the run or only
 the qrels know. Example counts are modest so the
 file runs in seconds; raise them with ``--hypothesis-profile`` settings if you need more.
+
+The order of a run dict's entries means nothing, as in pytrec_eval's contract, with one
+exception (data/scores.py): a dict whose direction is not declared and whose entries rise for
+most queries, too regularly for an arbitrary order (chance below 1e-6), is refused as
+distances given as similarities. Random instances and shuffles never come near that bound; a
+test that builds its scores rising with the position (``float(i)``) declares
+``scores="similarity"``, under which every order is accepted.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from pytest_ragmetrics import (
     evaluate_answers,
     read_run,
 )
+from pytest_ragmetrics.errors import DataFormatError
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -352,7 +360,46 @@ def test_any_consistent_rename_without_ties_changes_nothing(
     )
     assume(shared(distinct))
     renamed = _rename(distinct, dict(zip(DOC_IDS, shuffled_ids, strict=True)))
-    assert ours(renamed, ALL_METRICS).per_query == ours(distinct, ALL_METRICS).per_query
+    # Scores rising with the position, declared: the order of a dict means nothing.
+    declared = {"scores": "similarity"}
+    assert (
+        ours(renamed, ALL_METRICS, **declared).per_query
+        == ours(distinct, ALL_METRICS, **declared).per_query
+    )
+
+
+@given(instances(), st.sampled_from(["ascending", "descending"]))
+@EXAMPLES
+def test_a_declared_dict_may_come_in_any_order_an_undeclared_one_unless_it_rises(
+    instance: Instance, order: str
+) -> None:
+    """Every query sorted by score, lowest or highest first: with ``scores="similarity"``
+    declared, the same values as pytrec_eval's (which ignores the order); undeclared, the same
+    values too, or, sorted lowest first, a DataFormatError naming ``scores=`` (the trap)."""
+    assume(shared(instance))
+    sign = 1 if order == "ascending" else -1
+    sorted_run = {
+        q: dict(sorted(docs.items(), key=lambda item: sign * item[1]))
+        for q, docs in instance.run.items()
+    }
+    before = ours(instance, list(REFERENCE_NAMES), query_set="intersection").per_query
+    declared = evaluate(
+        instance.qrels,
+        sorted_run,
+        list(REFERENCE_NAMES),
+        query_set="intersection",
+        scores="similarity",
+    )
+    assert declared.per_query == before
+    try:
+        undeclared = evaluate(
+            instance.qrels, sorted_run, list(REFERENCE_NAMES), query_set="intersection"
+        )
+    except DataFormatError as exc:
+        assert order == "ascending"
+        assert "evaluate(qrels, run, scores='distance')" in str(exc)
+    else:
+        assert undeclared.per_query == before
 
 
 @given(instances(), st.sampled_from(["linear", "exponential"]), st.integers(0, 5))

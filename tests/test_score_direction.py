@@ -1,8 +1,10 @@
 """Score direction is declared, never assumed: distances through ``from_function`` (LangChain's
 ``similarity_search_with_score``) are an error with the default ``scores="similarity"``, and
 with ``scores="distance"`` give the metrics of the hand-sorted run. The same rule holds for
-runs built from dicts, rankings and arrays; TREC files keep trec_eval's rule, with a warning
-when their rank column says the opposite."""
+runs built from rankings and arrays; dicts, whose order means nothing, are refused only when
+their direction is undeclared and their order rises too regularly to be chance (the
+LangChain-distance trap); TREC files keep trec_eval's rule, with a warning when their rank
+column says the opposite."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from plugin_project import make_project
 
 from pytest_ragmetrics import Corpus, Queries, RetrieverError, evaluate, read_run
 from pytest_ragmetrics.data.model import Run
@@ -155,17 +158,45 @@ def test_an_unknown_score_kind_is_a_config_error() -> None:
         from_function(similarity_search_with_score, scores="cosine")
 
 
-def test_dicts_and_arrays_keep_trec_evals_rule_and_take_the_direction_declared() -> None:
-    """A {query: {doc: score}} dict and faiss-shaped arrays carry no order (pytrec_eval's
-    contract): they rank by score descending whatever their order; distances are declared."""
-    qrels = _qrels()
-    hand = evaluate(qrels, HAND_SORTED, ["ndcg_at_10"]).mean
+def test_a_distance_dict_undeclared_is_refused_with_the_parameter_to_set() -> None:
+    """LangChain's distances copied into {query: {doc: score}} in the order they came rise for
+    every query: no arbitrary order does that, so each entry point refuses it, naming itself."""
     as_dict = {q: dict(similarity_search_with_score(q)) for q in QUERY_IDS}
-    undeclared = Run.from_dict(as_dict)
-    assert undeclared.ranking("q00")[0][0] == HAND_SORTED.ranking("q00")[-1][0]  # farthest first
-    assert evaluate(qrels, Run.from_dict(as_dict, scores="distance"), ["ndcg_at_10"]).mean == (
+    with pytest.raises(DataFormatError) as caught:
+        Run.from_dict(as_dict)
+    message = str(caught.value)
+    assert "ascending (lowest first) order for 20 of 20 queries (e.g. 'q00': " in message
+    assert "no direction was declared" in message
+    assert "set Run.from_dict(results, scores='distance')" in message
+    assert "Run.from_dict(results, scores='rank')" in message
+    assert "say so: Run.from_dict(results, scores='similarity')" in message
+    with pytest.raises(DataFormatError, match=r"evaluate\(qrels, run, scores='distance'\)"):
+        evaluate(_qrels(), as_dict, ["ndcg_at_10"])
+    # One query is enough when it holds 10 distinct scores (an arbitrary order: 1 in 10!).
+    with pytest.raises(DataFormatError, match="for 1 of 1 queries"):
+        Run.from_dict({"q00": as_dict["q00"]})
+
+
+def test_a_declared_direction_is_honoured_for_dicts() -> None:
+    qrels = _qrels()
+    hand = evaluate(qrels, HAND_SORTED, ["ndcg_at_10", "mrr"]).mean
+    as_dict = {q: dict(similarity_search_with_score(q)) for q in QUERY_IDS}
+    for kind in ("distance", "rank"):
+        declared = Run.from_dict(as_dict, scores=kind)
+        assert [d for d, _ in declared.ranking("q04")] == [d for d, _ in HAND_SORTED.ranking("q04")]
+    assert evaluate(
+        qrels, Run.from_dict(as_dict, scores="distance"), ["ndcg_at_10", "mrr"]
+    ).mean == (pytest.approx(hand))
+    assert evaluate(qrels, as_dict, ["ndcg_at_10", "mrr"], scores="distance").mean == (
         pytest.approx(hand)
     )
+    # scores="similarity" says the order means nothing: trusted, ranked by score descending.
+    trusted = Run.from_dict(as_dict, scores="similarity")
+    assert trusted.ranking("q00")[0][0] == HAND_SORTED.ranking("q00")[-1][0]  # farthest first
+    assert evaluate(qrels, as_dict, ["ndcg_at_10"], scores="similarity").mean == (
+        evaluate(qrels, trusted, ["ndcg_at_10"]).mean
+    )
+    # Faiss-shaped arrays carry no order: their direction is declared with kind=.
     pairs = {q: similarity_search_with_score(q) for q in QUERY_IDS}
     indices = np.array([[DOCS.index(d) for d, _ in pairs[q]] for q in QUERY_IDS])
     distances = np.array([[s for _, s in pairs[q]] for q in QUERY_IDS])
@@ -173,6 +204,44 @@ def test_dicts_and_arrays_keep_trec_evals_rule_and_take_the_direction_declared()
     assert arrays.to_dict() == Run.from_dict(as_dict, scores="distance").to_dict()
     with pytest.raises(ConfigError, match=r"Run.from_arrays: scores='l2' is not one of"):
         Run.from_arrays(QUERY_IDS, indices, distances, DOCS, kind="l2")
+    with pytest.raises(ConfigError, match=r"evaluate: scores='l2' is not one of"):
+        evaluate(qrels, as_dict, ["ndcg_at_10"], scores="l2")
+    with pytest.raises(ConfigError, match=r"scores='distance' is for a dict run"):
+        evaluate(qrels, HAND_SORTED, ["ndcg_at_10"], scores="distance")
+
+
+def _shuffled(rng: np.random.Generator, docs: dict[str, float]) -> dict[str, float]:
+    items = list(docs.items())
+    return dict(items[i] for i in rng.permutation(len(items)))
+
+
+def test_dicts_in_an_arbitrary_order_are_never_refused() -> None:
+    """pytrec_eval-style dicts: queries shuffled, sorted by doc id, built from a set, with
+    ties, or too small to say anything (3 ascending entries happen 1 time in 6) rank by score
+    whatever their order, as before."""
+    rng = np.random.default_rng(0)
+    as_dict = {q: dict(similarity_search_with_score(q)) for q in QUERY_IDS}
+    by_score = Run.from_dict(as_dict, scores="similarity")
+    shapes = {
+        "shuffled": {q: _shuffled(rng, docs) for q, docs in as_dict.items()},
+        "by doc id": {q: dict(sorted(docs.items())) for q, docs in as_dict.items()},
+        "from a set": {q: {d: docs[d] for d in set(docs)} for q, docs in as_dict.items()},
+        "small": {"q00": {"a": 0.1, "b": 0.2, "c": 0.3}},
+        "pairs": {q: dict(list(docs.items())[:2]) for q, docs in as_dict.items()},
+    }
+    for name, shape in shapes.items():
+        run = Run.from_dict(shape)  # no error
+        evaluate(_qrels(), shape, ["ndcg_at_10"])
+        if name not in ("small", "pairs"):
+            assert run.to_dict() == by_score.to_dict(), name
+    # Many random orders of many shapes, ties included: not one refused (the bound is 1e-6).
+    for _ in range(2000):
+        n_queries, depth = int(rng.integers(1, 30)), int(rng.integers(2, 15))
+        values = rng.integers(0, int(rng.integers(2, 50)), size=(n_queries, depth)) / 7
+        results = {
+            f"q{i}": {f"d{j}": float(v) for j, v in enumerate(row)} for i, row in enumerate(values)
+        }
+        Run.from_dict(results)
 
 
 def test_rankings_of_pairs_follow_the_rule() -> None:
@@ -214,3 +283,57 @@ def test_trec_files_keep_trec_evals_rule_and_warn_when_the_rank_column_disagrees
         )
     )
     read_run(same)  # no warning: filterwarnings = error would fail here
+
+
+def test_function_dicts_follow_the_dict_rule_pairs_the_ranking_rule() -> None:
+    """A function's {doc: score} dicts carry no order: a few ascending entries are not
+    refused, a declared direction is trusted whatever the order; its lists of pairs are
+    rankings, refused when most run against the direction."""
+    one = Queries.from_dict({"q00": "q00"})
+
+    def small(text: str) -> dict[str, float]:
+        return {"d01": 0.1, "d02": 0.2, "d03": 0.3}  # ascending by chance 1 time in 6
+
+    run = from_function(small).search(one, 10)
+    assert [d for d, _ in run.ranking("q00")] == ["d03", "d02", "d01"]
+
+    def farthest_first(text: str) -> dict[str, float]:
+        return dict(similarity_search_with_score(text)[::-1])  # distances, falling
+
+    declared = from_function(farthest_first, scores="distance").search(QUERIES, 10)
+    assert [d for d, _ in declared.ranking("q05")] == [d for d, _ in HAND_SORTED.ranking("q05")]
+
+    def pairs(text: str) -> list[tuple[str, float]]:
+        return [("d01", 0.1), ("d02", 0.2), ("d03", 0.3)]
+
+    with pytest.raises(RetrieverError, match=r"retriever 'test_.*pairs' listed its scores"):
+        from_function(pairs).search(one, 10)
+
+
+def test_rag_eval_retrieval_refuses_a_distance_dict_and_takes_a_declaration(
+    pytester: pytest.Pytester,
+) -> None:
+    make_project(
+        pytester,
+        tests="""
+        # The toy dataset's queries, each document's distance, nearest (relevant) first.
+        DISTANCES = {
+            "q1": {"d1": 0.1, "d2": 0.5, "d3": 0.7, "d4": 0.8, "d5": 0.9},
+            "q2": {"d2": 0.2, "d1": 0.4, "d3": 0.6, "d4": 0.7, "d5": 0.8},
+            "q3": {"d3": 0.1, "d4": 0.3, "d1": 0.5, "d2": 0.6, "d5": 0.9},
+            "q4": {"d5": 0.3, "d1": 0.4, "d2": 0.5, "d3": 0.6, "d4": 0.7},
+        }
+
+        def test_undeclared(rag_eval):
+            rag_eval.retrieval(DISTANCES)
+
+        def test_declared(rag_eval):
+            assert rag_eval.retrieval(DISTANCES, scores="distance").mean["mrr"] == 1.0
+        """,
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*ascending (lowest first) order for 4 of 4 queries*", "*test_undeclared*"]
+    )
+    assert "rag_eval.retrieval(run, scores='distance')" in result.stdout.str()

@@ -7,6 +7,7 @@ from pytest_ragmetrics._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, read_assessments
+    from pytest_ragmetrics.data.corpus import Corpus, Dataset, Document, Queries
     from pytest_ragmetrics.data.judged import JudgedRankings, read_judged_rankings
     from pytest_ragmetrics.data.layouts import (
         load_dataset,
@@ -15,7 +16,8 @@ if TYPE_CHECKING:
         read_queries,
     )
     from pytest_ragmetrics.data.manifest import Manifest, read_manifest
-    from pytest_ragmetrics.data.model import Corpus, Dataset, Document, Qrels, Queries, Run
+    from pytest_ragmetrics.data.qrels import Qrels
+    from pytest_ragmetrics.data.run import Run
     from pytest_ragmetrics.data.sgml import read_trec_documents, read_trec_topics
     from pytest_ragmetrics.data.smart import read_smart_documents, read_smart_queries
     from pytest_ragmetrics.data.trec import read_qrels, read_run, write_qrels, write_run
@@ -36,12 +38,12 @@ _EXPORTS = {
     "read_smart_queries": "pytest_ragmetrics.data.smart",
     "read_trec_documents": "pytest_ragmetrics.data.sgml",
     "read_trec_topics": "pytest_ragmetrics.data.sgml",
-    "Corpus": "pytest_ragmetrics.data.model",
-    "Dataset": "pytest_ragmetrics.data.model",
-    "Document": "pytest_ragmetrics.data.model",
-    "Qrels": "pytest_ragmetrics.data.model",
-    "Queries": "pytest_ragmetrics.data.model",
-    "Run": "pytest_ragmetrics.data.model",
+    "Corpus": "pytest_ragmetrics.data.corpus",
+    "Dataset": "pytest_ragmetrics.data.corpus",
+    "Document": "pytest_ragmetrics.data.corpus",
+    "Qrels": "pytest_ragmetrics.data.qrels",
+    "Queries": "pytest_ragmetrics.data.corpus",
+    "Run": "pytest_ragmetrics.data.run",
     "read_qrels": "pytest_ragmetrics.data.trec",
     "read_run": "pytest_ragmetrics.data.trec",
     "write_qrels": "pytest_ragmetrics.data.trec",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import math
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -72,14 +73,7 @@ def read_qrels(
     p = resolve(path)
     by_query: dict[str, dict[str, int]] = {}
     seen_line: dict[tuple[str, str], int] = {}
-    splitter = _QrelsLines(layout, columns)
-    for lineno, text in read_lines(p, encoding):
-        if comments and text.startswith("#"):
-            continue
-        row = splitter.row(text, p, lineno)
-        if row is None:
-            continue  # BEIR header
-        qid, doc, grade = row
+    for lineno, qid, doc, grade in _qrels_rows(p, _QrelsLines(layout, columns), encoding, comments):
         if query_ids is not None:
             qid = _renamed(query_ids, qid, p, lineno)
         key = (qid, doc)
@@ -99,6 +93,19 @@ def read_qrels(
             raise DataFormatError("the grade mapping dropped every judgment of this file", p)
         raise DataFormatError("no judgments in qrels file (it is empty)", p)
     return Qrels.from_dict(by_query)
+
+
+def _qrels_rows(
+    path: Path, splitter: _QrelsLines, encoding: str, comments: bool
+) -> Iterator[tuple[int, str, str, int]]:
+    """(line number, query id, doc id, grade) of every judgment line of a qrels file: no BEIR
+    header, no ``#`` comment with ``comments``."""
+    for lineno, text in read_lines(path, encoding):
+        if comments and text.startswith("#"):
+            continue
+        row = splitter.row(text, path, lineno)
+        if row is not None:  # None: the BEIR header
+            yield (lineno, *row)
 
 
 class _QrelsLines:
@@ -209,7 +216,7 @@ def read_run(path: PathLike) -> Run:
     if not by_query:
         raise DataFormatError("no results in run file (it is empty)", p)
     _warn_on_rank_column(ranks, p)
-    return Run.from_dict(by_query)
+    return Run.from_dict(by_query, scores="similarity")  # trec_eval's rule: by score
 
 
 def _warn_on_rank_column(ranks: list[tuple[str, int, float]], path: PathLike) -> None:

@@ -269,8 +269,6 @@ class RayExecutor:
         else one per actor); beyond one per actor, an actor runs calls on threads. Results come
         in the order of ``items``; the first failing item's error is raised as it was raised.
         """
-        # Long: submission, back-pressure, ordering and error mapping of one loop over Ray futures;
-        # they share its state.
         items = list(items)
         if not items:
             return []
@@ -289,37 +287,46 @@ class RayExecutor:
             ) from None
         remote = ray.remote(max_concurrency=threads, **self.actor_options())(CallWorker)
         workers = [remote.remote(function_ref) for _ in range(count)]
-        results: dict[int, Any] = {}
-        failures: dict[int, BaseException] = {}
-        pending: dict[Any, int] = {}  # object ref -> item
-        owner: dict[Any, int] = {}  # object ref -> worker
-        slots = [threads] * count
-        next_item = 0
         try:
-            while next_item < len(items) or pending:
-                while next_item < len(items) and not failures and max(slots) > 0:
-                    worker = slots.index(max(slots))
-                    ref = workers[worker].call.remote(items[next_item])
-                    pending[ref] = next_item
-                    owner[ref] = worker
-                    slots[worker] -= 1
-                    next_item += 1
-                if not pending:
-                    break
-                done, _ = ray.wait(list(pending), num_returns=1)
-                for ref in done:
-                    index = pending.pop(ref)
-                    slots[owner.pop(ref)] += 1
-                    try:
-                        results[index] = ray.get(ref)
-                    except Exception as exc:
-                        failures[index] = _cause(exc, function, index)
+            results, failures = _call_all(ray, workers, threads, function, items)
         finally:
             for worker_handle in workers:
                 ray.kill(worker_handle)
         if failures:
             raise failures[min(failures)]
         return [results[i] for i in range(len(items))]
+
+
+def _call_all(
+    ray: Any, workers: list[Any], threads: int, function: Callable[..., Any], items: list[Any]
+) -> tuple[dict[int, Any], dict[int, BaseException]]:
+    """Every item's call on the ``workers``, at most ``threads`` in flight on each, the least
+    busy worker first; no new call once one has failed. Results and failures by item index."""
+    results: dict[int, Any] = {}
+    failures: dict[int, BaseException] = {}
+    pending: dict[Any, int] = {}  # object ref -> item
+    owner: dict[Any, int] = {}  # object ref -> worker
+    slots = [threads] * len(workers)
+    next_item = 0
+    while next_item < len(items) or pending:
+        while next_item < len(items) and not failures and max(slots) > 0:
+            worker = slots.index(max(slots))
+            ref = workers[worker].call.remote(items[next_item])
+            pending[ref] = next_item
+            owner[ref] = worker
+            slots[worker] -= 1
+            next_item += 1
+        if not pending:
+            break
+        done, _ = ray.wait(list(pending), num_returns=1)
+        for ref in done:
+            index = pending.pop(ref)
+            slots[owner.pop(ref)] += 1
+            try:
+                results[index] = ray.get(ref)
+            except Exception as exc:
+                failures[index] = _cause(exc, function, index)
+    return results, failures
 
 
 class CallWorker:

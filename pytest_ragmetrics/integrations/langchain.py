@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from pytest_ragmetrics.data.model import Corpus
@@ -57,6 +58,18 @@ def _doc_id(document: Any, id_key: str, where: str) -> str:
         return found  # the usual case, without building the error's text
     what = f"{where}: document {getattr(document, 'page_content', '')[:40]!r}"
     return id_from(metadata, getattr(document, "id", None), id_key, what)
+
+
+def _doc_ids(documents: Sequence[Any], id_key: str, where: str) -> list[str]:
+    """The corpus ids of LangChain documents, in order (see :func:`_doc_id`)."""
+    try:
+        ids = [document.metadata[id_key] for document in documents]
+        "".join(ids)  # a TypeError unless every id is text: the cheapest check there is
+    except (AttributeError, KeyError, TypeError):
+        ids = [""]
+    if "" not in ids:
+        return ids  # the usual case, at the cost of a list comprehension
+    return [_doc_id(document, id_key, where) for document in documents]
 
 
 def _embedding_identity(store: Any) -> dict[str, Any]:
@@ -108,7 +121,13 @@ class LangChainRetriever(AdapterRetriever):
         texts = [text for _, text in items]
         config = {"max_concurrency": self.concurrency}
         kwargs = self._kwargs(k)
-        if self.use_async:
+        if not self.use_async and (self.concurrency == 1 or len(texts) == 1):
+            # One at a time: invoke directly (batch would still hand each call to a thread).
+            results: list[Any] = [
+                self.call(partial(self.obj.invoke, text, **kwargs), f"query {qid!r}")
+                for qid, text in items
+            ]
+        elif self.use_async:
             results = self.call(
                 lambda: asyncio.run(
                     self.obj.abatch(texts, config, return_exceptions=True, **kwargs)
@@ -124,9 +143,8 @@ class LangChainRetriever(AdapterRetriever):
         for (qid, _), documents in zip(items, results, strict=True):
             if isinstance(documents, Exception):
                 self.call(raiser(documents), f"query {qid!r}")
-            where = f"retriever {self._name!r}, query {qid!r}"
-            pairs = [(_doc_id(d, self.id_key, where), None) for d in documents]
-            rankings.append(oriented(pairs, "rank"))
+            ids = _doc_ids(documents, self.id_key, f"retriever {self._name!r}, query {qid!r}")
+            rankings.append(oriented([(doc, None) for doc in ids], "rank"))
         return rankings
 
 
@@ -191,18 +209,17 @@ class LangChainVectorStore(AdapterRetriever):
         return found
 
     def search_one(self, text: str, k: int) -> list[tuple[str, Any]]:
-        where = f"retriever {self._name!r}"
         if self.scores == "relevance" and self._convert is None:
             found = self.obj.similarity_search_with_relevance_scores(
                 text, k=k, **self.search_kwargs
             )
-            pairs = [(_doc_id(d, self.id_key, where), s) for d, s in found]
-            return oriented(pairs, "relevance")
-        found = self.obj.similarity_search_with_score(text, k=k, **self.search_kwargs)
+        else:
+            found = self.obj.similarity_search_with_score(text, k=k, **self.search_kwargs)
+        ids = _doc_ids([d for d, _ in found], self.id_key, f"retriever {self._name!r}")
         if self._convert is not None:
             convert = self._convert
-            return [(_doc_id(d, self.id_key, where), convert(s)) for d, s in found]
-        return oriented([(_doc_id(d, self.id_key, where), s) for d, s in found], self.scores)
+            return [(doc, convert(s)) for doc, (_, s) in zip(ids, found, strict=True)]
+        return oriented([(doc, s) for doc, (_, s) in zip(ids, found, strict=True)], self.scores)
 
 
 def from_langchain(

@@ -24,7 +24,9 @@ from pytest_ragmetrics.data.model import (
     as_str_array,
     ranking_key,
 )
-from pytest_ragmetrics.errors import DataFormatError, MetricError
+from pytest_ragmetrics.data.run import run_from_dict
+from pytest_ragmetrics.data.scores import check_score_kind, mapping_contradiction, undeclared_error
+from pytest_ragmetrics.errors import ConfigError, DataFormatError, MetricError
 from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.metrics.names import MetricSpec, families, parse_metrics
 from pytest_ragmetrics.metrics.ranked import (
@@ -392,13 +394,16 @@ def evaluate(
     gain: Gain = "linear",
     query_set: QuerySet = "qrels",
     ignore_identical_ids: bool = False,
+    scores: str | None = None,
 ) -> Evaluation:
     """Evaluate ``run`` against ``qrels``; trec_eval's semantics by default (see METRICS.md).
 
     ``query_set="qrels"`` averages over every judged query, a query missing from the run
     scoring 0 (trec_eval ``-c``); ``"intersection"`` only over queries in both.
     ``ignore_identical_ids=True`` first removes every document whose id equals its query's id
-    (BEIR's rule, :meth:`Run.without_identical_ids`); the semantics record it.
+    (BEIR's rule, :meth:`Run.without_identical_ids`); the semantics record it. ``scores``
+    declares which way a dict run's scores point, as for :meth:`Run.from_dict` (a Run's are
+    already higher-is-better).
     """
     semantics = MetricSemantics(relevance_level, gain, query_set, ignore_identical_ids)
     specs = _retrieval_specs(metrics)
@@ -411,16 +416,8 @@ def evaluate(
     judged_ids = qrels_obj.query_ids[has_judgments]
     if len(judged_ids) == 0:
         raise DataFormatError("qrels are empty: there is nothing to evaluate against")
-    run, run_query_ids = _run_and_its_ids(run)
     notes: list[str] = []
-    if ignore_identical_ids:
-        run = run if isinstance(run, Run) else Run.from_dict(run)
-        filtered = run.without_identical_ids()
-        notes.append(
-            f"ignore_identical_ids: {run.num_entries - filtered.num_entries} retrieved "
-            "documents whose id equals their query's id were removed before scoring"
-        )
-        run = filtered
+    run, run_query_ids = _scored_run(run, scores, ignore_identical_ids, notes)
     if len(judged_ids) < len(qrels_obj):
         notes.append(
             f"{len(qrels_obj) - len(judged_ids)} qrels queries have no judgments and are left "
@@ -444,6 +441,55 @@ def evaluate(
         notes + _coverage_notes(rj, relevance_level),
         _judged_only_means(specs, rj),
     )
+
+
+def _scored_run(
+    run: Run | Mapping[str, Mapping[str, float]],
+    scores: str | None,
+    ignore_identical_ids: bool,
+    notes: list[str],
+) -> tuple[Run | Mapping[str, Mapping[str, float]], StrArray]:
+    """The run to score, its direction declared (:func:`_declared`), without the documents
+    that are their own query with ``ignore_identical_ids`` (said in ``notes``), and its query
+    ids."""
+    run, run_query_ids = _run_and_its_ids(_declared(run, scores))
+    if ignore_identical_ids:
+        run = run if isinstance(run, Run) else Run.from_dict(run, scores="similarity")
+        filtered = run.without_identical_ids()
+        notes.append(
+            f"ignore_identical_ids: {run.num_entries - filtered.num_entries} retrieved "
+            "documents whose id equals their query's id were removed before scoring"
+        )
+        run = filtered
+    return run, run_query_ids
+
+
+_FIX = "evaluate(qrels, run, scores={kind!r})"
+
+
+def _declared(
+    run: Run | Mapping[str, Mapping[str, float]], scores: str | None
+) -> Run | Mapping[str, Mapping[str, float]]:
+    """A dict run whose scores point the way ``scores`` says, as the metrics read it: similarity
+    dicts as they are (the fast path), distances and ranks as a Run (negated); undeclared
+    (None), a dict whose order rises too regularly is refused (:func:`mapping_contradiction`).
+    A Run is already higher-is-better: declaring it lower-is-better is an error."""
+    kind = None if scores is None else check_score_kind(scores, "evaluate")
+    if isinstance(run, Run):
+        if kind not in (None, "similarity"):
+            raise ConfigError(
+                f"evaluate: scores={kind!r} is for a dict run; a Run's scores are already "
+                "higher-is-better (declare the direction where the Run is built: "
+                "Run.from_dict(..., scores=...), Run.from_arrays(..., kind=...))"
+            )
+        return run
+    if kind is None:
+        # Anything but a dict of dicts gives None here: _run_and_its_ids names what it is.
+        found = mapping_contradiction(run)
+        if found is not None:
+            raise DataFormatError(undeclared_error(found, _FIX))
+        return run
+    return run if kind == "similarity" else run_from_dict(run, kind, fix=_FIX)
 
 
 # Metrics that already set unjudged documents aside: no judged-only companion, no hole count.
@@ -505,7 +551,8 @@ def _run_and_its_ids(
 ) -> tuple[Run | Mapping[str, Mapping[str, float]], StrArray]:
     """The run (a Run when its ids are not all strings) and its query ids; empty is an error."""
     if isinstance(run, Mapping) and not _has_string_ids(run):
-        run = Run.from_dict(run)  # converts ids with str() and checks for collisions
+        # Converts ids with str() and checks for collisions; the direction is settled.
+        run = Run.from_dict(run, scores="similarity")
     if isinstance(run, Run):
         run_query_ids = run.query_ids
     elif isinstance(run, Mapping):

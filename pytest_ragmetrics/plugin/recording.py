@@ -11,6 +11,7 @@ from typing import Any
 from pytest_ragmetrics.cache import identity_of
 from pytest_ragmetrics.data.judged import JudgedRankings
 from pytest_ragmetrics.data.model import Dataset, Qrels, Run
+from pytest_ragmetrics.data.run import run_from_dict
 from pytest_ragmetrics.errors import ConfigError, MetricError
 from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.metrics.names import parse_metric, parse_metrics
@@ -128,11 +129,13 @@ class RagEval:
         *,
         metrics: Iterable[str] | str | None = None,
         retriever: Any = None,
+        scores: str | None = None,
     ) -> Evaluation:
         """Evaluate ``run`` (qrels default to the dataset's) and record it; returns the result.
 
         ``retriever`` (or, without it, the retriever the run records, as ``rag_run``'s does)
-        gives the identity stored in reports and baselines.
+        gives the identity stored in reports and baselines. ``scores`` declares which way a
+        dict run's scores point, as for :meth:`Run.from_dict`.
         """
         # Long: the documented entry point checks each argument in turn with its own message before
         # recording.
@@ -148,6 +151,8 @@ class RagEval:
                 "source": run.source,
                 "fingerprints": {"qrels": judged_qrels.fingerprint},
             }
+        elif isinstance(run, Mapping):  # read once, its direction declared, as every report sees it
+            run_obj = run_from_dict(run, scores, fix="rag_eval.retrieval(run, scores={kind!r})")
         else:
             run_obj = run
         if qrels is None:

@@ -19,6 +19,8 @@ from pytest_ragmetrics.data.scores import (
     check_score_kind,
     order_contradiction,
     oriented,
+    undeclared_error,
+    unordered_contradiction,
 )
 from pytest_ragmetrics.errors import (
     ConfigError,
@@ -255,36 +257,7 @@ def _ranking_entries(
 ) -> tuple[list[str], list[float], str]:
     """Doc ids and scores of one query's result, and its form: ``"ids"`` (they get scores n,
     n-1, ..., 1, which already point the right way), ``"pairs"`` or ``"mapping"``."""
-    scored = True
-    if isinstance(result, Mapping):
-        pairs = list(result.items())
-        form = "mapping"
-    elif isinstance(result, (str, bytes)) or not isinstance(result, Sequence):
-        raise RetrieverError(
-            f"retriever {retriever!r} returned {type(result).__name__} for query {query_id!r}; "
-            "return a list of doc ids, a list of (doc_id, score) pairs or a {doc_id: score} dict"
-        )
-    else:
-        pairs = []
-        n = len(result)
-        scored = bool(n) and not isinstance(result[0], str)
-        form = "pairs" if scored else "ids"
-        for position, item in enumerate(result):
-            if isinstance(item, str) and not scored:
-                pairs.append((item, float(n - position)))
-            elif (
-                scored
-                and isinstance(item, Sequence)
-                and not isinstance(item, (str, bytes))
-                and len(item) == 2
-            ):
-                pairs.append((item[0], item[1]))
-            else:
-                raise RetrieverError(
-                    f"retriever {retriever!r} returned {item!r} at position {position} for query "
-                    f"{query_id!r}; each item must be a doc id or a (doc_id, score) pair (one "
-                    "kind per ranking)"
-                )
+    pairs, form = _result_pairs(result, query_id, retriever)
     ids: list[str] = []
     scores: list[float] = []
     seen: set[str] = set()
@@ -299,22 +272,59 @@ def _ranking_entries(
                 f"retriever {retriever!r} returned document {doc!r} twice for query {query_id!r}; "
                 "each document may appear once per query"
             )
-        try:
-            value = float(score)
-        except (TypeError, ValueError):
-            raise RetrieverError(
-                f"retriever {retriever!r} returned score {score!r} for document {doc!r}, query "
-                f"{query_id!r}; scores must be numbers"
-            ) from None
-        if not np.isfinite(value):
-            raise RetrieverError(
-                f"retriever {retriever!r} returned score {score!r} for document {doc!r}, query "
-                f"{query_id!r}; scores must be finite"
-            )
         seen.add(doc)
         ids.append(doc)
-        scores.append(value)
+        scores.append(_score_value(score, doc, query_id, retriever))
     return ids, scores, form
+
+
+def _result_pairs(result: object, query_id: str, retriever: str) -> tuple[list[Any], str]:
+    """One query's result as (doc, score) pairs, unchecked, and its form (see
+    :func:`_ranking_entries`); a result of no known form is a RetrieverError."""
+    if isinstance(result, Mapping):
+        return list(result.items()), "mapping"
+    if isinstance(result, (str, bytes)) or not isinstance(result, Sequence):
+        raise RetrieverError(
+            f"retriever {retriever!r} returned {type(result).__name__} for query {query_id!r}; "
+            "return a list of doc ids, a list of (doc_id, score) pairs or a {doc_id: score} dict"
+        )
+    pairs: list[Any] = []
+    n = len(result)
+    scored = bool(n) and not isinstance(result[0], str)
+    for position, item in enumerate(result):
+        if isinstance(item, str) and not scored:
+            pairs.append((item, float(n - position)))
+        elif (
+            scored
+            and isinstance(item, Sequence)
+            and not isinstance(item, (str, bytes))
+            and len(item) == 2
+        ):
+            pairs.append((item[0], item[1]))
+        else:
+            raise RetrieverError(
+                f"retriever {retriever!r} returned {item!r} at position {position} for query "
+                f"{query_id!r}; each item must be a doc id or a (doc_id, score) pair (one "
+                "kind per ranking)"
+            )
+    return pairs, "pairs" if scored else "ids"
+
+
+def _score_value(score: object, doc: str, query_id: str, retriever: str) -> float:
+    """A returned score as a finite float, or a RetrieverError naming document and query."""
+    try:
+        value = float(score)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise RetrieverError(
+            f"retriever {retriever!r} returned score {score!r} for document {doc!r}, query "
+            f"{query_id!r}; scores must be numbers"
+        ) from None
+    if not np.isfinite(value):
+        raise RetrieverError(
+            f"retriever {retriever!r} returned score {score!r} for document {doc!r}, query "
+            f"{query_id!r}; scores must be finite"
+        )
+    return value
 
 
 class CallableRetriever:
@@ -324,8 +334,9 @@ class CallableRetriever:
     A ranking is a list of doc ids (best first), a list of ``(doc_id, score)`` pairs, or a
     ``{doc_id: score}`` dict. ``scores`` says which way the scores point: ``"similarity"``
     (higher is better, the default), ``"distance"`` or ``"rank"`` (lower is better; they are
-    negated in the run). Scores listed in the opposite order for most queries are an error
-    naming ``scores=`` (see :mod:`pytest_ragmetrics.data.scores`). A function with a ``k``
+    negated in the run). Pairs listed in the opposite order for most queries are an error
+    naming ``scores=``; so are dicts, when no direction is declared and their order rises too
+    regularly to be chance (see :mod:`pytest_ragmetrics.data.scores`). A function with a ``k``
     parameter is called with ``k=k``; results longer than ``k`` are cut to the best ``k``.
     With a ``corpus``, unknown doc ids are an error. With ``cache`` (True: the session's cache,
     or ``.ragmetrics/cache`` outside pytest; or a folder, or a Cache) its runs are cached,
@@ -341,7 +352,7 @@ class CallableRetriever:
         batched: bool = False,
         corpus: Corpus | None = None,
         parameters: Mapping[str, Any] | None = None,
-        scores: str = "similarity",
+        scores: str | None = None,
         version: str | int | None = None,
         cache: CacheLike | bool = None,
     ) -> None:
@@ -352,7 +363,9 @@ class CallableRetriever:
         self.corpus = corpus
         self.parameters = dict(parameters or {})
         self._name = name or getattr(function, "__qualname__", None) or type(function).__name__
-        self.scores: ScoreKind = check_score_kind(scores, f"from_function({self._name!r})")
+        where = f"from_function({self._name!r})"
+        self.scores: ScoreKind = check_score_kind("similarity" if scores is None else scores, where)
+        self.declared = scores is not None
         self.version = version
         self.takes_k = accepts_k(function)
         self.cache = cache
@@ -437,27 +450,41 @@ class CallableRetriever:
     def _oriented(
         self, query_ids: list[str], groups: list[list[str]], scores: list[float], forms: list[str]
     ) -> np.ndarray[Any, np.dtype[np.float64]]:
-        """The scores, higher-is-better, once their order as returned is checked against
-        ``scores=``: every list of pairs, and dicts of 3+ documents (a dict of two is in
-        ascending order half of the time even when its order means nothing)."""
+        """The scores, higher-is-better, once their order as returned is checked: lists of
+        pairs (best first by contract) against ``scores=``; dicts, whose order means nothing,
+        only when no direction was declared, and only against an order too regular to be
+        chance (:func:`~pytest_ragmetrics.data.scores.unordered_contradiction`)."""
         values = np.asarray(scores, dtype=np.float64)
         counts = np.array([len(g) for g in groups], dtype=np.int64)
         own = np.repeat([f != "ids" for f in forms], counts).astype(bool)
-        checked = [
-            f == "pairs" or (f == "mapping" and len(g) >= 3)
-            for f, g in zip(forms, groups, strict=True)
-        ]
-        taken = np.repeat(checked, counts).astype(bool)
-        offsets = np.concatenate(([0], np.cumsum(counts[np.asarray(checked, dtype=bool)])))
-        names = [q for q, c in zip(query_ids, checked, strict=True) if c]
-        found = order_contradiction(names, offsets.astype(np.int64), values[taken], self.scores)
+        fix = "from_function(..., scores={kind!r})"
+        who = f"retriever {self._name!r}"
+        pairs = _subset(query_ids, counts, values, [f == "pairs" for f in forms])
+        found = order_contradiction(*pairs, self.scores)
         if found is not None:
-            raise RetrieverError(
-                found.describe(f"retriever {self._name!r}", "from_function(..., scores={kind!r})")
+            raise RetrieverError(found.describe(who, fix))
+        if not self.declared:
+            found = unordered_contradiction(
+                *_subset(query_ids, counts, values, [f == "mapping" for f in forms])
             )
+            if found is not None:
+                raise RetrieverError(undeclared_error(found, fix, who))
         if self.scores != "similarity":
             values[own] = oriented(values[own], self.scores)
         return values
+
+
+def _subset(
+    query_ids: list[str],
+    counts: np.ndarray[Any, np.dtype[np.int64]],
+    values: np.ndarray[Any, np.dtype[np.float64]],
+    chosen: list[bool],
+) -> tuple[list[str], np.ndarray[Any, np.dtype[np.int64]], np.ndarray[Any, np.dtype[np.float64]]]:
+    """The ``chosen`` queries of CSR ``values`` (``counts`` entries each): ids, offsets, values."""
+    mask = np.asarray(chosen, dtype=bool)
+    offsets = np.concatenate(([0], np.cumsum(counts[mask]))).astype(np.int64)
+    names = [q for q, c in zip(query_ids, chosen, strict=True) if c]
+    return names, offsets, values[np.repeat(mask, counts)]
 
 
 def accepts_k(function: Callable[..., Any]) -> bool:
@@ -503,7 +530,7 @@ def from_function(
     batched: bool = False,
     corpus: Corpus | None = None,
     parameters: Mapping[str, Any] | None = None,
-    scores: str = "similarity",
+    scores: str | None = None,
     version: str | int | None = None,
     cache: CacheLike | bool = None,
 ) -> CallableRetriever:

@@ -73,7 +73,6 @@ class DenseRetriever:
     the embeddings and runs are the same and land in the same cache entries as the local ones.
     """
 
-    # Over 60 lines only because it checks and keeps its twenty-odd options, one line each.
     def __init__(
         self,
         corpus: Corpus,
@@ -99,25 +98,12 @@ class DenseRetriever:
         allow_download: bool = False,
         executor: str | Executor | None = None,
     ) -> None:
-        # Long: every parameter checked with its own message, then the identity that keys the cache.
         if len(corpus) == 0:
             raise RetrieverError("DenseRetriever: the corpus is empty; there is nothing to search")
         _positive("batch_size", batch_size)
         if max_seq_length is not None:
             _positive("max_seq_length", max_seq_length)
-        if index not in ("flat", "ivf", "hnsw"):
-            raise ConfigError(
-                f"DenseRetriever: index must be 'flat', 'ivf' or 'hnsw', got {index!r}"
-            )
-        for option, value in (
-            ("nprobe", nprobe),
-            ("hnsw_m", hnsw_m),
-            ("ef_construction", ef_construction),
-            ("ef_search", ef_search),
-        ):
-            _positive(option, value)
-        if nlist is not None:
-            _positive("nlist", nlist)
+        self._set_index(index, nlist, nprobe, hnsw_m, ef_construction, ef_search)
         if devices is not None and (isinstance(devices, str) or not devices):
             raise ConfigError(
                 "DenseRetriever: devices must be a non-empty list such as ['cuda:0', 'cuda:1'] "
@@ -130,12 +116,6 @@ class DenseRetriever:
         self.normalize = normalize
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
-        self.index_type: IndexType = index
-        self.nlist = nlist
-        self.nprobe = nprobe
-        self.hnsw_m = hnsw_m
-        self.ef_construction = ef_construction
-        self.ef_search = ef_search
         self.device = device
         self.devices = list(devices) if devices is not None else None
         self.chunk_size = chunk_size or max(batch_size * 16, 256)
@@ -149,6 +129,36 @@ class DenseRetriever:
         self._index: Any = None
         self.corpus_encodings = 0
         self.query_encodings = 0
+
+    def _set_index(
+        self,
+        index: IndexType,
+        nlist: int | None,
+        nprobe: int,
+        hnsw_m: int,
+        ef_construction: int,
+        ef_search: int,
+    ) -> None:
+        """Check and keep the index settings (see the class doc)."""
+        if index not in ("flat", "ivf", "hnsw"):
+            raise ConfigError(
+                f"DenseRetriever: index must be 'flat', 'ivf' or 'hnsw', got {index!r}"
+            )
+        for option, value in (
+            ("nprobe", nprobe),
+            ("hnsw_m", hnsw_m),
+            ("ef_construction", ef_construction),
+            ("ef_search", ef_search),
+        ):
+            _positive(option, value)
+        if nlist is not None:
+            _positive("nlist", nlist)
+        self.index_type: IndexType = index
+        self.nlist = nlist
+        self.nprobe = nprobe
+        self.hnsw_m = hnsw_m
+        self.ef_construction = ef_construction
+        self.ef_search = ef_search
 
     @property
     def name(self) -> str:
