@@ -24,6 +24,11 @@ Status = Literal["ok", "improved", "regressed", "lost", "new", "not comparable"]
 FAILED_METRIC = ("regressed", "lost")
 LOST_SHOWN = 20  # query ids a lost metric keeps in its JSON form
 LOST_NAMED = 5  # ... and names in the failure message
+# The note of a metric the baseline holds and this run does not compute at all: lost too.
+NOT_COMPUTED = (
+    "not computed by this run (it is not in ragmetrics_metrics, the test's metrics=... or its "
+    "rag_threshold markers, or a registered metric is no longer registered)"
+)
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,8 @@ class MetricVerdict:
     lost: int = 0
     lost_queries: list[str] = field(default_factory=list)
     valued_before: int = 0
+    # False: the metric is in the baseline but this run does not compute it (lost everywhere).
+    computed: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -201,6 +208,8 @@ class MetricVerdict:
             out["queries_lost"] = self.lost
             out["lost_queries"] = self.lost_queries[:LOST_SHOWN]
             out["queries_with_baseline_value"] = self.valued_before
+        if not self.computed:
+            out["computed"] = False
         return round_values(out)  # type: ignore[no-any-return]
 
     @classmethod
@@ -235,6 +244,7 @@ class MetricVerdict:
             int(data.get("queries_lost", 0)),
             list(data.get("lost_queries", [])),
             int(data.get("queries_with_baseline_value", 0)),
+            bool(data.get("computed", True)),
         )
 
 
@@ -468,6 +478,11 @@ def lost_lines(metric: MetricVerdict, words: Mapping[str, str]) -> list[str]:
     """What the failure message says about the queries whose value of ``metric`` was lost."""
     if metric.status != "lost":
         return []
+    if not metric.computed:
+        return [
+            f"  {metric.metric}: lost: {NOT_COMPUTED}; the {words['before']} has a value on "
+            f"{metric.valued_before} queries"
+        ]
     named = ", ".join(metric.lost_queries[:LOST_NAMED])
     more = ", ..." if metric.lost > LOST_NAMED else ""
     of = f" of {metric.valued_before}" if metric.valued_before else ""
@@ -491,10 +506,12 @@ def lost_advice(verdict: Verdict, words: Mapping[str, str]) -> list[str]:
 
 def _query_set_lines(verdict: Verdict, words: Mapping[str, str]) -> list[str]:
     lines = []
-    if verdict.metrics_not_compared:
+    named = {m.metric for m in verdict.metrics if not m.computed}  # already said: lost
+    not_compared = [m for m in verdict.metrics_not_compared if m not in named]
+    if not_compared:
         lines.append(
             f"  metrics of {words['only_before']} not compared (no value in "
-            f"{words['only_after']}): {', '.join(verdict.metrics_not_compared)}"
+            f"{words['only_after']}): {', '.join(not_compared)}"
         )
     if verdict.only_baseline:
         lines.append(

@@ -12,6 +12,7 @@ from pytest_ragmetrics.baseline.store import UPDATE_HINT
 from pytest_ragmetrics.baseline.verdicts import failure_message
 from pytest_ragmetrics.metrics.names import parse_metric
 from pytest_ragmetrics.records import EvaluationRecord
+from pytest_ragmetrics.report.escaping import for_terminal as one_line
 from pytest_ragmetrics.report.outcome import Checked, EvaluationOutcome, ThresholdResult
 
 if TYPE_CHECKING:
@@ -41,6 +42,49 @@ def check_test(
         checked.append(Checked(record, outcome))
         failures += messages
     return checked, failures
+
+
+def unrecorded_entries(
+    test: str, recorded: Sequence[EvaluationRecord], session: RagSession
+) -> list[str]:
+    """The names of the baseline entries of ``test`` that it ran without recording: their
+    values are lost (a layer or an evaluation the test no longer makes)."""
+    from pytest_ragmetrics.errors import BaselineError
+
+    try:
+        named = session.baseline().entries.get(test) or {}
+    except BaselineError:
+        return []  # a broken baseline fails the tests that compare with it, saying so
+    names = {r.name for r in recorded}
+    return [name for name in named if name not in names]
+
+
+def unrecorded_message(test: str, names: Sequence[str], session: RagSession) -> str:
+    """The failure text of a test that no longer records evaluations its baseline holds."""
+    baseline = session.baseline()
+    settings = session.settings
+    lines = [
+        f"ragmetrics: {one_line(test)} no longer records {len(names)} evaluation"
+        f"{'s' if len(names) != 1 else ''} that the baseline in "
+        f"{settings.display(settings.baseline)} holds: their values are lost, not skipped:"
+    ]
+    for name in names:
+        entry = baseline.get(test, name) or {}
+        metrics = [m for m, v in (entry.get("metrics") or {}).items() if v is not None]
+        layer = entry.get("layer", "retrieval")
+        call = "rag_eval.answers" if layer == "answer" else "rag_eval.retrieval"
+        queries = len(entry.get("per_query") or {})
+        lines.append(
+            f"  '{one_line(name)}' ({_layer_name(layer)}, {queries} queries): "
+            f"{', '.join(metrics) or 'no metric with a value'} (recorded by {call}(..., "
+            f"name={one_line(repr(name))}))"
+        )
+    lines.append(
+        "What to do: if the test should still make it, find why it did not (a branch that "
+        "skipped the call, a renamed evaluation); if dropping it is intended, bless with "
+        f"{UPDATE_HINT}, which removes the entry, and commit the baseline."
+    )
+    return "\n".join(lines)
 
 
 def check_evaluation(

@@ -155,12 +155,16 @@ class SessionOutcome:
     update_counts: Mapping[str, int] | None = None
     # After an update: the files to commit (the baseline and the dataset digests beside it).
     commit_paths: Sequence[str] = ()
+    # Entries whose test no longer exists (its file collected whole): lost, they fail the run.
     stale: Sequence[tuple[str, str]] = ()
+    # Entries of tests that ran without recording them: lost, they failed their tests.
+    unrecorded: Sequence[tuple[str, str]] = ()
     cleared: ClearReport | None = None
     cache_path: str = ""
 
     def __post_init__(self) -> None:
         self.evaluations = sorted(self.evaluations, key=lambda c: c.record.key)
+        self.unrecorded = sorted(self.unrecorded)
 
     @property
     def dataset_order(self) -> list[str]:
@@ -199,3 +203,33 @@ class SessionOutcome:
             if verdict.alpha_note:
                 notes[f"{label}: {verdict.alpha_note}"] = None
         return list(notes)
+
+    def lost_entries_lines(self) -> list[str]:
+        """What the baseline holds that this run did not compute, in words ([] if nothing):
+        stale entries (their tests no longer exist) and entries of tests that ran without
+        recording them. Every line is plain text; renderers escape it for their sink."""
+        from pytest_ragmetrics.baseline.store import UPDATE_HINT
+        from pytest_ragmetrics.records import label
+
+        updated = self.update_counts is not None
+        lines = []
+        if self.stale:
+            lines.append(
+                f"ragmetrics: {len(self.stale)} baseline entries belong to tests that no longer "
+                "exist (stale: a test, a dataset or a query is gone): "
+                + (
+                    "removed by this update:"
+                    if updated
+                    else f"their values are lost, and the run fails; if that is intended, "
+                    f"bless with {UPDATE_HINT}, which removes them:"
+                )
+            )
+            lines += [f"  {label(test, name)}" for test, name in self.stale]
+        if self.unrecorded:
+            lines.append(
+                f"ragmetrics: {len(self.unrecorded)} baseline entries belong to tests that ran "
+                "without recording them: "
+                + ("removed by this update:" if updated else "lost (their tests failed):")
+            )
+            lines += [f"  {label(test, name)}" for test, name in self.unrecorded]
+        return lines
