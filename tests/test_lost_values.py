@@ -282,3 +282,52 @@ def test_answers_that_vanish_from_the_evaluation_are_lost_too(
     grounded = metric_of(verdict_of(project), "groundedness")
     assert (grounded["status"], grounded["queries_lost"]) == ("lost", 2)
     assert grounded["queries_with_baseline_value"] == 4
+
+
+# --- a gate that cannot work is said wherever it is configured ----------------------------
+
+
+def test_an_unreachable_alpha_is_said_in_every_report_from_the_first_run(
+    project: pytest.Pytester,
+) -> None:
+    """Four answers, alpha 0.05: no p below 0.1266 exists. Said when the entry is new (nothing
+    compared yet: the next run's gate would not work either) and when it is compared, in the
+    terminal, the JSON verdict and the Markdown summary."""
+    args = ("--ragmetrics-alpha=0.05", "--ragmetrics-json=r.json", "--ragmetrics-markdown=r.md")
+    note = (
+        "ragmetrics_alpha = 0.05 cannot be reached: with 4 queries the smallest attainable p is "
+        "0.1266, so no drop can fail on significance"
+    )
+    for bless in (True, False):
+        (project.path / "r.md").unlink(missing_ok=True)
+        extra = ("--ragmetrics-update-baseline",) if bless else ()
+        result = project.runpytest(*args, *extra)
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines([f"note: test_rag.py::test_answers [[]answers[]]: {note}*"])
+        verdict = verdict_of(project)
+        assert verdict["status"] == ("new" if bless else "ok")
+        assert verdict["alpha_note"].startswith(note)
+        assert "the test needs at least 6 queries" in verdict["alpha_note"]
+        markdown = (project.path / "r.md").read_text()
+        assert "ragmetrics_alpha = 0.05 cannot be reached" in markdown, markdown
+
+
+PER_QUERY = """
+    def test_query(rag_eval, rag_query):
+        run = {rag_query.id: dict(rag_query.ranking)}
+        rag_eval.retrieval(run, {rag_query.id: rag_query.relevant}, name="one")
+"""
+
+
+def test_per_query_tests_that_cannot_reach_alpha_say_so_once(pytester: pytest.Pytester) -> None:
+    make_project(pytester, tests=PER_QUERY)
+    result = pytester.runpytest("--ragmetrics-alpha=0.05", "-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "note: 4 evaluations (e.g. test_rag.py::test_query[[]q1[]] [[]one[]]; "
+            "test_rag.py::test_query[[]q2[]] [[]one[]]): ragmetrics_alpha = 0.05 cannot be "
+            "reached: with 1 query the smallest attainable p is 1.0000*"
+        ]
+    )
+    assert result.stdout.str().count("cannot be reached") == 1

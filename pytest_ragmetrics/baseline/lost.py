@@ -112,7 +112,7 @@ def attainable_note(comparison: PairedComparison | None, alpha: float | None, se
         else "no number of queries reaches it"
     )
     return (
-        f"; with {comparison.n} queries the smallest attainable p is {smallest:.4f}, so no "
+        f"; with {_queries(comparison.n)} the smallest attainable p is {smallest:.4f}, so no "
         f"change can be significant at alpha {alpha:g}: {enough}"
     )
 
@@ -127,7 +127,7 @@ def alpha_unreachable(n: int, alpha: float | None, seed: int) -> str:
     needed = queries_needed(alpha, seed=seed)
     enough = f"the test needs at least {needed} queries" if needed else "no number of queries can"
     return (
-        f"ragmetrics_alpha = {alpha:g} cannot be reached: with {n} queries the smallest "
+        f"ragmetrics_alpha = {alpha:g} cannot be reached: with {_queries(n)} the smallest "
         f"attainable p is {smallest:.4f}, so no drop can fail on significance (only a collapse "
         f"to the worst value, or a lost value, fails); {enough}"
     )
@@ -175,6 +175,10 @@ def no_worst_note(metric: str) -> str:
         f"; {metric} declares no worst value, so a fall to it cannot be told from a drop and "
         "fails only on significance (declare it: register(..., worst=0.0))"
     )
+
+
+def _queries(n: int) -> str:
+    return "1 query" if n == 1 else f"{n} queries"
 
 
 def valued(value: Any) -> bool:

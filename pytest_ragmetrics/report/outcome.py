@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.records import EvaluationRecord
 
 
+# Up to this many evaluations that cannot reach alpha are named one note each; more share one.
+SAID_APART = 3
+
+
 @dataclass(frozen=True)
 class ThresholdResult:
     """One ``rag_threshold`` bound checked against an evaluation's mean."""
@@ -177,8 +181,10 @@ class SessionOutcome:
         return [c for c in self.evaluations if c.layer == layer]
 
     def notes(self, layer: Layer) -> list[str]:
-        """Every note of a layer's evaluations, each once, prefixed by the evaluation's label."""
+        """Every note of a layer's evaluations, each once, prefixed by the evaluation's label;
+        an alpha that many evaluations cannot reach (per-query tests) is said once for all."""
         notes: dict[str, None] = {}
+        unreachable: dict[str, list[str]] = {}
         for checked in self.layer(layer):
             label = checked.label
             for note in checked.record.evaluation.notes:
@@ -201,7 +207,12 @@ class SessionOutcome:
             for reason in verdict.reasons:
                 notes[f"{label}: not comparable: {reason}"] = None
             if verdict.alpha_note:
-                notes[f"{label}: {verdict.alpha_note}"] = None
+                unreachable.setdefault(verdict.alpha_note, []).append(label)
+        for note, labels in unreachable.items():
+            if len(labels) <= SAID_APART:
+                notes.update((f"{label}: {note}", None) for label in labels)
+            else:
+                notes[f"{len(labels)} evaluations (e.g. {'; '.join(labels[:2])}): {note}"] = None
         return list(notes)
 
     def lost_entries_lines(self) -> list[str]:
