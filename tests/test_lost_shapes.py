@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from plugin_project import OVERLAP_RETRIEVER, make_project
+from plugin_project import OVERLAP_RETRIEVER, make_project, write_beir
 
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
 from pytest_ragmetrics.baseline.tolerances import parse_tolerances
@@ -45,7 +44,7 @@ def test_a_metric_removed_from_the_configuration_fails_as_lost(
     make_project(pytester, tests=RETRIEVAL)
     pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
     result = pytester.runpytest(
-        "--ragmetrics-metrics=ndcg_at_10 recall_at_1", "--ragmetrics-json=r.json", *xdist
+        "-v", "--ragmetrics-metrics=ndcg_at_10 recall_at_1", "--ragmetrics-json=r.json", *xdist
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -97,7 +96,7 @@ def test_a_registered_metric_no_longer_registered_is_lost(
         "--ragmetrics-metrics=ndcg_at_10 mine", "--ragmetrics-update-baseline"
     ).assert_outcomes(passed=1)
     monkeypatch.delenv("RAG_MINE")
-    result = pytester.runpytest("--ragmetrics-metrics=ndcg_at_10")
+    result = pytester.runpytest("-v", "--ragmetrics-metrics=ndcg_at_10")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*mine: lost: not computed by this run*"])
 
@@ -171,20 +170,6 @@ def test_a_layer_a_test_no_longer_records_fails_it_as_lost(
 # -- a (dataset, split) pair or a query whose tests are gone --------------------------------------
 
 PAIRS_CONFTEST = "import pytest\nfrom pytest_ragmetrics import Run\n" + OVERLAP_RETRIEVER
-
-
-def write_beir(folder: Path, docs: dict[str, str], queries: dict[str, str]) -> None:
-    (folder / "qrels").mkdir(parents=True, exist_ok=True)
-    (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": d, "title": "", "text": t}) + "\n" for d, t in docs.items())
-    )
-    (folder / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items())
-    )
-    first = next(iter(docs))
-    (folder / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{first}\t1\n" for q in queries)
-    )
 
 
 def pairs_project(pytester: pytest.Pytester, datasets: str, tests: str) -> None:
@@ -281,14 +266,17 @@ def test_a_k_below_a_metrics_cutoff_says_the_depth_differs() -> None:
     values = {f"q{i}": 1.0 for i in range(4)}
     entry = _retrieval(values, 100).baseline_entry("test")
     verdict = compare_to_baseline(_retrieval(values, 10), entry, parse_tolerances("0.01"))
-    (metric,) = verdict.metrics
-    assert metric.status == "ok"
-    assert "counts only the top 10 documents now (k 100 → 10)" in metric.note
+    assert verdict.status == "ok"
+    assert verdict.depth_note == (
+        "k 100 → 10: recall_at_100 counts only the top 10 documents now, where the baseline "
+        "counted deeper: its value is not over the same depth"
+    )
+    assert Verdict.from_dict(verdict.to_dict()).depth_note == verdict.depth_note
     assert "k: 100 → 10" in verdict.identity_change
     # A cutoff the new depth still reaches is the same metric: nothing to say.
     entry = _retrieval(values, 100, "ndcg_at_10").baseline_entry("test")
     same = compare_to_baseline(_retrieval(values, 10, "ndcg_at_10"), entry, parse_tolerances("0"))
-    assert same.metrics[0].note == ""
+    assert same.depth_note == ""
 
 
 # -- collapse of a registered metric -------------------------------------------------------

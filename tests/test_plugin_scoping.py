@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from plugin_project import OVERLAP_RETRIEVER
+from plugin_project import OVERLAP_RETRIEVER, write_beir
 
 from pytest_ragmetrics.data.selection import DatasetSelection, pair_key
 
@@ -55,20 +55,6 @@ BETA = (
     {"b1": "mars is red", "b2": "venus is hot", "b3": "birds sing on mars"},
     {"qb1": "the red planet", "qb2": "the hot planet", "qb3": "where birds sing"},
 )
-
-
-def write_beir(folder: Path, docs: dict[str, str], queries: dict[str, str]) -> None:
-    (folder / "qrels").mkdir(parents=True, exist_ok=True)
-    (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": d, "title": "", "text": t}) + "\n" for d, t in docs.items())
-    )
-    (folder / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items())
-    )
-    first = next(iter(docs))
-    (folder / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{first}\t1\n" for q in queries)
-    )
 
 
 def project(

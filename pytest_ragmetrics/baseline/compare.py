@@ -88,6 +88,7 @@ def compare_to_baseline(
     verdict.metrics = _metric_verdicts(
         pairs, verdict, tolerances, Gates(alpha, seed, unjudged_drops)
     )
+    verdict.depth_note = _depth_note(verdict.metrics, entry.get("k"), current["k"])
     compared = {m.metric for m in verdict.metrics if m.computed}
     verdict.metrics_not_compared = [m for m in entry["metrics"] if m not in compared]
     verdict.metrics = [_enforced(found, not_enforced or {}) for found in verdict.metrics]
@@ -126,7 +127,7 @@ def _metric_verdicts(
             dataclasses.replace(gates, noise=noise.get(metric)),
         )
         if found is not None:
-            out.append(_cut_note(found, entry.get("k"), current["k"]))
+            out.append(found)
     return out + _not_computed(entry, current, pairs, tolerances)
 
 
@@ -188,26 +189,29 @@ def _not_computed(
     return out
 
 
-def _cut_note(found: MetricVerdict, k_before: Any, k_now: Any) -> MetricVerdict:
-    """Say so when the ranking depth fell below a metric's cutoff since the baseline: its
-    value now counts only the top ``k_now`` documents (a cut the baseline did not have)."""
+def _depth_note(metrics: Sequence[MetricVerdict], k_before: Any, k_now: Any) -> str:
+    """Say so when the ranking depth fell below some metrics' cutoffs since the baseline: their
+    values now count only the top ``k_now`` documents (a cut the baseline did not have)."""
     from pytest_ragmetrics.errors import MetricError
     from pytest_ragmetrics.metrics.names import parse_metric
 
     if not (isinstance(k_before, int) and isinstance(k_now, int)) or k_now >= k_before:
-        return found
-    try:
-        cutoff = parse_metric(found.metric).k
-    except MetricError:
-        return found  # a metric registered in the run that made the file, not in this one
-    if cutoff is not None and cutoff <= k_now:
-        return found
-    depth = "every rank" if cutoff is None else f"rank {cutoff}"
-    note = (
-        f"counts only the top {k_now} documents now (k {k_before} → {k_now}), where the "
-        f"baseline counted up to {depth}: the values are not over the same depth"
+        return ""
+    cut = []
+    for found in metrics:
+        try:
+            cutoff = parse_metric(found.metric).k
+        except MetricError:
+            continue  # a metric registered in the run that made the file, not in this one
+        if found.computed and (cutoff is None or cutoff > k_now):
+            cut.append(found.metric)
+    if not cut:
+        return ""
+    verb, whose = ("counts", "its value is") if len(cut) == 1 else ("count", "their values are")
+    return (
+        f"k {k_before} → {k_now}: {', '.join(cut)} {verb} only the top {k_now} documents now, "
+        f"where the baseline counted deeper: {whose} not over the same depth"
     )
-    return dataclasses.replace(found, note=f"{found.note}; {note}" if found.note else note)
 
 
 def _enforced(found: MetricVerdict, not_enforced: Mapping[str, str]) -> MetricVerdict:

@@ -290,7 +290,13 @@ def _finish_item(item: pytest.Item, *, errored: bool) -> list[str]:
         from pytest_ragmetrics.plugin.checks import check_test, unrecorded_message
 
         try:
-            checked, more = check_test(recorded, thresholds, session)
+            checked, more = check_test(
+                recorded,
+                thresholds,
+                session,
+                texts=recorder.query_texts if recorder is not None else None,
+                verbose=item.config.get_verbosity() > 0,
+            )
             failures += more
             if unrecorded and not session.settings.update_baseline:
                 failures.append(unrecorded_message(item.nodeid, unrecorded, session))

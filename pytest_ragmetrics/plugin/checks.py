@@ -4,10 +4,12 @@ a message that says what to do."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
+from pytest_ragmetrics.baseline.messages import compact_message
 from pytest_ragmetrics.baseline.store import UPDATE_HINT
 from pytest_ragmetrics.baseline.verdicts import failure_message
 from pytest_ragmetrics.metrics.names import parse_metric
@@ -23,22 +25,31 @@ def _layer_name(layer: str) -> str:
     return "answer-layer" if layer == "answer" else "retrieval"
 
 
+# Given an evaluation's name and query ids, the texts of those queries the test knows.
+QueryTexts = Callable[[str, Iterable[str]], Mapping[str, str]]
+
+
 def check_test(
     recorded: Sequence[EvaluationRecord],
     thresholds: Mapping[str, float],
     session: RagSession,
+    *,
+    texts: QueryTexts | None = None,
+    verbose: bool = False,
 ) -> tuple[list[Checked], list[str]]:
     """Check every evaluation a test recorded; their outcomes, and the failure texts.
 
     ``thresholds`` are the test's markers as they are now: a threshold added while the test
-    ran applies to the evaluations recorded before it (or fails saying it could not).
+    ran applies to the evaluations recorded before it (or fails saying it could not). A
+    regression's text is the short one unless ``verbose`` (pytest -v); the outcome keeps the
+    full one. ``texts`` gives the queries' texts shown beside the most regressed ones.
     """
     failures = _thresholds_without_evaluation(recorded, thresholds)
     checked: list[Checked] = []
     for record in recorded:
         record, late = _with_late_thresholds(record, thresholds)
         failures += late
-        outcome, messages = check_evaluation(record, session)
+        outcome, messages = check_evaluation(record, session, texts=texts, verbose=verbose)
         checked.append(Checked(record, outcome))
         failures += messages
     return checked, failures
@@ -88,7 +99,11 @@ def unrecorded_message(test: str, names: Sequence[str], session: RagSession) -> 
 
 
 def check_evaluation(
-    record: EvaluationRecord, session: RagSession
+    record: EvaluationRecord,
+    session: RagSession,
+    *,
+    texts: QueryTexts | None = None,
+    verbose: bool = False,
 ) -> tuple[EvaluationOutcome, list[str]]:
     """One evaluation's outcome and the failure messages it gives its test."""
     settings = session.settings
@@ -126,7 +141,13 @@ def check_evaluation(
         return outcome, failures
     baseline_path = settings.display(settings.baseline)
     if verdict.status in ("regressed", "not comparable"):
-        failures.append(failure_message(record, verdict, baseline_path))
+        named = [q for m in verdict.failed_metrics for q, *_ in m.worst]
+        shown = texts(record.name, named) if texts is not None and named else {}
+        full = failure_message(record, verdict, baseline_path, texts=shown)
+        outcome = dataclasses.replace(outcome, message=full)
+        failures.append(
+            full if verbose else compact_message(record, verdict, baseline_path, texts=shown)
+        )
     elif verdict.status == "new" and settings.strict:
         failures.append(
             f"ragmetrics: '{record.name}' ({record.test}) has no baseline entry in "

@@ -4,14 +4,15 @@ the test's ``rag_threshold`` markers."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pytest_ragmetrics.cache import identity_of
 from pytest_ragmetrics.data.judged import JudgedRankings
-from pytest_ragmetrics.data.model import Dataset, Qrels, Run
-from pytest_ragmetrics.errors import ConfigError, MetricError
+from pytest_ragmetrics.data.model import Dataset, Qrels, Queries, Run
+from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError
 from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.metrics.names import parse_metric, parse_metrics
 from pytest_ragmetrics.metrics.retrieval import evaluate
@@ -81,6 +82,9 @@ class RagEval:
         # the optional per-query fields of the HTML report; None when no page is wanted.
         self._report_fields = report_fields
         self.recorded: list[EvaluationRecord] = []
+        # Per evaluation name, the texts of its queries that the test had at hand (the
+        # dataset's, or the questions the answers were given), for its failure message.
+        self._texts: dict[str, Mapping[str, str] | Queries] = {}
 
     @property
     def _thresholds(self) -> dict[str, float]:
@@ -160,6 +164,8 @@ class RagEval:
             k=k,
             thresholds={m: v for m, v in self._thresholds.items() if m in evaluation.metrics},
         )
+        if "dataset" in sources:
+            self._texts[recorded.name] = sources["dataset"].queries
         self._record(recorded, run=run_obj, qrels=judgments, **sources)
         return evaluation
 
@@ -238,8 +244,27 @@ class RagEval:
             thresholds={m: v for m, v in self._thresholds.items() if m in evaluation.metrics},
             report_fields=fields,
         )
+        self._texts[recorded.name] = {
+            str(item.query_id): item.query for item in items if getattr(item, "query", "")
+        }
         self._record(recorded, assessments=items)
         return evaluation
+
+    def query_texts(self, name: str, query_ids: Iterable[str]) -> dict[str, str]:
+        """The text of each of ``query_ids`` of evaluation ``name`` that is known: from what
+        the evaluation was made of, else from the test's dataset (if it has one)."""
+        found: dict[str, str] = {}
+        sources: list[Mapping[str, str] | Queries] = [self._texts.get(name) or {}]
+        with contextlib.suppress(RagMetricsError):  # no dataset (or a broken one): ids alone
+            sources.append(self._dataset().queries)
+        for query_id in query_ids:
+            for source in sources:
+                try:
+                    found[query_id] = source[query_id]
+                    break
+                except KeyError:
+                    continue
+        return found
 
 
 def _cost_and_noise(evaluation: Evaluation, parts: Mapping[str, Any], noise: Any) -> dict[str, Any]:

@@ -66,6 +66,9 @@ class EvaluationOutcome:
     gate: str = ""
     update: str = ""
     not_enforced: Mapping[str, str] = field(default_factory=dict)
+    # The full failure message of a regressed or not comparable verdict (the test shows the
+    # short one unless pytest -v): kept in the JSON report.
+    message: str = ""
 
     @property
     def status(self) -> str:
@@ -102,6 +105,8 @@ class EvaluationOutcome:
             out["update"] = self.update
         if self.not_enforced:
             out["not_enforced"] = dict(self.not_enforced)
+        if self.message:
+            out["message"] = self.message
         return out
 
     @classmethod
@@ -115,6 +120,7 @@ class EvaluationOutcome:
             data.get("gate", ""),
             data.get("update", ""),
             dict(data.get("not_enforced") or {}),
+            str(data.get("message", "")),
         )
 
 
@@ -206,6 +212,8 @@ class SessionOutcome:
                 ] = None
             for reason in verdict.reasons:
                 notes[f"{label}: not comparable: {reason}"] = None
+            if verdict.depth_note:
+                notes[f"{label}: {verdict.depth_note}"] = None
             if verdict.alpha_note:
                 unreachable.setdefault(verdict.alpha_note, []).append(label)
         for note, labels in unreachable.items():
