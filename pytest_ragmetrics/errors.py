@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from pytest_ragmetrics.controls import show_controls
+
 
 class RagMetricsError(Exception):
     """Base class of every error pytest-ragmetrics raises on purpose."""
@@ -74,7 +76,15 @@ class RagMetricsWarning(UserWarning):
     queries, a damaged cache entry, judged documents missing from a corpus read outside pytest);
     what is normal (short rankings) is a note in the report. Each message ends with
     :func:`how_to_silence` of its category.
+
+    Its text is shown on one line with every control character escaped (ESC, CR, NUL, a
+    right-to-left override, a newline: :func:`~pytest_ragmetrics.controls.show_controls`),
+    wherever Python prints it — pytest's warnings summary included — since it may quote a file
+    name, an id or a name from the data.
     """
+
+    def __str__(self) -> str:
+        return show_controls(super().__str__())
 
 
 class ShortRankingWarning(RagMetricsWarning):

@@ -113,6 +113,21 @@ def write_dataset(root: Path, *, corpus: list[dict[str, str]] | None = None) -> 
     return data
 
 
+def write_beir(folder: Path, docs: dict[str, str], queries: dict[str, str]) -> None:
+    """A BEIR folder of ``docs`` and ``queries`` (every query judges the first document)."""
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": d, "title": "", "text": t}) + "\n" for d, t in docs.items())
+    )
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items())
+    )
+    first = next(iter(docs))
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{first}\t1\n" for q in queries)
+    )
+
+
 def make_project(
     pytester: pytest.Pytester, *, ini: str = "", tests: str = "", conftest: str = CONFTEST
 ) -> None:

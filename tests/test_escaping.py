@@ -112,3 +112,88 @@ def test_plugin_sinks_neutralise_hostile_names_and_ids(
     output = check_plugin(pytester, list(HOSTILE.values()), monkeypatch=monkeypatch)
     assert "regressed" in output and "below" in output, output
     assert "\\x1b[8m" in output  # shown, not acted on
+
+
+# -- warnings: whoever prints them --------------------------------------------------------------
+
+
+def _warning_categories() -> list[type[Warning]]:
+    from pytest_ragmetrics.errors import RagMetricsWarning
+
+    found, todo = [], [RagMetricsWarning]
+    while todo:
+        category = todo.pop()
+        found.append(category)
+        todo += category.__subclasses__()
+    return found
+
+
+@pytest.mark.parametrize("text", CASES)
+def test_every_warning_shows_its_text_on_one_line_without_controls(text: str) -> None:
+    import warnings
+
+    for category in _warning_categories():
+        shown = str(category(f"file {text}: something"))
+        assert not terminal_problems(shown) and "\n" not in shown, (category, shown)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warnings.warn(f"file {text}: something", category, stacklevel=1)
+        line = warnings.formatwarning(
+            caught[0].message, category, "x.py", 1, line=""
+        )  # what Python prints
+        assert not terminal_problems(line.rstrip("\n")), line
+
+
+WARNING_SITES = """
+import json
+import os
+from pathlib import Path
+
+from pytest_ragmetrics.data.layouts import load_dataset
+from pytest_ragmetrics.data.trec import read_run
+from pytest_ragmetrics.retrievers import from_function
+
+HOSTILE = json.loads(os.environ["HOSTILE"])
+
+
+def test_stale_labels_in_a_hostile_folder():
+    load_dataset(Path(HOSTILE["folder"]))
+
+
+def test_a_rising_run_with_a_hostile_name():
+    read_run(Path(HOSTILE["run"]))
+
+
+def test_a_hostile_retriever_that_finds_nothing(rag_queries):
+    retriever = from_function(lambda text: [], name=HOSTILE["name"])
+    retriever.search(rag_queries, 5)
+"""
+
+
+def test_plugin_warnings_summary_neutralises_what_warnings_quote(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest prints our warnings in its own summary, which escapes nothing: a stale-labels
+    warning quoting a folder, a score-order warning quoting a run file and a short-ranking
+    warning quoting a retriever's name, each holding ESC, CR, an RTL override and a newline."""
+    from plugin_project import write_dataset
+
+    hostile = "x\x1b[2K\x1b[1Gall passed\r\u202e\nmore"
+    folder = pytester.path / f"data{hostile}"
+    write_dataset(pytester.path).rename(folder)
+    with (folder / "qrels" / "test.tsv").open("a") as qrels:
+        qrels.write("q1\tmissing-doc\t1\n")  # a stale label: the warning names the file
+    run = pytester.path / f"run{hostile}.trec"
+    run.write_text("q1 Q0 d1 1 0.1 t\nq1 Q0 d2 2 0.5 t\nq1 Q0 d3 3 0.9 t\n")
+    write_dataset(pytester.path)
+    pytester.makepyprojecttoml('[tool.pytest.ini_options]\nragmetrics_dataset = "data"\n')
+    pytester.makepyfile(test_sites=WARNING_SITES)
+    names = {"folder": str(folder), "run": str(run), "name": f"ret{hostile}"}
+    monkeypatch.setenv("HOSTILE", json.dumps(names))
+    result = pytester.runpytest("-p", "no:randomly", "-W", "always")
+    result.assert_outcomes(passed=3)
+    output = result.stdout.str()
+    for category in ("StaleLabelsWarning", "ScoreOrderWarning", "ShortRankingWarning"):
+        assert category in output, output
+    assert not terminal_problems(output), terminal_problems(output)
+    assert "\\x1b[2K\\x1b[1Gall passed\\x0d\\u202e\\x0amore" in output

@@ -158,7 +158,7 @@ def test_demo_a_retriever_change_that_pulls_in_unjudged_documents(
     make_project(pytester, tests=TESTS, conftest=textwrap.dedent(CONFTEST))
     pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
     monkeypatch.setenv("RAG_NEW", "1")
-    result = pytester.runpytest(*xdist, "--ragmetrics-json=report.json")
+    result = pytester.runpytest(*xdist, "-v", "--ragmetrics-json=report.json")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [

@@ -83,7 +83,7 @@ def test_every_answer_empty_loses_groundedness_and_fails(
     project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
     monkeypatch.setenv("ANSWERS_EMPTY", "q1,q2,q3,q4")
     result = project.runpytest(
-        "--ragmetrics-json=r.json", "--ragmetrics-html=r.html", "--ragmetrics-markdown=r.md"
+        "-v", "--ragmetrics-json=r.json", "--ragmetrics-html=r.html", "--ragmetrics-markdown=r.md"
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -116,7 +116,7 @@ def test_three_of_four_answers_empty_is_lost_not_a_mean_of_the_one_left(
 ) -> None:
     project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
     monkeypatch.setenv("ANSWERS_EMPTY", "q1,q2,q3")
-    result = project.runpytest("--ragmetrics-json=r.json")
+    result = project.runpytest("-v", "--ragmetrics-json=r.json")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -137,10 +137,10 @@ def test_an_ungrounded_answer_that_becomes_empty_is_not_improved(
     1.00 and was reported improved while no query got better."""
     project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
     monkeypatch.setenv("ANSWERS_EMPTY", "q4")
-    result = project.runpytest("--ragmetrics-json=r.json")
+    result = project.runpytest("-v", "--ragmetrics-json=r.json")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*groundedness: lost: 1 of 4 queries*(n/a): q4"])
-    (row,) = [line for line in result.outlines if line.startswith("test_rag.py::test_answers")]
+    (row,) = [line for line in result.outlines if line.startswith("test_rag.py::test_answers [")]
     assert row.split()[-1] == "regressed"
     assert "improved" not in result.stdout.str().split("FAILURES")[1]
     grounded = metric_of(verdict_of(project), "groundedness")
@@ -155,7 +155,7 @@ def test_a_pipeline_that_loses_every_context_fails_on_context_relevance(
 ) -> None:
     project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
     monkeypatch.setenv("ANSWERS_NO_CONTEXT", "1")
-    result = project.runpytest("--ragmetrics-json=r.json")
+    result = project.runpytest("-v", "--ragmetrics-json=r.json")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*context_relevance: lost: 4 of 4 queries had a value in the baseline*"]
@@ -172,7 +172,7 @@ def test_five_queries_collapsing_fail_at_an_alpha_they_cannot_reach(
     monkeypatch.setenv("ANSWERS_ALL_GROUNDED", "1")
     project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
     monkeypatch.setenv("ANSWERS_WRONG", "1")
-    result = project.runpytest("--ragmetrics-alpha=0.05", "--ragmetrics-json=r.json")
+    result = project.runpytest("-v", "--ragmetrics-alpha=0.05", "--ragmetrics-json=r.json")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -276,9 +276,107 @@ def test_answers_that_vanish_from_the_evaluation_are_lost_too(
     are missing now, like n/a ones, and the mean of the two left is no basis for 'ok'."""
     project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
     monkeypatch.setenv("ANSWERS_N", "2")
-    result = project.runpytest("--ragmetrics-json=r.json")
+    result = project.runpytest("-v", "--ragmetrics-json=r.json")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*groundedness: lost: 2 of 4 queries*: q3, q4"])
     grounded = metric_of(verdict_of(project), "groundedness")
     assert (grounded["status"], grounded["queries_lost"]) == ("lost", 2)
     assert grounded["queries_with_baseline_value"] == 4
+
+
+# --- a gate that cannot work is said wherever it is configured ----------------------------
+
+
+def test_an_unreachable_alpha_is_said_in_every_report_from_the_first_run(
+    project: pytest.Pytester,
+) -> None:
+    """Four answers, alpha 0.05: no p below 0.1266 exists. Said when the entry is new (nothing
+    compared yet: the next run's gate would not work either) and when it is compared, in the
+    terminal, the JSON verdict and the Markdown summary."""
+    args = ("--ragmetrics-alpha=0.05", "--ragmetrics-json=r.json", "--ragmetrics-markdown=r.md")
+    note = (
+        "ragmetrics_alpha = 0.05 cannot be reached: with 4 queries the smallest attainable p is "
+        "0.1266, so no drop can fail on significance"
+    )
+    for bless in (True, False):
+        (project.path / "r.md").unlink(missing_ok=True)
+        extra = ("--ragmetrics-update-baseline",) if bless else ()
+        result = project.runpytest(*args, *extra)
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines([f"note: test_rag.py::test_answers [[]answers[]]: {note}*"])
+        verdict = verdict_of(project)
+        assert verdict["status"] == ("new" if bless else "ok")
+        assert verdict["alpha_note"].startswith(note)
+        assert "the test needs at least 6 queries" in verdict["alpha_note"]
+        markdown = (project.path / "r.md").read_text()
+        assert "ragmetrics_alpha = 0.05 cannot be reached" in markdown, markdown
+
+
+PER_QUERY = """
+    def test_query(rag_eval, rag_query):
+        run = {rag_query.id: dict(rag_query.ranking)}
+        rag_eval.retrieval(run, {rag_query.id: rag_query.relevant}, name="one")
+"""
+
+
+def test_per_query_tests_that_cannot_reach_alpha_say_so_once(pytester: pytest.Pytester) -> None:
+    make_project(pytester, tests=PER_QUERY)
+    result = pytester.runpytest("--ragmetrics-alpha=0.05", "-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "note: 4 evaluations (e.g. test_rag.py::test_query[[]q1[]] [[]one[]]; "
+            "test_rag.py::test_query[[]q2[]] [[]one[]]): ragmetrics_alpha = 0.05 cannot be "
+            "reached: with 1 query the smallest attainable p is 1.0000*"
+        ]
+    )
+    assert result.stdout.str().count("cannot be reached") == 1
+
+
+# --- the short message a test shows by default --------------------------------------------
+
+
+def test_the_short_message_names_lost_queries_and_shows_query_text_on_one_line() -> None:
+    from pytest_ragmetrics.baseline.messages import compact_message
+
+    verdict = _compare({"q1": 1.0, "q2": 1.0, "q3": 1.0}, {"q1": 0.0, "q2": 1.0, "q3": None})
+    texts = {"q1": "a question\x1b[2K\rthat\u202e lies\n" + "long " * 30}
+    text = compact_message(_record({}), verdict, "b.json", texts=texts)
+    lines = text.split("\n")
+    assert lines[1] == "  groundedness: lost on 1 of 3 queries (n/a now): q3"
+    assert lines[2].startswith("  groundedness: 1.0000 → 0.5000, Δ -0.5000 (95% CI [")
+    (shown,) = [line for line in lines if line.startswith("    q1 ")]
+    assert shown.startswith('    q1 "a question\\x1b[2K that\\u202e lies long long')
+    assert '…" (Δ -1.000)' in shown and len(shown) < 110
+    assert lines[-1].startswith("(-v shows the full message")
+    assert "\x1b" not in text and "\r" not in text
+
+
+ANSWER_TEXTS = """
+    import os
+    from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
+
+    def test_answers(rag_eval):
+        wrong = os.environ.get("ANSWERS_WRONG") == "1"
+        rag_eval.answers([
+            AnswerAssessment(query_id=q, query=f"what is asked in {q}?", answer="A.",
+                             claims=(Claim("A.", not (wrong and q == "x2")),))
+            for q in ("x1", "x2", "x3")
+        ], name="answers", metrics=["groundedness"])
+"""
+
+
+def test_the_answer_layer_shows_the_questions_the_answers_were_given(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer evaluation's queries need not be the dataset's: their text comes from what the
+    answers were given (AnswerAssessment.query)."""
+    monkeypatch.delenv("ANSWERS_WRONG", raising=False)
+    make_project(pytester, tests=ANSWER_TEXTS)
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    monkeypatch.setenv("ANSWERS_WRONG", "1")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["  most regressed in groundedness:", '    x2 "what is asked in x2?" (Δ -1.000)']
+    )

@@ -127,7 +127,7 @@ def test_answer_metrics_are_gated_by_the_baseline(
     )
     pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
     monkeypatch.setenv("ANSWERS_WORSE", "1")
-    result = pytester.runpytest()
+    result = pytester.runpytest("-v")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -311,6 +311,6 @@ def test_a_baseline_of_other_queries_is_compared_on_the_shared_ones(
          "this run; over all of them 1.0000 → 0.5000)*"]
     )  # fmt: skip
     monkeypatch.setenv("ANSWERS_WORSE", "1")  # the shared four get worse: a regression
-    worse = pytester.runpytest()
+    worse = pytester.runpytest("-v")
     worse.assert_outcomes(failed=1)
     worse.stdout.fnmatch_lines(["*groundedness: baseline 1.0000 → current 0.0000*"])

@@ -77,23 +77,72 @@ def test_worse_retriever_fails_with_statistics_and_advice(
 ) -> None:
     project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
     monkeypatch.setenv("RAG_WORSE", "1")
-    result = project.runpytest()
+    result = project.runpytest("-v", "--ragmetrics-json=r.json")
+    result.assert_outcomes(failed=1)
+    full = [
+        "*'toy' (test_rag.py::test_retrieval) regressed against the baseline in "
+        ".ragmetrics/baseline.json:",
+        "*recall_at_1: baseline 1.0000 → current 0.0000, Δ -1.0000 (allowed drop 0.0100*",
+        "*95% bootstrap CI of Δ [[]-1.0000, -1.0000[]]; paired randomization test p = *",
+        "*queries: 4 worse, 0 better, 0 unchanged*",
+        '*most regressed: q1 "which animal purrs": rank 1 → 3 (Δ -1.000); q2 "which animal '
+        'barks": rank 1 → 3*',
+        "*configuration changed: retriever.worse: false → true*",
+        "What to do: fix the regression, or if the new numbers are intended, bless them with "
+        "--ragmetrics-update-baseline and commit what it lists (.ragmetrics/baseline.json "
+        "and the dataset digests beside it).",
+    ]
+    result.stdout.fnmatch_lines(full)
+    result.stdout.fnmatch_lines(["*test_retrieval [[]toy[]]*regressed*", "*· Δ*-1.0000 !*"])
+    # The JSON report keeps the full message, whatever the verbosity.
+    (evaluation,) = json.loads((project.path / "r.json").read_text())["evaluations"]
+    message = evaluation["outcome"]["message"]
+    assert message.startswith("ragmetrics: 'toy' (test_rag.py::test_retrieval) regressed")
+    assert "95% bootstrap CI of Δ" in message and "allowed drop" in message
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+def test_a_regression_message_is_short_by_default_with_the_queries_text(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    """Issue 27: per metric its Δ with CI and counts, the three most regressed queries with
+    their text, what to do, and how to see more; the full message with -v and in JSON."""
+    project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    monkeypatch.setenv("RAG_WORSE", "1")
+    result = project.runpytest("--ragmetrics-json=r.json", *xdist)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*'toy' (test_rag.py::test_retrieval) regressed against the baseline in "
+            "ragmetrics: 'toy' (test_rag.py::test_retrieval) regressed against the baseline in "
             ".ragmetrics/baseline.json:",
-            "*recall_at_1: baseline 1.0000 → current 0.0000, Δ -1.0000 (allowed drop 0.0100*",
-            "*95% bootstrap CI of Δ [[]-1.0000, -1.0000[]]; paired randomization test p = *",
-            "*queries: 4 worse, 0 better, 0 unchanged*",
-            "*most regressed: q1: rank 1 → 3 (Δ -1.000); q2: rank 1 → 3*",
-            "*configuration changed: retriever.worse: false → true*",
+            "  recall_at_1: 1.0000 → 0.0000, Δ -1.0000 (95% CI [[]-1.0000, -1.0000[]], "
+            "p = 0.1266); 4 of 4 queries worse, 0 better",
+            "    fell to 0, the worst possible value, on all 4 queries: a collapse fails whatever "
+            "the p-value",
+            "  mrr: 1.0000 → 0.3333, Δ -0.6667 *",
+            "  ndcg_at_10: 1.0000 → 0.5000, Δ -0.5000 (95% CI [[]-0.5000, -0.5000[]], "
+            "p = 0.1266); 4 of 4 queries worse, 0 better",
+            "  most regressed in recall_at_1:",
+            '    q1 "which animal purrs": rank 1 → 3 (Δ -1.000)',
+            '    q2 "which animal barks": rank 1 → 3 (Δ -1.000)',
+            '    q3 "which animal sings": rank 1 → 3 (Δ -1.000)',
+            "  configuration changed: retriever.worse: false → true",
             "What to do: fix the regression, or if the new numbers are intended, bless them with "
-            "--ragmetrics-update-baseline and commit what it lists (.ragmetrics/baseline.json "
-            "and the dataset digests beside it).",
+            "--ragmetrics-update-baseline*",
+            "(-v shows the full message*; the JSON report keeps it)",
         ]
     )
-    result.stdout.fnmatch_lines(["*test_retrieval [[]toy[]]*regressed*", "*· Δ*-1.0000 !*"])
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if line.startswith("ragmetrics: 'toy'"))
+    end = next(i for i, line in enumerate(lines) if line.startswith("(-v shows"))
+    failure = "\n".join(lines[start : end + 1])
+    assert end - start + 1 == 12, failure  # 22 with -v
+    assert "q4" not in failure and "allowed drop" not in failure
+    (evaluation,) = json.loads((project.path / "r.json").read_text())["evaluations"]
+    assert "95% bootstrap CI of Δ" in evaluation["outcome"]["message"]
+    verbose = project.runpytest("-v", *xdist)
+    verbose.stdout.fnmatch_lines(["*95% bootstrap CI of Δ*", '*q4 "which animal gallops"*'])
+    assert "(-v shows the full message" not in verbose.stdout.str()
 
 
 def test_better_retriever_passes_and_is_reported_improved(
@@ -118,7 +167,7 @@ def test_tolerance_and_alpha_gate(
     # With 4 queries a sign-flip test cannot reach p < 0.05: the alpha gate holds the drops of
     # ndcg and mrr back, and says that it cannot work; recall_at_1 fell to 0 on every query, a
     # collapse that fails whatever the p-value.
-    gated = project.runpytest("--ragmetrics-alpha=0.05")
+    gated = project.runpytest("--ragmetrics-alpha=0.05", "-v")
     gated.assert_outcomes(failed=1)
     gated.stdout.fnmatch_lines(
         [
@@ -204,9 +253,12 @@ def test_update_removes_entries_no_longer_recorded_and_lists_stale(
     """
     )
     plain = pytester.runpytest(*xdist)
-    plain.assert_outcomes(passed=1)
+    # Values the baseline holds and the run no longer computes are lost: test_a fails for its
+    # evaluation "two", the run for test_b's entry (issue 24 class 1).
+    plain.assert_outcomes(failed=1)
     plain.stdout.fnmatch_lines(
         [
+            "*test_rag.py::test_a no longer records 1 evaluation*",
             "*1 baseline entries belong to tests that no longer exist*",
             "*test_rag.py::test_b [[]retrieval[]]*",
         ]

@@ -119,3 +119,31 @@ def test_a_long_steps_note_reaches_a_log_that_is_not_a_terminal(pytester: pytest
     assert "encoding corpus [" not in text  # no bar in a log
     quiet = pytester.runpytest_subprocess("-q")
     assert "not cached" not in quiet.stdout.str()
+
+
+def test_a_steps_description_and_note_are_shown_with_their_controls_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A description or note quoting a hostile name (ESC, CR, an RTL override, a newline) is
+    shown, not obeyed: only the bar's own carriage returns reach the terminal."""
+    from pytest_ragmetrics import progress as library
+    from pytest_ragmetrics.plugin import progress as module
+
+    tty = tmp_path / "tty"
+    monkeypatch.setattr(module, "TTY_PATH", str(tty))
+    monkeypatch.setattr(library, "NOTE_AFTER", 0.0)
+    config = SimpleNamespace(workerinput={"workerid": "gw0", module.WORKER_TTY_KEY: True})
+    reporter = module.pytest_terminal_reporter(config)
+    hostile = "x\x1b[2K\rall passed\u202e\nmore"
+    with (
+        library.use_reporter(reporter),
+        library.progress(f"encoding {hostile}", 3, note=f"note {hostile}") as advance,
+    ):
+        advance(1)
+        advance(2)
+        advance(3)
+    text = tty.read_bytes().decode()
+    assert "\x1b" not in text and "\u202e" not in text
+    assert "encoding x\\x1b[2K\\x0dall passed\\u202e\\x0amore" in text
+    assert "note x\\x1b[2K" in text
+    assert all(part.startswith(("[gw0]", "\n")) or not part for part in text.split("\r")[1:])

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from plugin_project import OVERLAP_RETRIEVER
+from plugin_project import OVERLAP_RETRIEVER, write_beir
 
 from pytest_ragmetrics.data.selection import DatasetSelection, pair_key
 
@@ -55,20 +55,6 @@ BETA = (
     {"b1": "mars is red", "b2": "venus is hot", "b3": "birds sing on mars"},
     {"qb1": "the red planet", "qb2": "the hot planet", "qb3": "where birds sing"},
 )
-
-
-def write_beir(folder: Path, docs: dict[str, str], queries: dict[str, str]) -> None:
-    (folder / "qrels").mkdir(parents=True, exist_ok=True)
-    (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": d, "title": "", "text": t}) + "\n" for d, t in docs.items())
-    )
-    (folder / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items())
-    )
-    first = next(iter(docs))
-    (folder / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{first}\t1\n" for q in queries)
-    )
 
 
 def project(
@@ -203,3 +189,87 @@ def test_a_dataset_named_like_another_pair_is_refused(pytester: pytest.Pytester)
     result.stderr.fnmatch_lines(
         ["*the dataset name 'x-test' is also the id of dataset 'x', split 'test'*"]
     )
+
+
+# A user's pipeline built once from one corpus file, requesting no dataset fixture: with two
+# pairs it would answer beta's queries from alpha's documents (issue 24 class 2).
+SHARED_PIPELINE = """
+import json
+from pathlib import Path
+
+import pytest
+
+ALPHA = Path("data/alpha/corpus.jsonl")
+
+
+@pytest.fixture(scope="session")
+def rag_pipeline():
+    docs = [json.loads(line) for line in ALPHA.read_text().splitlines()]
+
+    def pipeline(query):
+        return docs[0]["text"], {docs[0]["_id"]: docs[0]["text"]}
+
+    return pipeline
+"""
+
+PER_PAIR_PIPELINE = SHARED_PIPELINE.replace(
+    "def rag_pipeline():\n    docs = [json.loads(line) for line in ALPHA.read_text().splitlines()]",
+    'def rag_pipeline(rag_corpus):\n    docs = [{"_id": d.id, "text": d.text} for d in rag_corpus]',
+)
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+def test_a_pipeline_that_requests_no_dataset_fixture_is_refused_with_two_pairs(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+) -> None:
+    project(pytester, conftest=SHARED_PIPELINE)
+    monkeypatch.setenv("SEEN", str(pytester.path / "seen.jsonl"))
+    result = run(pytester, *xdist)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_rag.py::test_answers: the fixture rag_pipeline (conftest.py:*) does not "
+            "depend on the dataset: with 2 (dataset, split) pairs configured (alpha-test, "
+            "beta-test) it is one object for all of them*Give it the parameter rag_dataset*"
+        ]
+    )
+    assert not (pytester.path / "seen.jsonl").exists()  # nothing was answered
+    # Requesting the corpus builds it per pair: each pair's contexts are its own.
+    project(pytester, conftest=PER_PAIR_PIPELINE)
+    run(pytester, *xdist).assert_outcomes(passed=2)
+    answered = seen(pytester)
+    assert answered["qa1"] == ("alpha", ["a1"]) and answered["qb1"] == ("beta", ["b1"])
+
+
+def test_an_override_is_traced_through_the_fixtures_it_requests(pytester: pytest.Pytester) -> None:
+    """A retriever built from another fixture of the user's that requests rag_corpus is per
+    pair; one whose chain never reaches the dataset is refused, naming it."""
+    tests = "def test_run(rag_run, rag_dataset):\n    assert len(rag_run.query_ids)\n"
+    chained = (
+        "import pytest\nfrom pytest_ragmetrics import Run\n"
+        + OVERLAP_RETRIEVER.replace(
+            "def rag_retriever(rag_corpus):\n    return OverlapRetriever(rag_corpus)",
+            "def rag_retriever(index):\n    return OverlapRetriever(index)",
+        )
+        + "\n\n@pytest.fixture(scope='session')\ndef index(rag_corpus):\n    return rag_corpus\n"
+    )
+    assert "def rag_retriever(index)" in chained
+    project(pytester, conftest=chained, tests=tests)
+    run(pytester).assert_outcomes(passed=2)
+    unbound = chained.replace(
+        "def index(rag_corpus):\n    return rag_corpus", "def index():\n    return []"
+    )
+    project(pytester, conftest=unbound, tests=tests)
+    result = run(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*the fixture rag_retriever (conftest.py:*) does not depend*"])
+
+
+def test_one_dataset_keeps_any_pipeline(pytester: pytest.Pytester) -> None:
+    write_beir(pytester.path / "data" / "alpha", *ALPHA)
+    pytester.makepyprojecttoml(
+        '[tool.pytest.ini_options]\nragmetrics_dataset = "data/alpha"\nragmetrics_top_n = "1"\n'
+    )
+    pytester.makeconftest(SHARED_PIPELINE)
+    pytester.makepyfile(test_rag="def test_answers(rag_answers):\n    assert len(rag_answers)\n")
+    pytester.runpytest().assert_outcomes(passed=1)

@@ -4,7 +4,9 @@ is reported. A cache that cannot be written only costs time: the value is comput
 warning says so.
 
 The folders refuse for real: for a normal user by ``chmod``; as root (whom modes do not stop)
-by a read-only tmpfs mounted over the folder with its contents, and a full one for ENOSPC.
+by a read-only tmpfs mounted over the folder with its contents, and a full one for ENOSPC. Run
+as root, the last test runs this whole module again as an unprivileged user (``setpriv``), so
+that the ``chmod`` path runs too.
 """
 
 from __future__ import annotations
@@ -253,6 +255,26 @@ def test_baseline_update_on_a_full_disk_is_one_error_and_keeps_the_file(
     assert after == before
 
 
+def test_dataset_digests_refused_keep_the_baseline_as_it_was(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The baseline's folder is writable, the digests folder beside it is not: one error,
+    and the baseline is not updated without the digests that explain its next change."""
+    project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    state = project.path / ".ragmetrics"
+    before = (state / "baseline.json").read_bytes()
+    monkeypatch.setenv("RAG_WORSE", "1")
+    shutil.rmtree(state / "datasets")  # digests to write again
+    with read_only(state / "datasets"):
+        result = project.runpytest("--ragmetrics-update-baseline", "--ragmetrics-cache-dir=c")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    no_traceback(result.stdout.str() + result.stderr.str())
+    errors = [line for line in result.stdout.lines if line.startswith("ragmetrics: error:")]
+    assert len(errors) == 1 and "datasets" in errors[0] and "writable" in errors[0], errors
+    assert (state / "baseline.json").read_bytes() == before
+    assert "commit:" not in result.stdout.str()
+
+
 @pytest.fixture
 def bm25_project(pytester: pytest.Pytester) -> pytest.Pytester:
     """The built-in BM25 retriever, whose runs are cached."""
@@ -291,7 +313,7 @@ def test_clear_cache_on_a_read_only_cache_says_what_it_could_not_remove(
     result.stderr.fnmatch_lines(
         [f"*--ragmetrics-clear-cache: cleared 0 cache entries in cache; could not remove "
          f"{len(entries)} cache entr*Read-only file system*writable*"
-         if ROOT else f"{len(entries)} cache entr*Permission denied*writable*"]
+         if ROOT else f"*{len(entries)} cache entr*Permission denied*writable*"]
     )  # fmt: skip
     assert still == entries
 
@@ -472,3 +494,51 @@ def test_generate_into_a_read_only_folder_is_a_user_error(
     assert code == EXIT_BAD_INPUT, err
     no_traceback(err)
     assert "cannot write the test-set folder" in err
+
+
+# -- the chmod path, as an unprivileged user ----------------------------------------------------
+
+UNPRIVILEGED = 65534  # nobody
+
+
+@pytest.mark.skipif(not ROOT, reason="run as a normal user, this module takes the chmod path")
+def test_every_refusal_holds_for_an_unprivileged_user_on_chmod_folders() -> None:
+    """As root every folder above refuses through a read-only tmpfs; modes never stop root.
+    This runs the module again as uid 65534, where ``read_only`` is ``chmod 0555``: baseline
+    update, cache miss, clear-cache, reports, recordings, pool, judge-pool, calibrate --save
+    and generate --out must refuse the same way (only the full-disk tests need root)."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    # Not under pytest's basetemp, which only root may enter.
+    with tempfile.TemporaryDirectory(prefix="ragmetrics-unprivileged-") as folder:
+        home = Path(folder)
+        os.chown(home, UNPRIVILEGED, UNPRIVILEGED)
+        done = _run_unprivileged(setpriv, home)
+    output = done.stdout + done.stderr
+    if done.returncode != 0 and "Permission denied" in output and "import" in output.lower():
+        pytest.skip(f"this Python cannot run as uid {UNPRIVILEGED}: {output[-300:]}")
+    assert done.returncode == 0, output
+    skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert all("a full file system needs a tmpfs mount" in line for line in skipped), output
+    assert " passed" in done.stdout and "failed" not in done.stdout, output
+
+
+def _run_unprivileged(setpriv: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """This module but the test above, as uid 65534 in ``home``."""
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    env.pop("PYTEST_XDIST_WORKER", None)
+    return subprocess.run(
+        [setpriv, f"--reuid={UNPRIVILEGED}", f"--regid={UNPRIVILEGED}", "--clear-groups",
+         sys.executable, "-m", "pytest", __file__, "-q", "-p", "no:cacheprovider",
+         "-p", "no:randomly", f"--basetemp={home / 'tmp'}", "-k", "not unprivileged", "-rs"],
+        cwd=home, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip

@@ -19,12 +19,15 @@ from pytest_ragmetrics.baseline.lost import (
     alpha_unreachable,
     attainable_note,
     collapsed,
+    no_worst_note,
+    valued,
 )
 from pytest_ragmetrics.baseline.store import BaselineStore
 from pytest_ragmetrics.baseline.tolerances import Tolerance, Tolerances
 from pytest_ragmetrics.baseline.verdicts import (
     FAILED_METRIC,
     LOST_SHOWN,
+    NOT_COMPUTED,
     Holes,
     MetricVerdict,
     Status,
@@ -60,61 +63,35 @@ def compare_to_baseline(
     the baseline, and whether its judged-only form dropped too; when it did not (the drop
     comes from newly retrieved unjudged documents), ``unjudged_drops="pass"`` lets it pass.
     A drop of a metric in ``not_enforced`` (metric -> why: its judge's κ gate) is shown, with
-    the reason, but is no regression.
+    the reason, but is no regression. A metric of the entry that this evaluation no longer
+    computes is ``lost``, like a value that is n/a now.
     """
     if unjudged_drops not in UNJUDGED_DROPS:
         raise BaselineError(
             f"unjudged_drops must be {' or '.join(UNJUDGED_DROPS)}, got {unjudged_drops!r}"
         )
     if entry is None:
-        return Verdict("new")
+        # Nothing to compare yet, but a gate that can never work is said from the first run.
+        return Verdict("new", alpha_note=alpha_unreachable(_valued_queries(recorded), alpha, seed))
     # Both sides at the stored precision (deltas.py), so an unchanged run has Δ exactly 0 even
     # when the "baseline" is a JSON report holding unrounded values.
     current = recorded.compared_form()
-    entry = round_values(dict(entry))
-    verdict = Verdict(
-        "ok",
-        identity_change=_identity_change(
-            {"k": entry.get("k"), **(entry.get("identity") or {})},
-            {"k": current["k"], **(current["identity"] or {})},
-        ),
-    )
-    base_pq: Mapping[str, Mapping[str, Any]] = entry.get("per_query") or {}
-    cur_pq: Mapping[str, Mapping[str, Any]] = current["per_query"]
-    verdict.only_baseline = sorted(q for q in base_pq if q not in cur_pq)
-    verdict.only_current = sorted(q for q in cur_pq if q not in base_pq)
+    entry = dict(round_values(dict(entry)))
+    verdict = _verdict_frame(entry, current)
     reasons = _incomparable(entry, current, dataset_change or {})
     if reasons:
         verdict.status = "not comparable"
         verdict.reasons = reasons
+        verdict.alpha_note = alpha_unreachable(_valued_queries(recorded), alpha, seed)
         return verdict
-    pairs = _Pairs(entry, current, [q for q in cur_pq if q in base_pq])
-    noise = (current.get("judge_noise") or {}).get("noise") or {}
-    for metric, now in current["metrics"].items():
-        before = entry.get("metrics", {}).get(metric)
-        if before is None:
-            continue  # the baseline had no value: nothing to lose or compare with
-        found = _paired_verdict(
-            pairs,
-            metric,
-            float(before),
-            now,
-            verdict,
-            tolerances.for_metric(metric),
-            Gates(alpha, seed, unjudged_drops, noise.get(metric)),
-        )
-        if found is not None:
-            verdict.metrics.append(found)
-    compared = {m.metric for m in verdict.metrics}
-    verdict.metrics_not_compared = [m for m in entry.get("metrics") or {} if m not in compared]
-    for i, found in enumerate(verdict.metrics):
-        reason = (not_enforced or {}).get(found.metric)
-        if reason and found.status == "regressed":
-            verdict.metrics[i] = dataclasses.replace(
-                found,
-                status="ok",
-                note=f"dropped {delta_text(found.delta)}, not enforced: {reason}",
-            )
+    pairs = _Pairs(entry, current, [q for q in current["per_query"] if q in entry["per_query"]])
+    verdict.metrics = _metric_verdicts(
+        pairs, verdict, tolerances, Gates(alpha, seed, unjudged_drops)
+    )
+    verdict.depth_note = _depth_note(verdict.metrics, entry.get("k"), current["k"])
+    compared = {m.metric for m in verdict.metrics if m.computed}
+    verdict.metrics_not_compared = [m for m in entry["metrics"] if m not in compared]
+    verdict.metrics = [_enforced(found, not_enforced or {}) for found in verdict.metrics]
     if not any("smallest attainable p" in m.note for m in verdict.metrics):
         verdict.alpha_note = alpha_unreachable(len(pairs.shared), alpha, seed)
     statuses = {m.status for m in verdict.metrics}
@@ -126,6 +103,125 @@ def compare_to_baseline(
         else "ok"
     )
     return verdict
+
+
+def _metric_verdicts(
+    pairs: _Pairs, verdict: Verdict, tolerances: Tolerances, gates: Gates
+) -> list[MetricVerdict]:
+    """Every metric of the entry with a value, compared (or lost); metrics the entry has no
+    value of are not compared: there is nothing to lose or compare with."""
+    entry, current = pairs.entry, pairs.current_form
+    noise = (current.get("judge_noise") or {}).get("noise") or {}
+    out = []
+    for metric, now in current["metrics"].items():
+        before = entry["metrics"].get(metric)
+        if before is None:
+            continue
+        found = _paired_verdict(
+            pairs,
+            metric,
+            float(before),
+            now,
+            verdict,
+            tolerances.for_metric(metric),
+            dataclasses.replace(gates, noise=noise.get(metric)),
+        )
+        if found is not None:
+            out.append(found)
+    return out + _not_computed(entry, current, pairs, tolerances)
+
+
+def _verdict_frame(entry: dict[str, Any], current: Mapping[str, Any]) -> Verdict:
+    """The verdict before any metric is compared: the configuration change and the queries
+    only one side holds (``entry`` gets empty ``metrics`` and ``per_query`` when it has none)."""
+    entry["metrics"] = entry.get("metrics") or {}
+    entry["per_query"] = entry.get("per_query") or {}
+    base_pq, cur_pq = entry["per_query"], current["per_query"]
+    return Verdict(
+        "ok",
+        identity_change=_identity_change(
+            {"k": entry.get("k"), **(entry.get("identity") or {})},
+            {"k": current["k"], **(current["identity"] or {})},
+        ),
+        only_baseline=sorted(q for q in base_pq if q not in cur_pq),
+        only_current=sorted(q for q in cur_pq if q not in base_pq),
+    )
+
+
+def _valued_queries(recorded: EvaluationRecord) -> int:
+    """How many queries of an evaluation have a value of some metric (what a paired test of
+    its next run could pair at most)."""
+    per_query = recorded.compared_form()["per_query"]
+    return sum(1 for values in per_query.values() if any(valued(v) for v in values.values()))
+
+
+def _not_computed(
+    entry: Mapping[str, Any],
+    current: Mapping[str, Any],
+    pairs: _Pairs,
+    tolerances: Tolerances,
+) -> list[MetricVerdict]:
+    """The entry's metrics with a value that this evaluation does not compute at all (removed
+    from ragmetrics_metrics or the test's ``metrics=``, a registered metric no longer
+    registered): each is lost on every query that had a value of it."""
+    out = []
+    for metric, before in entry["metrics"].items():
+        if before is None or metric in current["metrics"]:
+            continue
+        had = sorted(q for q, v in pairs.base.items() if valued(v.get(metric)))
+        tolerance = tolerances.for_metric(metric)
+        out.append(
+            MetricVerdict(
+                metric,
+                float(before),
+                math.nan,
+                math.nan,
+                str(tolerance),
+                tolerance.allowed_drop(float(before)),
+                "lost",
+                note=NOT_COMPUTED,
+                lost=len(had),
+                lost_queries=had[:LOST_SHOWN],
+                valued_before=len(had),
+                computed=False,
+            )
+        )
+    return out
+
+
+def _depth_note(metrics: Sequence[MetricVerdict], k_before: Any, k_now: Any) -> str:
+    """Say so when the ranking depth fell below some metrics' cutoffs since the baseline: their
+    values now count only the top ``k_now`` documents (a cut the baseline did not have)."""
+    from pytest_ragmetrics.errors import MetricError
+    from pytest_ragmetrics.metrics.names import parse_metric
+
+    if not (isinstance(k_before, int) and isinstance(k_now, int)) or k_now >= k_before:
+        return ""
+    cut = []
+    for found in metrics:
+        try:
+            cutoff = parse_metric(found.metric).k
+        except MetricError:
+            continue  # a metric registered in the run that made the file, not in this one
+        if found.computed and (cutoff is None or cutoff > k_now):
+            cut.append(found.metric)
+    if not cut:
+        return ""
+    verb, whose = ("counts", "its value is") if len(cut) == 1 else ("count", "their values are")
+    return (
+        f"k {k_before} → {k_now}: {', '.join(cut)} {verb} only the top {k_now} documents now, "
+        f"where the baseline counted deeper: {whose} not over the same depth"
+    )
+
+
+def _enforced(found: MetricVerdict, not_enforced: Mapping[str, str]) -> MetricVerdict:
+    """A regression of a metric whose judge may not fail a test is shown but passes."""
+    reason = not_enforced.get(found.metric)
+    if not reason or found.status != "regressed":
+        return found
+    return dataclasses.replace(
+        found, status="ok", note=f"dropped {delta_text(found.delta)}, not enforced: {reason}"
+    )
 
 
 def _paired_verdict(
@@ -193,6 +289,7 @@ class _Pairs:
     def __init__(
         self, entry: Mapping[str, Any], current: Mapping[str, Any], shared: Sequence[str]
     ) -> None:
+        self.entry, self.current_form = entry, current
         self.base = entry.get("per_query") or {}
         self.current = current["per_query"]
         self.shared = list(shared)
@@ -325,6 +422,7 @@ def _metric_verdict(
                 f"dropped {delta_text(delta)} but not significantly (p = "
                 f"{comparison.p_value:.4f} ≥ alpha {alpha:g}){cannot}"
             )
+            note += no_worst_note(metric) if cannot else ""
         elif noise is not None and -delta <= noise + 1e-12:
             # The judge's verdicts on the same answers moved this much between repeats.
             status = "ok"

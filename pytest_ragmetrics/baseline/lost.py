@@ -14,8 +14,6 @@ import numpy as np
 
 from pytest_ragmetrics.stats import PairedComparison, min_attainable_p, queries_needed
 
-WORST_VALUE = 0.0  # every built-in metric lies in [0, 1], higher is better
-
 
 @dataclass(frozen=True)
 class Gates:
@@ -52,17 +50,17 @@ class ValueSets:
         ones that had a value of ``metric`` lost it, like a query whose value is n/a now."""
         had, has = ~np.isnan(before), ~np.isnan(now)
         lost = [shared[int(i)] for i in np.flatnonzero(had & ~has)]
-        valued = int(had.sum())
+        with_value = int(had.sum())
         if now_has_none and not lost:
             # No query has a value now and none of the baseline's is shared: every query of
             # the baseline with a value lost it.
-            lost = sorted(q for q, v in base_per_query.items() if _valued(v.get(metric)))
-            valued = len(lost)
+            lost = sorted(q for q, v in base_per_query.items() if valued(v.get(metric)))
+            with_value = len(lost)
         else:
-            vanished = [q for q in gone if _valued(base_per_query.get(q, {}).get(metric))]
+            vanished = [q for q in gone if valued(base_per_query.get(q, {}).get(metric))]
             lost += vanished
-            valued += len(vanished)
-        return cls(had & has, lost, int((has & ~had).sum()), valued)
+            with_value += len(vanished)
+        return cls(had & has, lost, int((has & ~had).sum()), with_value)
 
     def note(
         self,
@@ -114,7 +112,7 @@ def attainable_note(comparison: PairedComparison | None, alpha: float | None, se
         else "no number of queries reaches it"
     )
     return (
-        f"; with {comparison.n} queries the smallest attainable p is {smallest:.4f}, so no "
+        f"; with {_queries(comparison.n)} the smallest attainable p is {smallest:.4f}, so no "
         f"change can be significant at alpha {alpha:g}: {enough}"
     )
 
@@ -129,7 +127,7 @@ def alpha_unreachable(n: int, alpha: float | None, seed: int) -> str:
     needed = queries_needed(alpha, seed=seed)
     enough = f"the test needs at least {needed} queries" if needed else "no number of queries can"
     return (
-        f"ragmetrics_alpha = {alpha:g} cannot be reached: with {n} queries the smallest "
+        f"ragmetrics_alpha = {alpha:g} cannot be reached: with {_queries(n)} the smallest "
         f"attainable p is {smallest:.4f}, so no drop can fail on significance (only a collapse "
         f"to the worst value, or a lost value, fails); {enough}"
     )
@@ -137,30 +135,53 @@ def alpha_unreachable(n: int, alpha: float | None, seed: int) -> str:
 
 def collapsed(metric: str, before: np.ndarray[Any, Any], now: np.ndarray[Any, Any]) -> str:
     """Why a drop is a collapse (every query that has a value in both is now at the worst
-    value of a built-in metric, and some was above it), or ''. A collapse fails whatever the
-    p-value: too few queries for significance never lets it pass."""
+    value of the metric, and some was above it), or ''. A collapse fails whatever the
+    p-value: too few queries for significance never lets it pass. The worst value is 0 for
+    the built-in metrics, and what a registered one declared (``worst=``)."""
+    worst = worst_value(metric)
+    if worst is None:
+        return ""
+    both = ~(np.isnan(before) | np.isnan(now))
+    if not both.any():
+        return ""
+    b, c = before[both], now[both]
+    if np.all(c <= worst + 1e-12) and np.any(b > worst + 1e-12):
+        return (
+            f"fell to {worst:g}, the worst possible value, on all {int(both.sum())} "
+            "queries: a collapse fails whatever the p-value"
+        )
+    return ""
+
+
+def worst_value(metric: str) -> float | None:
+    """The worst value ``metric`` can take; None when unknown (a registered metric that
+    declared none, or a metric this process does not know)."""
     from pytest_ragmetrics.errors import MetricError
     from pytest_ragmetrics.metrics.names import families, parse_metric
 
     try:
         family = families().get(parse_metric(metric).family)
     except MetricError:
-        return ""
-    if family is None or not family.builtin:
-        return ""  # a registered metric: its worst value is not known
-    both = ~(np.isnan(before) | np.isnan(now))
-    if not both.any():
-        return ""
-    b, c = before[both], now[both]
-    if np.all(c <= WORST_VALUE + 1e-12) and np.any(b > WORST_VALUE + 1e-12):
-        return (
-            f"fell to {WORST_VALUE:g}, the worst possible value, on all {int(both.sum())} "
-            "queries: a collapse fails whatever the p-value"
-        )
-    return ""
+        return None
+    return None if family is None else family.worst
 
 
-def _valued(value: Any) -> bool:
+def no_worst_note(metric: str) -> str:
+    """What a drop held back by alpha says of a metric without a known worst value: the
+    collapse rule cannot apply to it ('' when it can)."""
+    if worst_value(metric) is not None:
+        return ""
+    return (
+        f"; {metric} declares no worst value, so a fall to it cannot be told from a drop and "
+        "fails only on significance (declare it: register(..., worst=0.0))"
+    )
+
+
+def _queries(n: int) -> str:
+    return "1 query" if n == 1 else f"{n} queries"
+
+
+def valued(value: Any) -> bool:
     """Whether a stored per-query value is a value (not None, n/a or NaN)."""
     if value is None or isinstance(value, bool):
         return False

@@ -24,6 +24,11 @@ Status = Literal["ok", "improved", "regressed", "lost", "new", "not comparable"]
 FAILED_METRIC = ("regressed", "lost")
 LOST_SHOWN = 20  # query ids a lost metric keeps in its JSON form
 LOST_NAMED = 5  # ... and names in the failure message
+# The note of a metric the baseline holds and this run does not compute at all: lost too.
+NOT_COMPUTED = (
+    "not computed by this run (it is not in ragmetrics_metrics, the test's metrics=... or its "
+    "rag_threshold markers, or a registered metric is no longer registered)"
+)
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,8 @@ class MetricVerdict:
     lost: int = 0
     lost_queries: list[str] = field(default_factory=list)
     valued_before: int = 0
+    # False: the metric is in the baseline but this run does not compute it (lost everywhere).
+    computed: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -201,6 +208,8 @@ class MetricVerdict:
             out["queries_lost"] = self.lost
             out["lost_queries"] = self.lost_queries[:LOST_SHOWN]
             out["queries_with_baseline_value"] = self.valued_before
+        if not self.computed:
+            out["computed"] = False
         return round_values(out)  # type: ignore[no-any-return]
 
     @classmethod
@@ -235,6 +244,7 @@ class MetricVerdict:
             int(data.get("queries_lost", 0)),
             list(data.get("lost_queries", [])),
             int(data.get("queries_with_baseline_value", 0)),
+            bool(data.get("computed", True)),
         )
 
 
@@ -257,6 +267,9 @@ class Verdict:
     # Set when ragmetrics_alpha cannot be reached with this many queries: no drop can fail on
     # significance, and the verdict says so even when nothing dropped.
     alpha_note: str = ""
+    # Set when k fell below some metrics' cutoffs since the baseline: those values are not
+    # over the same depth as the baseline's, and the verdict says so whatever its status.
+    depth_note: str = ""
 
     @property
     def failed_metrics(self) -> list[MetricVerdict]:
@@ -286,6 +299,8 @@ class Verdict:
             out["metrics_not_compared"] = self.metrics_not_compared
         if self.alpha_note:
             out["alpha_note"] = self.alpha_note
+        if self.depth_note:
+            out["depth_note"] = self.depth_note
         return out
 
     @classmethod
@@ -300,13 +315,15 @@ class Verdict:
             data.get("identity_change", ""),
             list(data.get("metrics_not_compared", [])),
             data.get("alpha_note", ""),
+            data.get("depth_note", ""),
         )
 
 
-def _moved(query: str, delta: float, before: int, after: int) -> str:
-    """How a query's first relevant document moved, e.g. '1234: rank 1 → 7 (Δ -0.613)';
-    just the query and Δ when there are no ranks (-1: an answer-layer evaluation)."""
-    query = one_line(query)
+def moved(query: str, delta: float, before: int, after: int, text: str | None = None) -> str:
+    """How a query's first relevant document moved, e.g. '1234 "what causes x": rank 1 → 7
+    (Δ -0.613)' (``text``: the query's text, shortened); just the query and Δ when there are
+    no ranks (-1: an answer-layer evaluation)."""
+    query = one_line(query) + (f' "{short_text(text)}"' if text else "")
     if before < 0 or after < 0:
         return f"{query} (Δ {delta_text(delta, 3)})"
     if before == after and before > 0:
@@ -315,6 +332,15 @@ def _moved(query: str, delta: float, before: int, after: int) -> str:
             f"(Δ {delta_text(delta, 3)})"
         )
     return f"{query}: rank {_rank_text(before)} → {_rank_text(after)} (Δ {delta_text(delta, 3)})"
+
+
+TEXT_CHARS = 80  # of a query's text, in a failure message
+
+
+def short_text(text: str) -> str:
+    """A query's text on one line, cut to TEXT_CHARS characters ("…" says it was cut)."""
+    shown = one_line(" ".join(text.split()))
+    return shown if len(shown) <= TEXT_CHARS else shown[: TEXT_CHARS - 1].rstrip() + "…"
 
 
 def _rank_text(rank: int) -> str:
@@ -327,7 +353,7 @@ def _rank_text(rank: int) -> str:
 # blessed with --ragmetrics-update-baseline.
 Against = Literal["baseline", "report", "run"]
 
-_WORDS: dict[str, dict[str, str]] = {
+WORDS: dict[str, dict[str, str]] = {
     "baseline": {
         "regressed": "regressed against the baseline in {path}",
         "incomparable": "is not comparable with its baseline in {path}",
@@ -359,7 +385,7 @@ def holes_lines(metric: MetricVerdict, against: Against) -> list[str]:
     """What the failure message says about the unjudged documents behind ``metric``'s drop."""
     if metric.holes is None:
         return []
-    return metric.holes.lines(metric.metric, _WORDS[against])
+    return metric.holes.lines(metric.metric, WORDS[against])
 
 
 def holes_advice(verdict: Verdict) -> list[str]:
@@ -414,17 +440,18 @@ def failure_message(
     *,
     against: Against = "baseline",
     subject: str | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> str:
     """The failure text of a regressed or not comparable evaluation, ending with what to do.
 
     ``against`` says what ``baseline_path`` is (its words and the advice follow: only a
     baseline is blessed with --ragmetrics-update-baseline); ``subject`` names the evaluation
-    (default: its name and test).
+    (default: its name and test); ``texts`` gives the text of queries by id, shown beside the
+    most regressed ones.
     """
-    words = _WORDS[against]
+    words = WORDS[against]
     lines: list[str] = []
-    # Values on one line each: a newline in a name or id cannot forge a line of the message.
-    where = one_line(subject if subject is not None else f"'{recorded.name}' ({recorded.test})")
+    where = failure_subject(recorded, subject)
     if verdict.status == "not comparable":
         lines.append(f"ragmetrics: {where} {words['incomparable'].format(path=baseline_path)}:")
         lines += [f"  {one_line(reason)}" for reason in verdict.reasons]
@@ -433,41 +460,61 @@ def failure_message(
         return "\n".join(lines)
     lines.append(f"ragmetrics: {where} {words['regressed'].format(path=baseline_path)}:")
     for m in verdict.failed_metrics:
-        lines += lost_lines(m, words)
-        c = m.comparison
-        if m.status == "lost" and not (c is not None and c.n):
-            continue
-        lines.append(
-            f"  {m.metric}: {words['before']} {m.baseline:.4f} → {words['after']} "
-            f"{m.current:.4f}, Δ {delta_text(m.delta)} (allowed drop {m.allowed_drop:.4f}, "
-            f"tolerance {m.tolerance})"
-            + (f" on the {c.n} queries that still have a value" if m.status == "lost" and c else "")
-        )
-        if c is not None and c.n:
-            lines.append(
-                f"    95% bootstrap CI of Δ [{delta_text(c.ci_low)}, {delta_text(c.ci_high)}]; "
-                f"paired randomization test p = {c.p_value:.4f} ({c.n} queries)"
-            )
-            lines.append(f"    queries: {c.worse} worse, {c.better} better, {c.same} unchanged")
-        if m.worst:
-            moved = "; ".join(_moved(q, d, rb, ra) for q, d, rb, ra in m.worst)
-            lines.append(f"    most regressed: {moved}")
-        if m.note:
-            lines.append(f"    {m.note}")
-        lines += holes_lines(m, against)
+        lines += _metric_lines(m, words, against, texts or {})
     lines += holes_advice(verdict)
     lines += lost_advice(verdict, words)
     if verdict.identity_change:
         lines.append(f"  configuration changed: {one_line(verdict.identity_change)}")
+    if verdict.depth_note:
+        lines.append(f"  {one_line(verdict.depth_note)}")
     lines += _query_set_lines(verdict, words)
     lines.append(advice(against, verdict.status, baseline_path))
     return "\n".join(lines)
+
+
+def failure_subject(recorded: EvaluationRecord, subject: str | None = None) -> str:
+    """How a failure message names its evaluation, on one line (a newline in a name or id
+    cannot forge a line of the message)."""
+    return one_line(subject if subject is not None else f"'{recorded.name}' ({recorded.test})")
+
+
+def _metric_lines(
+    m: MetricVerdict, words: Mapping[str, str], against: Against, texts: Mapping[str, str]
+) -> list[str]:
+    """The full message's block of one failed metric."""
+    lines = lost_lines(m, words)
+    c = m.comparison
+    if m.status == "lost" and not (c is not None and c.n):
+        return lines
+    lines.append(
+        f"  {m.metric}: {words['before']} {m.baseline:.4f} → {words['after']} "
+        f"{m.current:.4f}, Δ {delta_text(m.delta)} (allowed drop {m.allowed_drop:.4f}, "
+        f"tolerance {m.tolerance})"
+        + (f" on the {c.n} queries that still have a value" if m.status == "lost" and c else "")
+    )
+    if c is not None and c.n:
+        lines.append(
+            f"    95% bootstrap CI of Δ [{delta_text(c.ci_low)}, {delta_text(c.ci_high)}]; "
+            f"paired randomization test p = {c.p_value:.4f} ({c.n} queries)"
+        )
+        lines.append(f"    queries: {c.worse} worse, {c.better} better, {c.same} unchanged")
+    if m.worst:
+        shown = "; ".join(moved(q, d, rb, ra, texts.get(q)) for q, d, rb, ra in m.worst)
+        lines.append(f"    most regressed: {shown}")
+    if m.note:
+        lines.append(f"    {m.note}")
+    return lines + holes_lines(m, against)
 
 
 def lost_lines(metric: MetricVerdict, words: Mapping[str, str]) -> list[str]:
     """What the failure message says about the queries whose value of ``metric`` was lost."""
     if metric.status != "lost":
         return []
+    if not metric.computed:
+        return [
+            f"  {metric.metric}: lost: {NOT_COMPUTED}; the {words['before']} has a value on "
+            f"{metric.valued_before} queries"
+        ]
     named = ", ".join(metric.lost_queries[:LOST_NAMED])
     more = ", ..." if metric.lost > LOST_NAMED else ""
     of = f" of {metric.valued_before}" if metric.valued_before else ""
@@ -491,10 +538,12 @@ def lost_advice(verdict: Verdict, words: Mapping[str, str]) -> list[str]:
 
 def _query_set_lines(verdict: Verdict, words: Mapping[str, str]) -> list[str]:
     lines = []
-    if verdict.metrics_not_compared:
+    named = {m.metric for m in verdict.metrics if not m.computed}  # already said: lost
+    not_compared = [m for m in verdict.metrics_not_compared if m not in named]
+    if not_compared:
         lines.append(
             f"  metrics of {words['only_before']} not compared (no value in "
-            f"{words['only_after']}): {', '.join(verdict.metrics_not_compared)}"
+            f"{words['only_after']}): {', '.join(not_compared)}"
         )
     if verdict.only_baseline:
         lines.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -32,6 +33,9 @@ class Family:
     function: MetricFunction | None = None  # None: computed by the built-in engine
     builtin: bool = True
     judged_form: bool = True  # whether ``<name>_judged`` exists (retrieval metrics only)
+    # The worst value the metric can take (every built-in one lies in [0, 1], higher is
+    # better: 0); None for a registered metric that did not declare one.
+    worst: float | None = 0.0
 
 
 @dataclass(frozen=True)
@@ -116,14 +120,26 @@ def register_metric(
     *,
     cutoff: Cutoff = "optional",
     description: str = "",
+    worst: float | None = None,
 ) -> None:
     """Register an extra retrieval metric family.
 
     ``function(ranked, k)`` gets the ranked judgments of every query (see
     :class:`~pytest_ragmetrics.metrics.retrieval.RankedJudgments`) and the cutoff (None when
     uncut) and returns one float per query. Registering a built-in name is an error.
-    ``<name>_judged`` evaluates the same function on the judged-only rankings.
+    ``<name>_judged`` evaluates the same function on the judged-only rankings. ``worst``
+    declares the worst value the metric can take (0.0 for one in [0, 1], higher better): a
+    fall to it on every query then fails whatever the p-value, as for built-in metrics.
     """
+    if worst is not None and (
+        isinstance(worst, bool)
+        or not isinstance(worst, (int, float))
+        or not math.isfinite(float(worst))
+    ):
+        raise MetricError(
+            f"metric {name!r}: worst={worst!r} must be a finite number (the worst value the "
+            "metric can take, e.g. worst=0.0) or None"
+        )
     if (
         not isinstance(name, str)
         or not re.fullmatch(r"[a-z][a-z0-9_]*", name)
@@ -138,7 +154,13 @@ def register_metric(
     if existing is not None and existing.builtin:
         raise MetricError(f"metric {name!r} is built in and cannot be replaced")
     _FAMILIES[name] = Family(
-        name, cutoff, "retrieval", description or name, function, builtin=False
+        name,
+        cutoff,
+        "retrieval",
+        description or name,
+        function,
+        builtin=False,
+        worst=None if worst is None else float(worst),
     )
 
 

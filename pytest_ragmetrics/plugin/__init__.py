@@ -35,6 +35,7 @@ from pytest_ragmetrics.plugin.state import (
     CHECKED_KEY,
     RAG_EVAL_KEY,
     SESSION_KEY,
+    CheckedTest,
     rag_session,
     thresholds_of,
 )
@@ -275,21 +276,33 @@ def _finish_item(item: pytest.Item, *, errored: bool) -> list[str]:
     except RagMetricsError as exc:
         thresholds = {}
         failures.append(f"{item.nodeid}: {exc}")
-    if recorder is None and not thresholds and not failures:
+    session = rag_session(item.config)
+    recorded = recorder.recorded if recorder is not None else []
+    from pytest_ragmetrics.plugin.checks import unrecorded_entries
+
+    unrecorded = [] if errored else unrecorded_entries(item.nodeid, recorded, session)
+    if recorder is None and not thresholds and not failures and not unrecorded:
         return []
     from pytest_ragmetrics.report.outcome import Checked
 
-    recorded = recorder.recorded if recorder is not None else []
     checked = [Checked(r) for r in recorded]
     if not errored:
-        from pytest_ragmetrics.plugin.checks import check_test
+        from pytest_ragmetrics.plugin.checks import check_test, unrecorded_message
 
         try:
-            checked, more = check_test(recorded, thresholds, rag_session(item.config))
+            checked, more = check_test(
+                recorded,
+                thresholds,
+                session,
+                texts=recorder.query_texts if recorder is not None else None,
+                verbose=item.config.get_verbosity() > 0,
+            )
             failures += more
+            if unrecorded and not session.settings.update_baseline:
+                failures.append(unrecorded_message(item.nodeid, unrecorded, session))
         except RagMetricsError as exc:
             failures.append(str(exc))
-    item.stash[CHECKED_KEY] = (checked, errored)
+    item.stash[CHECKED_KEY] = CheckedTest(checked, errored, tuple(unrecorded))
     return failures
 
 
@@ -336,7 +349,5 @@ def pytest_runtest_makereport(
     if call.when == "call":
         stored = item.stash.get(CHECKED_KEY, None)
         if stored is not None:
-            checked, errored = stored
-            evaluations = [c.to_dict() for c in checked]
-            setattr(report, REPORT_ATTRIBUTE, {"evaluations": evaluations, "errored": errored})
+            setattr(report, REPORT_ATTRIBUTE, stored.to_dict())
     return report

@@ -4,14 +4,17 @@ a message that says what to do."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
+from pytest_ragmetrics.baseline.messages import compact_message
 from pytest_ragmetrics.baseline.store import UPDATE_HINT
 from pytest_ragmetrics.baseline.verdicts import failure_message
 from pytest_ragmetrics.metrics.names import parse_metric
 from pytest_ragmetrics.records import EvaluationRecord
+from pytest_ragmetrics.report.escaping import for_terminal as one_line
 from pytest_ragmetrics.report.outcome import Checked, EvaluationOutcome, ThresholdResult
 
 if TYPE_CHECKING:
@@ -22,29 +25,85 @@ def _layer_name(layer: str) -> str:
     return "answer-layer" if layer == "answer" else "retrieval"
 
 
+# Given an evaluation's name and query ids, the texts of those queries the test knows.
+QueryTexts = Callable[[str, Iterable[str]], Mapping[str, str]]
+
+
 def check_test(
     recorded: Sequence[EvaluationRecord],
     thresholds: Mapping[str, float],
     session: RagSession,
+    *,
+    texts: QueryTexts | None = None,
+    verbose: bool = False,
 ) -> tuple[list[Checked], list[str]]:
     """Check every evaluation a test recorded; their outcomes, and the failure texts.
 
     ``thresholds`` are the test's markers as they are now: a threshold added while the test
-    ran applies to the evaluations recorded before it (or fails saying it could not).
+    ran applies to the evaluations recorded before it (or fails saying it could not). A
+    regression's text is the short one unless ``verbose`` (pytest -v); the outcome keeps the
+    full one. ``texts`` gives the queries' texts shown beside the most regressed ones.
     """
     failures = _thresholds_without_evaluation(recorded, thresholds)
     checked: list[Checked] = []
     for record in recorded:
         record, late = _with_late_thresholds(record, thresholds)
         failures += late
-        outcome, messages = check_evaluation(record, session)
+        outcome, messages = check_evaluation(record, session, texts=texts, verbose=verbose)
         checked.append(Checked(record, outcome))
         failures += messages
     return checked, failures
 
 
+def unrecorded_entries(
+    test: str, recorded: Sequence[EvaluationRecord], session: RagSession
+) -> list[str]:
+    """The names of the baseline entries of ``test`` that it ran without recording: their
+    values are lost (a layer or an evaluation the test no longer makes)."""
+    from pytest_ragmetrics.errors import BaselineError
+
+    try:
+        named = session.baseline().entries.get(test) or {}
+    except BaselineError:
+        return []  # a broken baseline fails the tests that compare with it, saying so
+    names = {r.name for r in recorded}
+    return [name for name in named if name not in names]
+
+
+def unrecorded_message(test: str, names: Sequence[str], session: RagSession) -> str:
+    """The failure text of a test that no longer records evaluations its baseline holds."""
+    baseline = session.baseline()
+    settings = session.settings
+    lines = [
+        f"ragmetrics: {one_line(test)} no longer records {len(names)} evaluation"
+        f"{'s' if len(names) != 1 else ''} that the baseline in "
+        f"{settings.display(settings.baseline)} holds: their values are lost, not skipped:"
+    ]
+    for name in names:
+        entry = baseline.get(test, name) or {}
+        metrics = [m for m, v in (entry.get("metrics") or {}).items() if v is not None]
+        layer = entry.get("layer", "retrieval")
+        call = "rag_eval.answers" if layer == "answer" else "rag_eval.retrieval"
+        queries = len(entry.get("per_query") or {})
+        lines.append(
+            f"  '{one_line(name)}' ({_layer_name(layer)}, {queries} queries): "
+            f"{', '.join(metrics) or 'no metric with a value'} (recorded by {call}(..., "
+            f"name={one_line(repr(name))}))"
+        )
+    lines.append(
+        "What to do: if the test should still make it, find why it did not (a branch that "
+        "skipped the call, a renamed evaluation); if dropping it is intended, bless with "
+        f"{UPDATE_HINT}, which removes the entry, and commit the baseline."
+    )
+    return "\n".join(lines)
+
+
 def check_evaluation(
-    record: EvaluationRecord, session: RagSession
+    record: EvaluationRecord,
+    session: RagSession,
+    *,
+    texts: QueryTexts | None = None,
+    verbose: bool = False,
 ) -> tuple[EvaluationOutcome, list[str]]:
     """One evaluation's outcome and the failure messages it gives its test."""
     settings = session.settings
@@ -82,7 +141,13 @@ def check_evaluation(
         return outcome, failures
     baseline_path = settings.display(settings.baseline)
     if verdict.status in ("regressed", "not comparable"):
-        failures.append(failure_message(record, verdict, baseline_path))
+        named = [q for m in verdict.failed_metrics for q, *_ in m.worst]
+        shown = texts(record.name, named) if texts is not None and named else {}
+        full = failure_message(record, verdict, baseline_path, texts=shown)
+        outcome = dataclasses.replace(outcome, message=full)
+        failures.append(
+            full if verbose else compact_message(record, verdict, baseline_path, texts=shown)
+        )
     elif verdict.status == "new" and settings.strict:
         failures.append(
             f"ragmetrics: '{record.name}' ({record.test}) has no baseline entry in "

@@ -35,6 +35,8 @@ class ControllerPlugin:
         self.evaluations: list[Checked] = []
         self.ran_tests: set[str] = set()
         self.errored_tests: set[str] = set()
+        # Baseline entries of tests that ran without recording them: (test, name), lost.
+        self.unrecorded: list[tuple[str, str]] = []
         self.update_counts: dict[str, int] | None = None
         self.commit_paths: list[str] = []
         self.stale: list[tuple[str, str]] = []
@@ -64,12 +66,14 @@ class ControllerPlugin:
         self.ran_tests.add(report.nodeid)
         if not data:
             return
-        from pytest_ragmetrics.report.outcome import Checked
+        from pytest_ragmetrics.plugin.state import CheckedTest
 
         self.session.settings  # noqa: B018 - evaluations arrived: this session uses the plugin
-        if data["errored"]:
+        found = CheckedTest.from_dict(data)
+        if found.errored:
             self.errored_tests.add(report.nodeid)
-        self.evaluations.extend(Checked.from_dict(e) for e in data["evaluations"])
+        self.evaluations.extend(found.checked)
+        self.unrecorded += [(report.nodeid, name) for name in found.unrecorded]
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -80,7 +84,10 @@ class ControllerPlugin:
         # (nor a report the others): each failure is one line in the summary and fails the run.
         self._attempt(self.finish_baseline)
         self._attempt(lambda: self.write_reports(session.config))
-        if self.errors:
+        # Entries of tests that no longer exist (a dataset, a query or a test gone) hold values
+        # this run no longer computes: lost, so the run fails until an update removes them.
+        lost = self.stale and not self.session.settings.update_baseline
+        if self.errors or (lost and session.exitstatus == pytest.ExitCode.OK):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _attempt(self, step: Callable[[], None]) -> None:
@@ -156,6 +163,7 @@ class ControllerPlugin:
             update_counts=self.update_counts,
             commit_paths=self.commit_paths,
             stale=self.stale,
+            unrecorded=self.unrecorded,
             cleared=self.cleared,
             cache_path=settings.display(settings.cache_dir),
         )

@@ -27,6 +27,8 @@ def parametrize_datasets(metafunc: pytest.Metafunc, session: RagSession) -> None
         return
     pairs = chosen_datasets(session, marked, test) if (marked or uses_dataset) else []
     several = session.settings.several_datasets
+    if several and uses_dataset and len(pairs) > 1:
+        check_built_per_pair(metafunc, pairs, test)
     if "rag_query" in metafunc.fixturenames:
         _parametrize_queries(metafunc, session, pairs, several, test)
     elif several and uses_dataset:
@@ -38,6 +40,69 @@ def parametrize_datasets(metafunc: pytest.Metafunc, session: RagSession) -> None
             "test uses no dataset fixture to run once per pair; use rag_dataset (or rag_run, "
             "rag_queries, ...) in the test, or name one pair"
         )
+
+
+# The fixtures whose value depends on the (dataset, split) pair: the built-in ones request
+# rag_dataset; an override that requests none of them is one object for every pair.
+DATASET_BOUND = (
+    "rag_corpus",
+    "rag_queries",
+    "rag_qrels",
+    "rag_retriever",
+    "rag_run",
+    "rag_pipeline",
+    "rag_answers",
+    "rag_references",
+)
+
+
+def check_built_per_pair(
+    metafunc: pytest.Metafunc, pairs: list[DatasetSelection], test: str
+) -> None:
+    """Refuse a test whose dataset-bound fixture (an override of rag_pipeline, rag_retriever,
+    ...) does not depend on the dataset: with several pairs it would be one object for all of
+    them, e.g. one pipeline answering every pair's queries from one corpus. Seen in the
+    fixture definitions' parameters, so it holds in every xdist worker alike."""
+    defs = getattr(metafunc, "_arg2fixturedefs", None)  # pytest's own table of definitions
+    if not isinstance(defs, dict):
+        return
+    for name in DATASET_BOUND:
+        if name in metafunc.fixturenames and not _depends_on_dataset(defs, name, -1, set()):
+            where = _definition_site(defs[name][-1])
+            raise ConfigError(
+                f"{test}: the fixture {name}{where} does not depend on the dataset: with "
+                f"{len(pairs)} (dataset, split) pairs configured "
+                f"({', '.join(p.key for p in pairs)}) it is one object for all of them (e.g. "
+                "one pipeline answering every pair's queries from one corpus). Give it the "
+                "parameter rag_dataset (or rag_corpus, rag_retriever, ...) so that it is built "
+                "per pair, e.g. def " + name + "(rag_dataset): ..."
+            )
+
+
+def _depends_on_dataset(defs: dict[str, Any], name: str, index: int, seen: set[str]) -> bool:
+    """Whether fixture ``name`` (its definition ``index`` from the closest) requests
+    rag_dataset, directly or through the fixtures it requests."""
+    if name == "rag_dataset":
+        return True
+    found = defs.get(name) or ()
+    key = f"{name}#{index}"
+    if key in seen or not found or -index > len(found):
+        return False
+    seen.add(key)
+    argnames = getattr(found[index], "argnames", ())
+    return any(
+        _depends_on_dataset(defs, arg, index - 1 if arg == name else -1, seen) for arg in argnames
+    )
+
+
+def _definition_site(fixturedef: Any) -> str:
+    """' (conftest.py:12)' for a fixture defined in Python code, '' when unknown."""
+    code = getattr(getattr(fixturedef, "func", None), "__code__", None)
+    if code is None:
+        return ""
+    import os
+
+    return f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
 
 
 def chosen_datasets(session: RagSession, marked: list[Any], test: str) -> list[DatasetSelection]:

@@ -7,6 +7,7 @@ import contextlib
 from typing import Any, TextIO
 
 from pytest_ragmetrics.progress import LineProgress, ProgressReporter
+from pytest_ragmetrics.report.escaping import for_terminal
 
 # Set by the xdist controller in each worker's workerinput: may the worker draw bars?
 WORKER_TTY_KEY = "ragmetrics_progress_tty"
@@ -67,11 +68,32 @@ class _TerminalFileProgress:
         self._close()
 
 
+class _Shown:
+    """A reporter whose descriptions and notes (which may quote a dataset, a retriever or a
+    pipeline by name) are shown with their control characters escaped; the bar's own carriage
+    returns are the bar's."""
+
+    def __init__(self, inner: LineProgress | _TerminalFileProgress) -> None:
+        self._inner = inner
+
+    def start(self, description: str, total: int) -> None:
+        self._inner.start(for_terminal(description), total)
+
+    def explain(self, note: str) -> None:
+        self._inner.explain(for_terminal(note))
+
+    def advance(self, done: int) -> None:
+        self._inner.advance(done)
+
+    def finish(self) -> None:
+        self._inner.finish()
+
+
 def worker_reporter(workerinput: dict[str, Any]) -> ProgressReporter | None:
     """A bar on the controlling terminal, prefixed with the worker id; None if not allowed."""
     if not workerinput.get(WORKER_TTY_KEY):
         return None
-    return _TerminalFileProgress(f"[{workerinput.get('workerid', 'worker')}] ")
+    return _Shown(_TerminalFileProgress(f"[{workerinput.get('workerid', 'worker')}] "))
 
 
 def pytest_terminal_reporter(config: Any) -> ProgressReporter | None:
@@ -98,4 +120,4 @@ def pytest_terminal_reporter(config: Any) -> ProgressReporter | None:
             reporter.write(text)
             reporter.flush()
 
-    return LineProgress(write, bar=bar)
+    return _Shown(LineProgress(write, bar=bar))

@@ -4,15 +4,16 @@ the test's ``rag_threshold`` markers."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pytest_ragmetrics.cache import identity_of
 from pytest_ragmetrics.data.judged import JudgedRankings
-from pytest_ragmetrics.data.model import Dataset, Qrels, Run
+from pytest_ragmetrics.data.model import Dataset, Qrels, Queries, Run
 from pytest_ragmetrics.data.run import run_from_dict
-from pytest_ragmetrics.errors import ConfigError, MetricError
+from pytest_ragmetrics.errors import ConfigError, MetricError, RagMetricsError
 from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.metrics.names import parse_metric, parse_metrics
 from pytest_ragmetrics.metrics.retrieval import evaluate
@@ -82,6 +83,9 @@ class RagEval:
         # the optional per-query fields of the HTML report; None when no page is wanted.
         self._report_fields = report_fields
         self.recorded: list[EvaluationRecord] = []
+        # Per evaluation name, the texts of its queries that the test had at hand (the
+        # dataset's, or the questions the answers were given), for its failure message.
+        self._texts: dict[str, Mapping[str, str] | Queries] = {}
 
     @property
     def _thresholds(self) -> dict[str, float]:
@@ -137,60 +141,19 @@ class RagEval:
         gives the identity stored in reports and baselines. ``scores`` declares which way a
         dict run's scores point, as for :meth:`Run.from_dict`.
         """
-        # Long: the documented entry point checks each argument in turn with its own message before
-        # recording.
-        dataset_info: dict[str, Any] | None = None
-        sources: dict[str, Any] = {}
-        if isinstance(run, JudgedRankings):
-            judged_qrels = run.qrels
-            run_obj: Run | Mapping[str, Mapping[str, float]] = run.run
-            if qrels is None:
-                qrels = judged_qrels
-            dataset_info = {
-                "name": "judged rankings",
-                "source": run.source,
-                "fingerprints": {"qrels": judged_qrels.fingerprint},
-            }
-        elif isinstance(run, Mapping):  # read once, its direction declared, as every report sees it
-            run_obj = run_from_dict(run, scores, fix="rag_eval.retrieval(run, scores={kind!r})")
-        else:
-            run_obj = run
-        if qrels is None:
-            try:
-                dataset = self._dataset()
-            except ConfigError as exc:
-                raise ConfigError(f"{self.test}: {exc}") from None
-            qrels = dataset.qrels
-            dataset_info = dataset_identity(dataset)
-            sources["dataset"] = dataset
-        elif dataset_info is None:
-            qrels_obj = qrels if isinstance(qrels, Qrels) else Qrels.from_dict(qrels)
-            qrels = qrels_obj
-            dataset_info = {
-                "name": "custom qrels",
-                "fingerprints": {"qrels": qrels_obj.fingerprint},
-            }
+        run_obj, judgments, dataset_info, sources = self._judgments_of(run, qrels, scores)
         names = self._metrics_for("retrieval", metrics)
-        evaluation = evaluate(
-            qrels,
-            run_obj,
-            names,
-            relevance_level=self._semantics.relevance_level,
-            gain=self._semantics.gain,
-            query_set=self._semantics.query_set,
-            ignore_identical_ids=self._semantics.ignore_identical_ids,
-        )
+        rules = self._semantics
+        options: dict[str, Any] = {
+            "relevance_level": rules.relevance_level,
+            "gain": rules.gain,
+            "query_set": rules.query_set,
+            "ignore_identical_ids": rules.ignore_identical_ids,
+        }
+        evaluation = evaluate(judgments, run_obj, names, **options)
         supplement = self._supplement() if self._supplement and "dataset" in sources else None
         if supplement is not None:
-            evaluation.supplemented = supplement.evaluate(
-                Qrels.from_dict(qrels),
-                run_obj,
-                names,
-                relevance_level=self._semantics.relevance_level,
-                gain=self._semantics.gain,
-                query_set=self._semantics.query_set,
-                ignore_identical_ids=self._semantics.ignore_identical_ids,
-            )
+            evaluation.supplemented = supplement.evaluate(judgments, run_obj, names, **options)
             evaluation.notes.append(supplemented_note(evaluation))
             evaluation.notes.extend(supplement.notes)
         identity, k = _source_of(run_obj, retriever)
@@ -204,8 +167,39 @@ class RagEval:
             k=k,
             thresholds={m: v for m, v in self._thresholds.items() if m in evaluation.metrics},
         )
-        self._record(recorded, run=run_obj, qrels=Qrels.from_dict(qrels), **sources)
+        if "dataset" in sources:
+            self._texts[recorded.name] = sources["dataset"].queries
+        self._record(recorded, run=run_obj, qrels=judgments, **sources)
         return evaluation
+
+    def _judgments_of(
+        self,
+        run: Run | JudgedRankings | Mapping[str, Mapping[str, float]],
+        qrels: Qrels | Mapping[str, Mapping[str, int]] | None,
+        scores: str | None,
+    ) -> tuple[Run, Qrels, dict[str, Any], dict[str, Any]]:
+        """The run to evaluate, the judgments to evaluate it with, what the record says of
+        them (the dataset's identity, or the rankings' or qrels' own), and the sources the
+        report may show (the dataset, when its qrels are used)."""
+        if isinstance(run, JudgedRankings):
+            judged = run.qrels
+            info = {
+                "name": "judged rankings",
+                "source": run.source,
+                "fingerprints": {"qrels": judged.fingerprint},
+            }
+            return run.run, Qrels.from_dict(judged if qrels is None else qrels), info, {}
+        if isinstance(run, Mapping):  # read once, its direction declared, as every report sees it
+            run = run_from_dict(run, scores, fix="rag_eval.retrieval(run, scores={kind!r})")
+        if qrels is None:
+            try:
+                dataset = self._dataset()
+            except ConfigError as exc:
+                raise ConfigError(f"{self.test}: {exc}") from None
+            return run, dataset.qrels, dataset_identity(dataset), {"dataset": dataset}
+        given = qrels if isinstance(qrels, Qrels) else Qrels.from_dict(qrels)
+        info = {"name": "custom qrels", "fingerprints": {"qrels": given.fingerprint}}
+        return run, given, info, {}
 
     def answers(
         self,
@@ -240,25 +234,8 @@ class RagEval:
         items = list(assessments)
         names = self._metrics_for("answer", metrics, default=DEFAULT_ANSWER_METRICS)
         evaluation = evaluate_answers(items, names)
-        fields: dict[str, Any] = {}
-        if parts:
-            fields["cost"] = {part: c.to_dict() for part, c in parts.items()}
-            evaluation.notes.append(
-                "cost: " + "; ".join(f"{part} {c.describe()}" for part, c in parts.items())
-            )
-        if noise is not None:
-            fields["judge_noise"] = noise.to_dict()
-            evaluation.notes.append(noise.describe())
-        judges: dict[str, Any] = {}
-        for item in items:
-            judge = getattr(item, "judge", None)
-            if judge:
-                judges.setdefault(stable_json(judge), judge)
-        identity: dict[str, Any] = {}
-        if len(judges) == 1:
-            identity = {"judge": next(iter(judges.values()))}
-        elif judges:
-            identity = {"judges": list(judges.values())}
+        fields = _cost_and_noise(evaluation, parts, noise)
+        identity = _judge_identity(items)
         if judged is not None:
             # The questions behind answer_correctness and context_relevance, what groundedness
             # judged of each answer, and the pipeline that answered: a change to any of them
@@ -273,8 +250,55 @@ class RagEval:
             thresholds={m: v for m, v in self._thresholds.items() if m in evaluation.metrics},
             report_fields=fields,
         )
+        self._texts[recorded.name] = {
+            str(item.query_id): item.query for item in items if getattr(item, "query", "")
+        }
         self._record(recorded, assessments=items)
         return evaluation
+
+    def query_texts(self, name: str, query_ids: Iterable[str]) -> dict[str, str]:
+        """The text of each of ``query_ids`` of evaluation ``name`` that is known: from what
+        the evaluation was made of, else from the test's dataset (if it has one)."""
+        found: dict[str, str] = {}
+        sources: list[Mapping[str, str] | Queries] = [self._texts.get(name) or {}]
+        with contextlib.suppress(RagMetricsError):  # no dataset (or a broken one): ids alone
+            sources.append(self._dataset().queries)
+        for query_id in query_ids:
+            for source in sources:
+                try:
+                    found[query_id] = source[query_id]
+                    break
+                except KeyError:
+                    continue
+        return found
+
+
+def _cost_and_noise(evaluation: Evaluation, parts: Mapping[str, Any], noise: Any) -> dict[str, Any]:
+    """The report fields of an answer evaluation's cost (per part) and judge noise; each is
+    also a note of the evaluation."""
+    fields: dict[str, Any] = {}
+    if parts:
+        fields["cost"] = {part: c.to_dict() for part, c in parts.items()}
+        evaluation.notes.append(
+            "cost: " + "; ".join(f"{part} {c.describe()}" for part, c in parts.items())
+        )
+    if noise is not None:
+        fields["judge_noise"] = noise.to_dict()
+        evaluation.notes.append(noise.describe())
+    return fields
+
+
+def _judge_identity(items: Iterable[Any]) -> dict[str, Any]:
+    """``{"judge": identity}`` when one judge assessed every answer, ``{"judges": [...]}``
+    when several did, ``{}`` when none says who it is."""
+    judges: dict[str, Any] = {}
+    for item in items:
+        judge = getattr(item, "judge", None)
+        if judge:
+            judges.setdefault(stable_json(judge), judge)
+    if len(judges) == 1:
+        return {"judge": next(iter(judges.values()))}
+    return {"judges": list(judges.values())} if judges else {}
 
 
 def _run_notes(

@@ -2,19 +2,51 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.plugin.recording import RagEval  # noqa: F401 - used in quotes
     from pytest_ragmetrics.plugin.session import RagSession
-    from pytest_ragmetrics.report.outcome import Checked  # noqa: F401 - used in quotes
+    from pytest_ragmetrics.report.outcome import Checked
 
 SESSION_KEY = pytest.StashKey["RagSession"]()
 RAG_EVAL_KEY = pytest.StashKey["RagEval"]()
+
+
+@dataclass(frozen=True)
+class CheckedTest:
+    """What a test's checks found, carried by its call report to the controller (xdist): the
+    evaluations it recorded with their outcomes, whether it crashed, and the names of its
+    baseline entries it ran without recording (lost)."""
+
+    checked: list[Checked]
+    errored: bool
+    unrecorded: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "evaluations": [c.to_dict() for c in self.checked],
+            "errored": self.errored,
+            "unrecorded": list(self.unrecorded),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CheckedTest:
+        from pytest_ragmetrics.report.outcome import Checked
+
+        return cls(
+            [Checked.from_dict(e) for e in data["evaluations"]],
+            bool(data["errored"]),
+            tuple(str(n) for n in data.get("unrecorded", ())),
+        )
+
+
 # What a test's checks found, until its call report carries it (to the controller under xdist).
-CHECKED_KEY = pytest.StashKey["tuple[list[Checked], bool]"]()
+CHECKED_KEY = pytest.StashKey[CheckedTest]()
 
 
 def rag_session(config: pytest.Config) -> RagSession:

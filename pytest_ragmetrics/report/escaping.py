@@ -7,11 +7,8 @@ that reorders it, a ``|`` that splits a Markdown table cell, a raw ``<img>`` tag
 renderer passes such text through the function of the sink it writes to; JSON documents are
 data, not display, and keep every string exactly.
 
-A neutralised character is shown, not dropped: ``\\x1b`` for a C0 control or DEL, ``\\u009b``
-for a C1 control, ``\\u202e`` for a bidirectional control, ``\\ud800`` for a lone surrogate
-(which UTF-8 cannot hold). Written with ``\\u`` from U+0080 on, the escape is also a valid JSON
-and JavaScript string escape of the same character, so applying :func:`for_terminal` to a
-whole JSON document on its way to stdout leaves its meaning unchanged.
+How a neutralised character is shown: :mod:`pytest_ragmetrics.controls`, whose rule
+:func:`for_terminal` is.
 """
 
 from __future__ import annotations
@@ -20,28 +17,13 @@ import html as _html
 import re
 from typing import Any
 
-# C0 controls (tab and newline optionally kept), DEL, C1 controls, the bidirectional controls
-# (embeddings, overrides, isolates, marks), the line and paragraph separators (which many
-# tools read as line breaks) and lone surrogates.
-_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-_HIDDEN = f"\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}\u2028\u2029\ud800-\udfff"
-_CONTROLS = re.compile(f"[{_HIDDEN}\t\n]")
-_CONTROLS_BUT_LINES = re.compile(f"[{_HIDDEN}]")
+from pytest_ragmetrics.controls import CONTROLS as _CONTROLS
+from pytest_ragmetrics.controls import show_controls
+from pytest_ragmetrics.controls import visible as _visible
 
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group(0))
-    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
-
-
-def for_terminal(text: Any, *, newlines: bool = False) -> str:
-    """``text`` safe to print: every control character shown as an escape.
-
-    ``newlines=True`` keeps tab and newline (a multi-line message); otherwise they are escaped
-    too, so the text stays on one line (a table cell, a line of a summary).
-    """
-    pattern = _CONTROLS_BUT_LINES if newlines else _CONTROLS
-    return pattern.sub(_visible, str(text))
+# The terminal's escaping function: every control character shown as an escape (tab and
+# newline kept with ``newlines=True``), the rule the warnings of errors.py follow too.
+for_terminal = show_controls
 
 
 # Characters that would turn text into markup; an underscore only at a word's edge (GitHub

@@ -34,7 +34,8 @@ Schema (version 1)::
       }],
       "summary": {"evaluations": N, "by_layer": {...}, "by_status": {...},
                   "baseline_update": {"updated", "added", "removed"} | null,
-                  "stale_baseline_entries": [[test, name]]}
+                  "stale_baseline_entries": [[test, name]],      # lost: their tests are gone
+                  "unrecorded_baseline_entries": [[test, name]]}  # lost: ran, not recorded
     }
 """
 
@@ -80,6 +81,7 @@ def build_report(outcome: SessionOutcome) -> dict[str, Any]:
                 {**counts, "commit": list(outcome.commit_paths)} if counts is not None else None
             ),
             "stale_baseline_entries": [list(s) for s in outcome.stale],
+            "unrecorded_baseline_entries": [list(s) for s in outcome.unrecorded],
             **summary,
         },
     }

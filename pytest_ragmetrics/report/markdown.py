@@ -51,7 +51,18 @@ def markdown_report(outcome: SessionOutcome, *, title: str = "pytest-ragmetrics"
     if summaries:
         parts.append("### Per dataset\n\nMean over datasets; Δ to the baseline in brackets.\n")
         parts += [summary_table(s, "github") + "\n" for s in summaries]
+    lost = outcome.lost_entries_lines()
+    if lost:
+        parts.append("### Lost baseline entries\n\n" + "".join(_lost_line(line) for line in lost))
     return within_limit("\n".join(parts))
+
+
+def _lost_line(line: str) -> str:
+    """A headline of :meth:`SessionOutcome.lost_entries_lines` as a paragraph, an entry as a
+    list item."""
+    if line.startswith("  "):
+        return f"- {inline(line.strip())}\n"
+    return f"\n{inline(line, starts_line=True)}\n\n"
 
 
 def notes_markdown(notes: Sequence[str]) -> str:

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.records import EvaluationRecord
 
 
+# Up to this many evaluations that cannot reach alpha are named one note each; more share one.
+SAID_APART = 3
+
+
 @dataclass(frozen=True)
 class ThresholdResult:
     """One ``rag_threshold`` bound checked against an evaluation's mean."""
@@ -62,6 +66,9 @@ class EvaluationOutcome:
     gate: str = ""
     update: str = ""
     not_enforced: Mapping[str, str] = field(default_factory=dict)
+    # The full failure message of a regressed or not comparable verdict (the test shows the
+    # short one unless pytest -v): kept in the JSON report.
+    message: str = ""
 
     @property
     def status(self) -> str:
@@ -98,6 +105,8 @@ class EvaluationOutcome:
             out["update"] = self.update
         if self.not_enforced:
             out["not_enforced"] = dict(self.not_enforced)
+        if self.message:
+            out["message"] = self.message
         return out
 
     @classmethod
@@ -111,6 +120,7 @@ class EvaluationOutcome:
             data.get("gate", ""),
             data.get("update", ""),
             dict(data.get("not_enforced") or {}),
+            str(data.get("message", "")),
         )
 
 
@@ -155,12 +165,16 @@ class SessionOutcome:
     update_counts: Mapping[str, int] | None = None
     # After an update: the files to commit (the baseline and the dataset digests beside it).
     commit_paths: Sequence[str] = ()
+    # Entries whose test no longer exists (its file collected whole): lost, they fail the run.
     stale: Sequence[tuple[str, str]] = ()
+    # Entries of tests that ran without recording them: lost, they failed their tests.
+    unrecorded: Sequence[tuple[str, str]] = ()
     cleared: ClearReport | None = None
     cache_path: str = ""
 
     def __post_init__(self) -> None:
         self.evaluations = sorted(self.evaluations, key=lambda c: c.record.key)
+        self.unrecorded = sorted(self.unrecorded)
 
     @property
     def dataset_order(self) -> list[str]:
@@ -173,8 +187,10 @@ class SessionOutcome:
         return [c for c in self.evaluations if c.layer == layer]
 
     def notes(self, layer: Layer) -> list[str]:
-        """Every note of a layer's evaluations, each once, prefixed by the evaluation's label."""
+        """Every note of a layer's evaluations, each once, prefixed by the evaluation's label;
+        an alpha that many evaluations cannot reach (per-query tests) is said once for all."""
         notes: dict[str, None] = {}
+        unreachable: dict[str, list[str]] = {}
         for checked in self.layer(layer):
             label = checked.label
             for note in checked.record.evaluation.notes:
@@ -196,6 +212,43 @@ class SessionOutcome:
                 ] = None
             for reason in verdict.reasons:
                 notes[f"{label}: not comparable: {reason}"] = None
+            if verdict.depth_note:
+                notes[f"{label}: {verdict.depth_note}"] = None
             if verdict.alpha_note:
-                notes[f"{label}: {verdict.alpha_note}"] = None
+                unreachable.setdefault(verdict.alpha_note, []).append(label)
+        for note, labels in unreachable.items():
+            if len(labels) <= SAID_APART:
+                notes.update((f"{label}: {note}", None) for label in labels)
+            else:
+                notes[f"{len(labels)} evaluations (e.g. {'; '.join(labels[:2])}): {note}"] = None
         return list(notes)
+
+    def lost_entries_lines(self) -> list[str]:
+        """What the baseline holds that this run did not compute, in words ([] if nothing):
+        stale entries (their tests no longer exist) and entries of tests that ran without
+        recording them. Every line is plain text; renderers escape it for their sink."""
+        from pytest_ragmetrics.baseline.store import UPDATE_HINT
+        from pytest_ragmetrics.records import label
+
+        updated = self.update_counts is not None
+        lines = []
+        if self.stale:
+            lines.append(
+                f"ragmetrics: {len(self.stale)} baseline entries belong to tests that no longer "
+                "exist (stale: a test, a dataset or a query is gone): "
+                + (
+                    "removed by this update:"
+                    if updated
+                    else f"their values are lost, and the run fails; if that is intended, "
+                    f"bless with {UPDATE_HINT}, which removes them:"
+                )
+            )
+            lines += [f"  {label(test, name)}" for test, name in self.stale]
+        if self.unrecorded:
+            lines.append(
+                f"ragmetrics: {len(self.unrecorded)} baseline entries belong to tests that ran "
+                "without recording them: "
+                + ("removed by this update:" if updated else "lost (their tests failed):")
+            )
+            lines += [f"  {label(test, name)}" for test, name in self.unrecorded]
+        return lines

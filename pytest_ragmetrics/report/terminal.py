@@ -28,6 +28,9 @@ def columns(evaluations: Sequence[Checked], preferred: Sequence[str]) -> list[st
     for checked in evaluations:
         for metric in checked.record.evaluation.metrics:
             present[metric] = None
+        verdict = checked.outcome.baseline
+        for found in verdict.metrics if verdict is not None else ():
+            present[found.metric] = None  # a metric lost since the baseline has its column
     ordered = [m for m in preferred if m in present]
     return ordered + [m for m in present if m not in ordered]
 
@@ -122,18 +125,8 @@ def summary_lines(outcome: SessionOutcome) -> list[tuple[str, str]]:
         )
         if outcome.commit_paths:
             out.append(("line", "commit: " + " ".join(outcome.commit_paths)))
-    if outcome.stale:
+    lost = outcome.lost_entries_lines()
+    if lost:
         out.append(("line", ""))
-        out.append(
-            (
-                "line",
-                f"ragmetrics: {len(outcome.stale)} baseline entries belong to tests that no "
-                + (
-                    "longer exist (stale): removed by this update:"
-                    if counts is not None
-                    else "longer exist (stale; --ragmetrics-update-baseline removes them):"
-                ),
-            )
-        )
-        out += [("line", f"  {test} [{name}]") for test, name in outcome.stale]
+        out += [("line", line) for line in lost]
     return [(kind, for_terminal(text)) for kind, text in out]
