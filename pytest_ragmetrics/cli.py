@@ -1402,7 +1402,7 @@ def _calibrate_relevance(args: argparse.Namespace, options: dict[str, Any], out:
         retrieved_relevance_labels,
         save_calibration,
     )
-    from pytest_ragmetrics.judges.relevance import build_relevance_judge
+    from pytest_ragmetrics.judges.factory import build_relevance_judge
     from pytest_ragmetrics.progress import stream_reporter, use_reporter
 
     if args.save:
@@ -1649,7 +1649,7 @@ def _add_judge_pool(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _cmd_judge_pool(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.cache import Cache
     from pytest_ragmetrics.fileio import check_writable
-    from pytest_ragmetrics.judges.relevance import build_relevance_judge
+    from pytest_ragmetrics.judges.factory import build_relevance_judge
     from pytest_ragmetrics.pooling import (
         judge_pool,
         read_pool,

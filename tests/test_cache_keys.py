@@ -15,6 +15,7 @@ from pytest_ragmetrics.data.model import Corpus, Qrels, Queries, Run
 from pytest_ragmetrics.judges import EmbeddingJudge, HttpJudge, RecordedJudge, identity_hash
 from pytest_ragmetrics.judges.http import ENV_API_KEY, ENV_MODEL, ENV_URL
 from pytest_ragmetrics.retrievers import BM25Retriever, DenseRetriever
+from pytest_ragmetrics.transport import Endpoint
 
 CONTEXTS = ["Cats purr when content. They sleep a lot.", "Dogs bark."]
 ANSWER = "Cats purr SUPPORTED. Cats fly."
@@ -36,7 +37,7 @@ def _toy_encoder(texts: list[str]) -> list[list[float]]:
 
 def test_http_judge_identity_and_verdict_keys(tmp_path: Path) -> None:
     with serve() as server:
-        judge = HttpJudge(server.url, "test-model", cache=tmp_path, backoff=0)
+        judge = HttpJudge(Endpoint(server.url, "test-model", backoff=0), cache=tmp_path)
         judge.assess("Do cats purr RELEVANT?", ANSWER, CONTEXTS, query_id="q1")
     assert identity_hash(judge.identity()) == (
         "3713857f4832270c5e2da3306390e96b8ae16e19852e7de818e2a6d3247678c5"
