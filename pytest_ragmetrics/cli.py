@@ -1235,9 +1235,14 @@ def _add_judge_options(p: argparse.ArgumentParser, *, threshold: str, verdicts: 
         metavar="VAR",
         help="environment variable holding the API key (default RAGMETRICS_JUDGE_API_KEY)",
     )
-    web.add_argument(
-        "--timeout", type=float, help="seconds a question may take, retries included (default 60)"
-    )
+    add_cli_argument(
+        web, "ragmetrics_judge_timeout", help="seconds a question may take, retries included "
+        "(a deadline; default 60)"
+    )  # fmt: skip
+    add_cli_argument(
+        web, "ragmetrics_judge_attempt_timeout", help="seconds one attempt may take before it is "
+        "retried within the deadline (default: the whole deadline)"
+    )  # fmt: skip
     web.add_argument(
         "--concurrency",
         type=int,
@@ -1264,8 +1269,8 @@ def _add_judge_options(p: argparse.ArgumentParser, *, threshold: str, verdicts: 
 _JUDGE_OPTIONS: dict[str, tuple[str, ...]] = {
     "embedding": ("threshold", "model"),
     "http": (
-        "model", "url", "api_key_env", "timeout", "concurrency", "prompts", "temperature",
-        "judge_seed",
+        "model", "url", "api_key_env", "timeout", "attempt_timeout", "concurrency", "prompts",
+        "temperature", "judge_seed",
     ),
     "recorded": ("verdicts",),
 }  # fmt: skip

@@ -26,8 +26,8 @@ GENERATORS = ("offline", "http")
 _GENERATOR_OPTIONS = {
     "offline": ("min_words", "max_words", "keyphrase_terms"),
     "http": (
-        "url", "model", "api_key_env", "timeout", "concurrency", "prompts", "temperature",
-        "max_tokens", "no_answers", "max_passage_chars", "budget",
+        "url", "model", "api_key_env", "timeout", "attempt_timeout", "concurrency", "prompts",
+        "temperature", "max_tokens", "no_answers", "max_passage_chars", "budget",
     ),
 }  # fmt: skip
 _JUDGE_OPTIONS = ("judge_model", "judge_url", "judge_threshold", "judge_verdicts", "calibration")
@@ -102,6 +102,12 @@ def _add_generator_options(p: argparse.ArgumentParser) -> None:
     web.add_argument("--api-key-env", metavar="VAR", help="variable holding the API key")
     web.add_argument(
         "--timeout", type=float, help="seconds a request may take, retries included (default 120)"
+    )
+    web.add_argument(
+        "--attempt-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="seconds one attempt may take before it is retried within the deadline",
     )
     web.add_argument("--concurrency", type=int, metavar="N", help="requests in flight (default 1)")
     web.add_argument(
@@ -268,6 +274,7 @@ def _http_generator(args: argparse.Namespace, cache: Cache | None) -> Any:
             "model": args.model,
             "api_key_env": args.api_key_env,
             "timeout": args.timeout,
+            "attempt_timeout": args.attempt_timeout,
             "concurrency": args.concurrency,
         }
     )

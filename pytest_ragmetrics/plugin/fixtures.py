@@ -140,6 +140,8 @@ def configured_judge(settings: Settings, cache: Any = None, budget: Any = None) 
     if settings.judge == "http":
         options.update(
             concurrency=settings.judge_concurrency,
+            timeout=settings.judge_timeout,
+            attempt_timeout=settings.judge_attempt_timeout,
             temperature=settings.judge_temperature,
             seed=settings.judge_seed,
             budget=budget,
@@ -191,6 +193,8 @@ def configured_generator(settings: Settings, budget: Any = None) -> Any:
         "url": settings.generator_url,
         "model": settings.generator_model,
         "concurrency": settings.generator_concurrency,
+        "timeout": settings.generator_timeout,
+        "attempt_timeout": settings.generator_attempt_timeout,
     }
     sampling = {
         "temperature": settings.generator_temperature,
