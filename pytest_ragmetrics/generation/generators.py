@@ -40,38 +40,49 @@ class Generator(Protocol):
         ...
 
 
-class FunctionGenerator:
-    """Your function ``fn(query, contexts) -> answer`` as a generator. Its identity (the cache
-    key of its answers) holds ``name``, the digest of its code (an edit of its body, or of a
-    function of its module it calls, generates anew) and ``version`` when given: bump it when
-    what the digest cannot see changes (see :mod:`pytest_ragmetrics.code_identity`)."""
+class NamedFunction:
+    """Your function with a name and a ``version``, identified by the digest of its code (see
+    :mod:`pytest_ragmetrics.code_identity`): what :class:`FunctionGenerator` and
+    :class:`~pytest_ragmetrics.generation.pipelines.FunctionPipeline` share. ``role`` is the
+    identity's first key and how errors name it."""
+
+    role = "function"
 
     def __init__(
         self,
-        fn: Callable[[str, list[str]], str],
+        fn: Callable[..., Any],
         *,
         name: str | None = None,
         version: str | int | None = None,
     ) -> None:
         if not callable(fn):
-            raise GeneratorError(f"generator: {fn!r} is not callable")
+            raise GeneratorError(f"{self.role}: {fn!r} is not callable")
         self.fn = fn
         self.name = name or getattr(fn, "__qualname__", type(fn).__name__)
         self.version = version
         self._identity: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
-        return f"FunctionGenerator({self.name!r})"
+        return f"{type(self).__name__}({self.name!r})"
 
     def identity(self) -> dict[str, Any]:
         """The name, the function and its code digest, the version when given."""
         if self._identity is None:
             self._identity = {
-                "generator": "function",
+                self.role: "function",
                 "name": self.name,
                 **function_identity(self.fn, self.version),
             }
         return dict(self._identity)
+
+
+class FunctionGenerator(NamedFunction):
+    """Your function ``fn(query, contexts) -> answer`` as a generator. Its identity (the cache
+    key of its answers) holds ``name``, the digest of its code (an edit of its body, or of a
+    function of its module it calls, generates anew) and ``version`` when given: bump it when
+    what the digest cannot see changes (see :mod:`pytest_ragmetrics.code_identity`)."""
+
+    role = "generator"
 
     def generate(self, query: str, contexts: Sequence[str]) -> ChatReply:
         """``fn(query, contexts)``; anything but a string is a GeneratorError."""
@@ -149,5 +160,6 @@ __all__ = [
     "ChatGenerator",
     "FunctionGenerator",
     "Generator",
+    "NamedFunction",
     "number_contexts",
 ]

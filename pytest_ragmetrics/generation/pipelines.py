@@ -8,50 +8,25 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_ragmetrics.cache import identity_of
-from pytest_ragmetrics.code_identity import function_identity
 from pytest_ragmetrics.data.answers import GeneratedAnswer
 from pytest_ragmetrics.errors import GeneratorError
-from pytest_ragmetrics.generation.generators import FunctionGenerator, Generator
+from pytest_ragmetrics.generation.generators import FunctionGenerator, Generator, NamedFunction
 from pytest_ragmetrics.transport.client import ChatReply
 
 Contexts = Sequence[tuple[str, str]]
 
 
-class FunctionPipeline:
+class FunctionPipeline(NamedFunction):
     """Your function ``pipeline(query) -> (answer, contexts)`` with a name and a ``version``;
-    identified like :class:`FunctionGenerator` (code digest plus version)."""
+    identified like :class:`~pytest_ragmetrics.generation.generators.FunctionGenerator` (code
+    digest plus version)."""
 
-    def __init__(
-        self,
-        fn: Callable[[str], Any],
-        *,
-        name: str | None = None,
-        version: str | int | None = None,
-    ) -> None:
-        if not callable(fn):
-            raise GeneratorError(f"pipeline: {fn!r} is not callable")
-        self.fn = fn
-        self.name = name or getattr(fn, "__qualname__", type(fn).__name__)
-        self.version = version
-        self._identity: dict[str, Any] | None = None
-
-    def __repr__(self) -> str:
-        return f"FunctionPipeline({self.name!r})"
-
-    def identity(self) -> dict[str, Any]:
-        """The name, the function and its code digest, the version when given."""
-        if self._identity is None:
-            self._identity = {
-                "pipeline": "function",
-                "name": self.name,
-                **function_identity(self.fn, self.version),
-            }
-        return dict(self._identity)
+    role = "pipeline"
 
     def __call__(self, query: str) -> Any:
         return self.fn(query)

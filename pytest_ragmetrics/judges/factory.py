@@ -6,9 +6,11 @@ files), from flat options: an HTTP judge's endpoint settings (``url``, ``api_key
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from pytest_ragmetrics.errors import JudgeError
 from pytest_ragmetrics.judges.base import CacheLike
@@ -37,6 +39,70 @@ def _remote(kind: str, model: str | None, options: dict[str, Any]) -> dict[str, 
     }
 
 
+@dataclass(frozen=True)
+class _Family:
+    """The built-in judges of one question, by kind: where each class lives, the name of the
+    embedding judge's default threshold, and what the recorded one reads."""
+
+    what: str
+    classes: Mapping[str, str]  # kind -> "module:Class"
+    threshold: str
+    verdicts: str
+
+    def build(
+        self,
+        kind: str,
+        *,
+        cache: CacheLike,
+        threshold: float | None,
+        model: str | None,
+        verdicts: PathLike | None,
+        prompts: Mapping[str, str] | None,
+        options: dict[str, Any],
+    ) -> Any:
+        if prompts and kind != "http":
+            raise JudgeError(f"prompts are only used by the http {self.what}, not {kind}")
+        if kind not in self.classes:
+            raise JudgeError(
+                f"unknown {self.what} {kind!r}; built-in judges are {', '.join(JUDGE_KINDS)}"
+            )
+        remote = _remote(kind, model, options)
+        module_name, class_name = self.classes[kind].split(":")
+        module = importlib.import_module(module_name)  # heavy libraries load only when used
+        judge = getattr(module, class_name)
+        if kind == "embedding":
+            default = getattr(module, self.threshold)
+            threshold = default if threshold is None else threshold
+            return judge(model, threshold=threshold, cache=cache, **options)
+        if kind == "http":
+            return judge(prompts=prompts, cache=cache, **remote, **options)
+        if verdicts is None:
+            raise JudgeError(f"the recorded {self.what} needs a verdicts file ({self.verdicts})")
+        return judge(verdicts, **options)
+
+
+_JUDGES = _Family(
+    "judge",
+    {
+        "embedding": "pytest_ragmetrics.judges.embedding:EmbeddingJudge",
+        "http": "pytest_ragmetrics.judges.http:HttpJudge",
+        "recorded": "pytest_ragmetrics.judges.recorded:RecordedJudge",
+    },
+    "DEFAULT_THRESHOLD",
+    "JSONL of assessments",
+)
+_RELEVANCE_JUDGES = _Family(
+    "relevance judge",
+    {
+        "embedding": "pytest_ragmetrics.judges.embedding_relevance:EmbeddingRelevanceJudge",
+        "http": "pytest_ragmetrics.judges.http_relevance:HttpRelevanceJudge",
+        "recorded": "pytest_ragmetrics.judges.recorded:RecordedRelevanceJudge",
+    },
+    "DEFAULT_RELEVANCE_THRESHOLD",
+    "JSONL",
+)
+
+
 def build_judge(
     kind: str,
     *,
@@ -55,29 +121,11 @@ def build_judge(
     (:data:`~pytest_ragmetrics.prompts.JUDGE_ROLES`, as
     :func:`~pytest_ragmetrics.prompts.read_prompts` reads a folder of them); other
     ``options`` go to the judge's constructor."""
-    if prompts and kind != "http":
-        raise JudgeError(f"prompts are only used by the http judge, not {kind}")
-    remote = _remote(kind, model, options)
-    if kind == "embedding":
-        from pytest_ragmetrics.judges.embedding import DEFAULT_THRESHOLD, EmbeddingJudge
-
-        return EmbeddingJudge(
-            model,
-            threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
-            cache=cache,
-            **options,
-        )
-    if kind == "http":
-        from pytest_ragmetrics.judges.http import HttpJudge
-
-        return HttpJudge(prompts=prompts, cache=cache, **remote, **options)
-    if kind == "recorded":
-        from pytest_ragmetrics.judges.recorded import RecordedJudge
-
-        if verdicts is None:
-            raise JudgeError("the recorded judge needs a verdicts file (JSONL of assessments)")
-        return RecordedJudge(verdicts, **options)
-    raise JudgeError(f"unknown judge {kind!r}; built-in judges are {', '.join(JUDGE_KINDS)}")
+    built = _JUDGES.build(
+        kind, cache=cache, threshold=threshold, model=model, verdicts=verdicts,
+        prompts=prompts, options=options,
+    )  # fmt: skip
+    return cast("Judge", built)
 
 
 def build_relevance_judge(
@@ -100,34 +148,11 @@ def build_relevance_judge(
     ``context_system`` its system prompt, and it has the identity of
     :attr:`HttpJudge.context_judge <pytest_ragmetrics.judges.http.HttpJudge.context_judge>`
     with the same prompts, seed and temperature; the answer questions' roles do not apply."""
-    if prompts and kind != "http":
-        raise JudgeError(f"prompts are only used by the http relevance judge, not {kind}")
-    remote = _remote(kind, model, options)
-    if kind == "embedding":
-        from pytest_ragmetrics.judges.embedding_relevance import (
-            DEFAULT_RELEVANCE_THRESHOLD,
-            EmbeddingRelevanceJudge,
-        )
-
-        return EmbeddingRelevanceJudge(
-            model,
-            threshold=DEFAULT_RELEVANCE_THRESHOLD if threshold is None else threshold,
-            cache=cache,
-            **options,
-        )
-    if kind == "http":
-        from pytest_ragmetrics.judges.http_relevance import HttpRelevanceJudge
-
-        return HttpRelevanceJudge(prompts=prompts, cache=cache, **remote, **options)
-    if kind == "recorded":
-        from pytest_ragmetrics.judges.recorded import RecordedRelevanceJudge
-
-        if verdicts is None:
-            raise JudgeError("the recorded relevance judge needs a verdicts file (JSONL)")
-        return RecordedRelevanceJudge(verdicts, **options)
-    raise JudgeError(
-        f"unknown relevance judge {kind!r}; built-in judges are {', '.join(JUDGE_KINDS)}"
-    )
+    built = _RELEVANCE_JUDGES.build(
+        kind, cache=cache, threshold=threshold, model=model, verdicts=verdicts,
+        prompts=prompts, options=options,
+    )  # fmt: skip
+    return cast("RelevanceJudge", built)
 
 
 __all__ = ["build_judge", "build_relevance_judge"]
