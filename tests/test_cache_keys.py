@@ -50,6 +50,27 @@ def test_http_judge_identity_and_verdict_keys(tmp_path: Path) -> None:
     ]
 
 
+def test_the_other_http_identities_with_the_built_in_prompts() -> None:
+    """The built-in prompts are package files now: their text, byte for byte, is in these."""
+    from pytest_ragmetrics.generation import ChatGenerator
+    from pytest_ragmetrics.judges import HttpRelevanceJudge
+
+    nowhere = Endpoint("http://127.0.0.1:9", "m")
+    judge = HttpJudge(nowhere)
+    relevance = "8a6c5f4536a09c9a70a268a1306baed52effa0f894011f7d5d3ed78ed1b6b9b9"
+    assert identity_hash(judge.identity()) == (
+        "8e25cea3efebb18b0cc68d06e6e3a9494d4ebd3ec317438d0205db3dd03afa84"
+    )
+    assert identity_hash(judge.question_identity("agreement")) == (
+        "1155be64d4d7a1e29210b03f94c3fcf9014ee61c9e20a681fa290aa4247528b7"
+    )
+    assert identity_hash(judge.question_identity("context")) == relevance
+    assert identity_hash(HttpRelevanceJudge(nowhere).identity()) == relevance
+    assert identity_hash(ChatGenerator(nowhere).identity()) == (
+        "49314de820a363fb9d197d1f3fa67e2a598d694a113658e4925ed52c8f916436"
+    )
+
+
 def test_embedding_judge_identity_and_similarity_keys(tmp_path: Path) -> None:
     judge = EmbeddingJudge(encoder=_toy_encoder, model_name="toy", cache=tmp_path)
     judge.judge_claims(["Cats purr.", "Cats fly."], CONTEXTS)

@@ -231,12 +231,19 @@ def test_the_built_in_prompts_are_a_prompt_folder_read_like_a_users(
     # Every role has its file, and the folder reads as a user's --prompts folder does.
     assert sorted(p.name for p in folder.iterdir()) == sorted(role.file for role in roles)
     assert builtin_prompts(kind) == read_prompts(folder, roles)
-    # What a copy of the folder gives is what the built-ins give: the same texts, byte for byte.
-    judge = HttpJudge(NOWHERE, prompts=read_prompts(BUILTIN_FOLDER / "judge", JUDGE_ROLES))
-    assert judge.identity() == HttpJudge(NOWHERE).identity()
     for path in folder.iterdir():  # one trailing newline, LF only: the text is the identity
         data = path.read_bytes()
         assert data.endswith(b"\n") and not data.endswith(b"\n\n") and b"\r" not in data
+
+
+def test_a_copy_of_the_built_in_folder_gives_the_same_identities() -> None:
+    judge = HttpJudge(NOWHERE, prompts=read_prompts(BUILTIN_FOLDER / "judge", JUDGE_ROLES))
+    assert judge.identity() == HttpJudge(NOWHERE).identity()
+    assert judge.context_judge.identity() == HttpRelevanceJudge(NOWHERE).identity()
+    generator = ChatGenerator(
+        NOWHERE, prompts=read_prompts(BUILTIN_FOLDER / "generator", GENERATOR_ROLES)
+    )
+    assert generator.identity() == ChatGenerator(NOWHERE).identity()
 
 
 def test_a_prompt_given_replaces_only_its_role() -> None:
