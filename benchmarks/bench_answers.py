@@ -67,11 +67,12 @@ def slow_server(latency: float = LATENCY) -> Iterator[str]:
 def http_concurrency(requests: int) -> None:
     from pytest_ragmetrics.generation import ChatGenerator, answer_all
     from pytest_ragmetrics.judges import HttpJudge
+    from pytest_ragmetrics.transport import Endpoint
 
     queries = {f"q{i}": f"question number {i}" for i in range(requests)}
 
     def pipeline_for(url: str, concurrency: int) -> Any:
-        generator = ChatGenerator(url, "bench", concurrency=concurrency)
+        generator = ChatGenerator(Endpoint(url, "bench", concurrency=concurrency))
 
         class Pipeline:
             concurrency = generator.concurrency
@@ -94,7 +95,7 @@ def http_concurrency(requests: int) -> None:
             answers = answer_all(pipeline_for(url, concurrency), queries)
             times["generation"][concurrency] = time.perf_counter() - start
             assert answers.cost.calls == requests
-            judge = HttpJudge(url, "bench", concurrency=concurrency)
+            judge = HttpJudge(Endpoint(url, "bench", concurrency=concurrency))
             start = time.perf_counter()
             judge.judge_contexts([(q, [f"passage {q}"]) for q in queries.values()])
             times["judging"][concurrency] = time.perf_counter() - start

@@ -93,6 +93,7 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.7)
     args = parser.parse_args()
     from pytest_ragmetrics.judges import EmbeddingJudge, HttpJudge
+    from pytest_ragmetrics.transport import Endpoint, Sampling
 
     report("embedding judge", EmbeddingJudge(), pairs_as_answers(0), args.repeats)
     if not args.http:
@@ -103,8 +104,8 @@ def main() -> None:
         for temperature in (args.temperature, 0.0):
             with tempfile.TemporaryDirectory() as cache:
                 judge = HttpJudge(
-                    url, MODEL, temperature=temperature, judge_relevance=False,
-                    unparseable="unjudged", cache=cache,
+                    Endpoint(url, MODEL), sampling=Sampling(temperature=temperature),
+                    judge_relevance=False, unparseable="unjudged", cache=cache,
                 )  # fmt: skip
                 report(f"HTTP judge (SmolLM2-135M, temperature {temperature:g})", judge,
                        answers, args.repeats)  # fmt: skip

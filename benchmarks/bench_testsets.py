@@ -46,13 +46,14 @@ def offline(queries: int) -> None:
 def http_concurrency(requests: int) -> None:
     from pytest_ragmetrics.data.layouts import read_corpus
     from pytest_ragmetrics.testsets.http import HttpTestsetGenerator
+    from pytest_ragmetrics.transport import Endpoint
 
     corpus = read_corpus(scifact() / "corpus.jsonl")
     times: dict[int, float] = {}
     with slow_server() as url:
         for concurrency in (1, 8):
             generator = HttpTestsetGenerator(
-                url, "bench", concurrency=concurrency, answers=False, styles=["fact"]
+                Endpoint(url, "bench", concurrency=concurrency), answers=False, styles=["fact"]
             )
             start = time.perf_counter()
             outcome = generator.generate(corpus, requests)

@@ -49,6 +49,7 @@ from pytest_ragmetrics.generation import (
 )
 from pytest_ragmetrics.judges import agreement
 from pytest_ragmetrics.judges.answers import judge_answers
+from pytest_ragmetrics.transport import Endpoint, Sampling
 
 # SciFact's claims only, whatever other datasets the suite is configured with.
 pytestmark = pytest.mark.rag_dataset("scifact")
@@ -152,13 +153,9 @@ def _regenerate(request: pytest.FixtureRequest, queries: dict[str, str]) -> None
     """Generate both recordings (top 3 and top 1) with the live server; write them."""
     url = request.getfixturevalue("llama_server")
     generator = ChatGenerator(
-        url,
-        MODEL,
-        template=TEMPLATE,
-        system_prompt=SYSTEM_PROMPT,
-        temperature=0.0,
-        seed=0,
-        max_tokens=48,
+        Endpoint(url, MODEL),
+        prompts={"system": SYSTEM_PROMPT, "user": TEMPLATE},
+        sampling=Sampling(temperature=0.0, seed=0, max_tokens=48),
     )
     retriever = request.getfixturevalue("rag_retriever")
     corpus = request.getfixturevalue("rag_corpus")

@@ -105,6 +105,18 @@ def _at_least(low: float) -> Parser:
     return parse
 
 
+def _seconds(example: float) -> Parser:
+    def parse(text: str, where: str) -> float:
+        from pytest_ragmetrics.values import parse_float
+
+        value = parse_float(text, where)
+        if not value > 0:
+            raise ConfigError(f"{where}: {text!r} must be seconds > 0, e.g. {example:g}")
+        return value
+
+    return parse
+
+
 def _kind(kinds: Sequence[str], what: str, otherwise: str) -> Parser:
     """One of ``kinds`` (case-insensitive), or None for 'none' or nothing."""
     listed = " or ".join(kinds) if len(kinds) == 2 else ", ".join(kinds)
@@ -279,6 +291,22 @@ OPTIONS: tuple[Option, ...] = (
         cli="--concurrency",
     ),
     Option(
+        "ragmetrics_judge_timeout",
+        "http judge: seconds a question may take, retries and the waits between them included "
+        "(a deadline; default: 60)",
+        parse=_seconds(60),
+        metavar="SECONDS",
+        cli="--timeout",
+    ),
+    Option(
+        "ragmetrics_judge_attempt_timeout",
+        "http judge: seconds one attempt of a question may take before it is abandoned and "
+        "retried within the deadline (default: the whole deadline)",
+        parse=_seconds(20),
+        metavar="SECONDS",
+        cli="--attempt-timeout",
+    ),
+    Option(
         "ragmetrics_judge_prompts",
         "http judge: folder of its prompts, one text file per role: system.txt (system "
         "prompt), support.txt ({claim}, {context}), relevance.txt ({query}, {answer}), "
@@ -346,6 +374,20 @@ OPTIONS: tuple[Option, ...] = (
         "generator: requests in flight at once (default: 1)",
         parse=_positive(8),
         metavar="N",
+    ),
+    Option(
+        "ragmetrics_generator_timeout",
+        "generator: seconds an answer may take, retries and the waits between them included "
+        "(a deadline; default: 120)",
+        parse=_seconds(120),
+        metavar="SECONDS",
+    ),
+    Option(
+        "ragmetrics_generator_attempt_timeout",
+        "generator: seconds one attempt of a request may take before it is abandoned and "
+        "retried within the deadline (default: the whole deadline)",
+        parse=_seconds(30),
+        metavar="SECONDS",
     ),
     Option(
         "ragmetrics_generator_prompts",

@@ -9,16 +9,20 @@ request or quietly send the wrong text: a missing or unknown field, a positional
 
 A *prompt folder* holds one UTF-8 text file per role (:data:`GENERATOR_ROLES`,
 :data:`JUDGE_ROLES`); :func:`read_prompts` reads and checks it. A missing file means the
-built-in prompt of that role.
+built-in prompt of that role. The built-in prompts are such folders too, shipped with the
+package (``default_prompts/judge/``, ``default_prompts/generator/``) and read the same way
+(:func:`builtin_prompts`); :func:`prompt_set` lays what a user gives over them.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from pytest_ragmetrics.errors import ConfigError, RagMetricsError
 
@@ -73,11 +77,12 @@ JUDGE_ROLES: tuple[Role, ...] = (
     JUDGE_CONTEXT,
     JUDGE_CONTEXT_SYSTEM,
 )
-# A relevance judge built from a judge's prompt folder (`ragmetrics judge-pool`, `ragmetrics
-# calibrate --question relevance`) asks the HTTP judge's context question: context.txt is its
-# template, context_system.txt its system prompt; the folder's other files are the answer
-# questions' and do not apply to it.
-RELEVANCE_KEYWORDS = {"context": "template", "context_system": "system_prompt"}
+# The built-in prompt folders, one per kind of user: "judge" (JUDGE_ROLES: the HTTP judge's, and
+# the HTTP relevance judge's context and context_system) and "generator" (GENERATOR_ROLES).
+BUILTIN_FOLDER = Path(__file__).parent / "default_prompts"
+BUILTIN_ROLES: Mapping[str, tuple[Role, ...]] = MappingProxyType(
+    {"judge": JUDGE_ROLES, "generator": GENERATOR_ROLES}
+)
 
 
 def _listed(fields: Sequence[str], conjunction: str = "and") -> str:
@@ -264,12 +269,53 @@ def prompt_keywords(prompts: Mapping[str, str], roles: Sequence[Role]) -> dict[s
     return {keyword[name]: text for name, text in prompts.items()}
 
 
+@functools.cache
+def builtin_prompts(kind: str) -> Mapping[str, str]:
+    """The built-in prompts of ``kind`` ("judge" or "generator"): role name -> text, read from
+    the package's folder as :func:`read_prompts` reads a user's (once per process)."""
+    folder = BUILTIN_FOLDER / kind
+    found = read_prompts(folder, BUILTIN_ROLES[kind], label=f"built-in {kind} prompts")
+    missing = [role.name for role in BUILTIN_ROLES[kind] if role.name not in found]
+    if missing:  # pragma: no cover - a broken installation
+        raise ConfigError(f"{folder}: the built-in prompts lack {', '.join(missing)}; reinstall")
+    return MappingProxyType(found)
+
+
+def prompt_set(
+    kind: str,
+    given: Mapping[str, str] | None,
+    *,
+    what: str,
+    error: type[RagMetricsError] = ConfigError,
+) -> dict[str, str]:
+    """Every prompt of a ``kind`` user (role name -> text): ``given`` (as :func:`read_prompts`
+    returns a folder's) over the built-in ones. An unknown role, a prompt that is not text or a
+    template that :func:`check_template` refuses is ``error`` starting with ``what``."""
+    roles = {role.name: role for role in BUILTIN_ROLES[kind]}
+    texts = dict(builtin_prompts(kind))
+    for name, text in (given or {}).items():
+        role = roles.get(name)
+        if role is None:
+            raise error(
+                f"{what}: prompts[{name!r}] is not a role; the roles are {', '.join(roles)}"
+            )
+        where = f"{what}: prompts[{name!r}]"
+        if role.is_template:
+            role.check(text, where, error)
+        elif not isinstance(text, str):
+            raise error(f"{where}: a prompt must be text, got {type(text).__name__}")
+        texts[name] = text
+    return texts
+
+
 __all__ = [
+    "BUILTIN_FOLDER",
     "GENERATOR_ROLES",
     "JUDGE_ROLES",
-    "RELEVANCE_KEYWORDS",
     "Role",
+    "builtin_prompts",
     "check_template",
     "prompt_keywords",
+    "prompt_set",
     "read_prompts",
 ]

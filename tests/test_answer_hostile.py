@@ -26,6 +26,7 @@ from pytest_ragmetrics.data.assessments import Verdict
 from pytest_ragmetrics.errors import DataFormatError, GeneratorError, JudgeError
 from pytest_ragmetrics.generation import ChatGenerator, RecordedAnswers, answer_all
 from pytest_ragmetrics.judges.answers import assess_answers, label_verdict
+from pytest_ragmetrics.transport import Endpoint
 
 
 class Lonely:
@@ -53,7 +54,7 @@ def test_lone_surrogates_from_a_pipeline_are_repaired_cached_and_recorded(
 def test_lone_surrogates_from_an_endpoint_are_repaired(tmp_path: Path) -> None:
     raw = '{"choices": [{"message": {"role": "assistant", "content": "yes \\ud800 no"}}]}'
     with serve([Reply(body=raw)]) as server:
-        reply = ChatGenerator(server.url, "tiny").generate("q", ["c"])
+        reply = ChatGenerator(Endpoint(server.url, "tiny")).generate("q", ["c"])
     assert reply.text == "yes \ufffd no"
 
 

@@ -40,7 +40,7 @@ from pytest_ragmetrics.metrics.answer import evaluate_answers
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
 from pytest_ragmetrics.plugin.recording import RagEval
 from pytest_ragmetrics.records import EvaluationRecord
-from pytest_ragmetrics.transport import Budget, Cost
+from pytest_ragmetrics.transport import Budget, Cost, Endpoint, Sampling
 
 LABELS = ["SUPPORT", "CONTRADICT", "NOT ENOUGH INFO"]
 
@@ -217,7 +217,7 @@ def test_http_judge_agreement_and_context_questions_with_cost(tmp_path: Path) ->
 
     with serve(answer=lambda p: "unused") as server:
         server.answer = lambda p: reply(p)["choices"][0]["message"]["content"]
-        judge = HttpJudge(server.url, "tiny", cache=Cache(tmp_path), concurrency=2)
+        judge = HttpJudge(Endpoint(server.url, "tiny", concurrency=2), cache=Cache(tmp_path))
         first = judge_answers(
             judge, answers, references=references,
             metrics=["answer_correctness", "context_relevance"],
@@ -242,7 +242,7 @@ def test_http_judge_counts_tokens_and_stops_at_the_budget(tmp_path: Path) -> Non
     with serve([Reply(body=body) for _ in range(20)]) as server:
         budget = Budget(120)
         short = "Q: {query}\nP: {passage}\nRelevant? yes or no."
-        judge = HttpJudge(server.url, "tiny", budget=budget, context_template=short)
+        judge = HttpJudge(Endpoint(server.url, "tiny"), budget=budget, prompts={"context": short})
         items = [("q", f"passage {i}") for i in range(5)]
         # The first reply shows ~50 prompt tokens per question: a second would pass 120.
         with pytest.raises(BudgetError, match=r"HTTP judge .*51 tokens used by 1 call, and"):
@@ -314,15 +314,17 @@ def test_a_separate_http_context_judge_is_re_seeded_for_each_repeat(tmp_path: Pa
     """The context question of a relevance judge of its own varies with the repeats' seeds as
     the judge's does: each repeat asks it again with the next seed (not its cache), the dry-run
     plan counts those requests, and the verdicts that changed are unstable."""
+    from pytest_ragmetrics.judges import HttpRelevanceJudge
     from pytest_ragmetrics.judges.answers import plan_judging
-    from pytest_ragmetrics.judges.relevance import HttpRelevanceJudge
 
     answers = [answer("1", "a", ["p1", "p2"], "q one"), answer("2", "b", ["p3", "p4"], "q two")]
     metrics = ["context_relevance"]
     with serve() as server:
         # The first seed's four questions get yes, the next seed's get no.
         server.answer = lambda p: "yes" if server.count <= 4 else "no"
-        relevance = HttpRelevanceJudge(server.url, "tiny", cache=Cache(tmp_path), temperature=0.7)
+        relevance = HttpRelevanceJudge(
+            Endpoint(server.url, "tiny"), cache=Cache(tmp_path), sampling=Sampling(temperature=0.7)
+        )
         planned = plan_judging(
             embedding_judge(), answers, metrics=metrics, context_judge=relevance, repeats=2
         )
@@ -349,7 +351,7 @@ def test_a_separate_http_context_judge_is_re_seeded_for_each_repeat(tmp_path: Pa
 def test_a_context_judge_on_the_judge_s_own_client_is_counted_once(tmp_path: Path) -> None:
     answers = [answer("1", "Cats purr.", ["cats purr", "dogs bark"], "what do cats do")]
     with serve(answer=lambda p: "yes") as server:
-        judge = HttpJudge(server.url, "tiny", cache=Cache(tmp_path))
+        judge = HttpJudge(Endpoint(server.url, "tiny"), cache=Cache(tmp_path))
         judged = judge_answers(
             judge, answers, metrics=["context_relevance"], context_judge=judge.context_judge
         )
@@ -449,7 +451,7 @@ def test_dry_run_counts_the_judge_requests_then_none(tmp_path: Path) -> None:
     references = References([Reference("1", "Cats purr."), Reference("2", label="SUPPORT")])
     metrics = ["groundedness", "answer_relevance", "answer_correctness", "context_relevance"]
     with serve(answer=lambda p: "yes") as server:
-        judge = HttpJudge(server.url, "tiny", cache=Cache(tmp_path))
+        judge = HttpJudge(Endpoint(server.url, "tiny"), cache=Cache(tmp_path))
         # support: 2 + 1 claims; relevance: 2; agreement: 1 (the label needs none);
         # contexts: 2 + 1, of which "cats purr" for the same question twice: asked once.
         planned = plan_judging(judge, answers, references=references, metrics=metrics)
@@ -465,7 +467,7 @@ def test_dry_run_counts_the_judge_requests_then_none(tmp_path: Path) -> None:
 
 
 def test_judge_answers_passes_claims_of_and_a_relevance_judge() -> None:
-    from pytest_ragmetrics.judges.relevance import EmbeddingRelevanceJudge
+    from pytest_ragmetrics.judges import EmbeddingRelevanceJudge
 
     answers = [
         answer("1", "SUPPORT. cats purr loudly", ["cats purr loudly", "dogs bark"], "cats purr")

@@ -51,6 +51,7 @@ from pytest_ragmetrics.retrievers import (
     from_function,
     short_rankings,
 )
+from pytest_ragmetrics.transport import Endpoint
 
 INI = """\
 [tool.pytest.ini_options]
@@ -476,15 +477,17 @@ def _garble_verdicts(cache: Path, value: object) -> None:
 def hand_edited_http_verdict(p: Project) -> None:
     """A cached verdict of the wrong shape is an unreadable entry: asked again, rewritten."""
     with serve() as server:
-        HttpJudge(server.url, "tiny", cache=p.cache).judge_claims(["Cats purr SUPPORTED."], ["c"])
+        HttpJudge(Endpoint(server.url, "tiny"), cache=p.cache).judge_claims(
+            ["Cats purr SUPPORTED."], ["c"]
+        )
         _garble_verdicts(p.cache, "yes")
-        judge = HttpJudge(server.url, "tiny", cache=p.cache)
+        judge = HttpJudge(Endpoint(server.url, "tiny"), cache=p.cache)
         with pytest.warns(RagMetricsWarning, match="unreadable .* does not have the shape"):
             (claim,) = judge.judge_claims(["Cats purr SUPPORTED."], ["c"])
         assert claim.supported is True
         assert server.count == 2
     assert (
-        HttpJudge("http://127.0.0.1:9", "tiny", cache=p.cache)
+        HttpJudge(Endpoint("http://127.0.0.1:9", "tiny"), cache=p.cache)
         .judge_claims(["Cats purr SUPPORTED."], ["c"])[0]
         .supported
     )  # rewritten: served from the cache, nothing is asked
@@ -579,7 +582,7 @@ def http_judge_garbage(body: object, *parts: str) -> Callable[[Project], None]:
 
     def act(p: Project) -> None:
         with serve([Reply(200, body)]) as server:
-            judge = HttpJudge(server.url, "tiny", cache=p.cache, max_retries=0)
+            judge = HttpJudge(Endpoint(server.url, "tiny", max_retries=0), cache=p.cache)
             ours(
                 JudgeError,
                 lambda: judge.assess(
@@ -595,7 +598,7 @@ def http_judge_garbage(body: object, *parts: str) -> Callable[[Project], None]:
 
 def http_judge_rambles(p: Project) -> None:
     with serve(answer=lambda prompt: "It is hard to say.") as server:
-        judge = HttpJudge(server.url, "tiny", cache=p.cache, max_retries=0)
+        judge = HttpJudge(Endpoint(server.url, "tiny", max_retries=0), cache=p.cache)
         ours(
             JudgeError,
             lambda: judge.assess("which animal purrs", "Cats purr.", ["Cats purr."]),

@@ -11,9 +11,8 @@ import pytest
 from fake_openai import Reply, completion, serve
 from plugin_project import make_project
 
-from pytest_ragmetrics.budget import Budget
 from pytest_ragmetrics.errors import BudgetError
-from pytest_ragmetrics.transport import Usage
+from pytest_ragmetrics.transport import Budget, Usage
 
 CALL = Usage(90, 10)  # each call reports 100 tokens
 

@@ -15,6 +15,7 @@ from pytest_ragmetrics.data.model import Corpus, Qrels, Queries, Run
 from pytest_ragmetrics.judges import EmbeddingJudge, HttpJudge, RecordedJudge, identity_hash
 from pytest_ragmetrics.judges.http import ENV_API_KEY, ENV_MODEL, ENV_URL
 from pytest_ragmetrics.retrievers import BM25Retriever, DenseRetriever
+from pytest_ragmetrics.transport import Endpoint
 
 CONTEXTS = ["Cats purr when content. They sleep a lot.", "Dogs bark."]
 ANSWER = "Cats purr SUPPORTED. Cats fly."
@@ -36,7 +37,7 @@ def _toy_encoder(texts: list[str]) -> list[list[float]]:
 
 def test_http_judge_identity_and_verdict_keys(tmp_path: Path) -> None:
     with serve() as server:
-        judge = HttpJudge(server.url, "test-model", cache=tmp_path, backoff=0)
+        judge = HttpJudge(Endpoint(server.url, "test-model", backoff=0), cache=tmp_path)
         judge.assess("Do cats purr RELEVANT?", ANSWER, CONTEXTS, query_id="q1")
     assert identity_hash(judge.identity()) == (
         "3713857f4832270c5e2da3306390e96b8ae16e19852e7de818e2a6d3247678c5"
@@ -47,6 +48,27 @@ def test_http_judge_identity_and_verdict_keys(tmp_path: Path) -> None:
         "a735d7347a0d62ff3b9c7f3299bd62edc1966c448c28f77f591856ab739558ee",
         "ce2277ead1bcd968b7d5aaf5e3f86e0863835536702048d33b907f7e06f8593e",
     ]
+
+
+def test_the_other_http_identities_with_the_built_in_prompts() -> None:
+    """The built-in prompts are package files now: their text, byte for byte, is in these."""
+    from pytest_ragmetrics.generation import ChatGenerator
+    from pytest_ragmetrics.judges import HttpRelevanceJudge
+
+    nowhere = Endpoint("http://127.0.0.1:9", "m")
+    judge = HttpJudge(nowhere)
+    relevance = "8a6c5f4536a09c9a70a268a1306baed52effa0f894011f7d5d3ed78ed1b6b9b9"
+    assert identity_hash(judge.identity()) == (
+        "8e25cea3efebb18b0cc68d06e6e3a9494d4ebd3ec317438d0205db3dd03afa84"
+    )
+    assert identity_hash(judge.question_identity("agreement")) == (
+        "1155be64d4d7a1e29210b03f94c3fcf9014ee61c9e20a681fa290aa4247528b7"
+    )
+    assert identity_hash(judge.question_identity("context")) == relevance
+    assert identity_hash(HttpRelevanceJudge(nowhere).identity()) == relevance
+    assert identity_hash(ChatGenerator(nowhere).identity()) == (
+        "49314de820a363fb9d197d1f3fa67e2a598d694a113658e4925ed52c8f916436"
+    )
 
 
 def test_embedding_judge_identity_and_similarity_keys(tmp_path: Path) -> None:

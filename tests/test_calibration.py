@@ -42,6 +42,7 @@ from pytest_ragmetrics.judges import (
     read_claim_labels,
     save_calibration,
 )
+from pytest_ragmetrics.transport import Endpoint
 
 needs_scifact = pytest.mark.skipif(not LABELS.exists(), reason="needs SciFact claim_support")
 
@@ -606,7 +607,7 @@ def test_http_judge_agreement_verdicts_are_scored_as_given(tmp_path: Path) -> No
         LabelledAnswer("d", "q", "unsure", "r", True, "AGREE", 4),
     ]
     with serve(answer=_agree_if_same) as server:
-        judge = HttpJudge(server.url, "m", unparseable="unjudged", cache=tmp_path / "c")
+        judge = HttpJudge(Endpoint(server.url, "m"), unparseable="unjudged", cache=tmp_path / "c")
         result = calibrate_agreement(judge, items)
         assert server.count == 4
         assert result.threshold is None and result.tuning is None
@@ -614,7 +615,7 @@ def test_http_judge_agreement_verdicts_are_scored_as_given(tmp_path: Path) -> No
         assert result.confusion == {"tp": 1, "fp": 1, "fn": 0, "tn": 1}
         assert result.judge == judge.question_identity("agreement")
         assert [row["judge"] for row in result.items] == [True, True, False, None]
-        strict = HttpJudge(server.url, "m", cache=tmp_path / "c")  # unparseable = error
+        strict = HttpJudge(Endpoint(server.url, "m"), cache=tmp_path / "c")  # unparseable = error
         with pytest.raises(JudgeError, match=r"a\.jsonl:4: item 'd'.*'perhaps'"):
             calibrate_agreement(
                 strict, AgreementLabels(tuple(items), "generic", path=str(tmp_path / "a.jsonl"))
@@ -646,7 +647,7 @@ def test_cli_agreement_http_table_and_save(tmp_path: Path) -> None:
     data = json.loads(out)
     assert data["kappa"] == 1.0 and data["n"] == 2
     assert data["labels"]["question"] == "agreement" and data["labels"]["left_out"] == 1
-    judge = HttpJudge(server.url, "m")
+    judge = HttpJudge(Endpoint(server.url, "m"))
     assert load_kappa(store, judge.question_identity("agreement")) == 1.0
     assert load_kappa(store, judge.identity()) is None
 

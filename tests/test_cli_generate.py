@@ -143,8 +143,8 @@ def test_answerability_judge_is_reported_until_calibrated(tmp_path: Path) -> Non
     code, text = generate(tmp_path, "--queries", "6", *judge, out="gated")
     assert code == 0 and "answerability: NOT APPLIED" in text and "would remove 1 of 6" in text
     assert len(load_dataset(tmp_path / "gated").queries) == 6
+    from pytest_ragmetrics.judges import RecordedRelevanceJudge
     from pytest_ragmetrics.judges.calibration import CalibrationResult, save_calibration
-    from pytest_ragmetrics.judges.relevance import RecordedRelevanceJudge
 
     calibration = tmp_path / "calibration.json"
     identity = RecordedRelevanceJudge(verdicts).identity()
@@ -290,10 +290,12 @@ def test_dry_run_counts_requests_and_sends_nothing(tmp_path: Path) -> None:
 
 def _generator(url: str, cache: Path | None = None, **options: Any) -> HttpTestsetGenerator:
     from pytest_ragmetrics.cache import Cache
+    from pytest_ragmetrics.transport import Endpoint
 
+    given = {"url": url, "model": "fake", "backoff": 0, **options}
     return HttpTestsetGenerator(
-        url, "fake", cache=None if cache is None else Cache(cache), sleep=lambda s: None,
-        answers=False, **options,
+        Endpoint.take(given), cache=None if cache is None else Cache(cache), answers=False,
+        **given,
     )  # fmt: skip
 
 

@@ -19,9 +19,8 @@ from plugin_project import write_dataset
 from pytest_ragmetrics.cli import main
 from pytest_ragmetrics.errors import JudgeError
 from pytest_ragmetrics.judges.calibration import load_calibration
-from pytest_ragmetrics.judges.factory import build_judge
+from pytest_ragmetrics.judges.factory import build_judge, build_relevance_judge
 from pytest_ragmetrics.judges.http import ENV_API_KEY, ENV_MODEL, ENV_URL
-from pytest_ragmetrics.judges.relevance import build_relevance_judge
 from pytest_ragmetrics.plugin.fixtures import configured_judge
 from pytest_ragmetrics.plugin.settings import Settings
 from pytest_ragmetrics.prompts import JUDGE_ROLES, read_prompts

@@ -18,6 +18,7 @@ from pytest_ragmetrics.errors import JudgeError
 from pytest_ragmetrics.generation import ChatGenerator, RetrieveThenGenerate, answer_all
 from pytest_ragmetrics.judges.http import ENV_API_KEY, ENV_MODEL, ENV_URL, HttpJudge
 from pytest_ragmetrics.retrievers import from_function
+from pytest_ragmetrics.transport import Endpoint
 
 CORPUS = Corpus(["d1", "d2"], ["Alpha", "Beta"], ["alpha is first.", "beta is second."])
 QUERIES = {"q1": "what is alpha", "q2": "what is beta"}
@@ -66,7 +67,7 @@ def test_an_unparseable_reply_is_not_replayed_from_the_cache(tmp_path: Path) -> 
     cache = tmp_path / "cache"
     with serve(answer=lambda prompt: "") as server:
         for mode in ("unjudged", "error"):
-            judge = HttpJudge(server.url, "m", cache=cache, unparseable=mode, backoff=0.0)
+            judge = HttpJudge(Endpoint(server.url, "m", backoff=0.0), cache=cache, unparseable=mode)
             if mode == "error":
                 with pytest.raises(JudgeError, match="replied ''"):
                     judge.judge_claims(["a claim"], ["ctx"])
@@ -74,10 +75,10 @@ def test_an_unparseable_reply_is_not_replayed_from_the_cache(tmp_path: Path) -> 
                 assert judge.judge_claims(["a claim"], ["ctx"])[0].supported is None
         assert server.count == 2
         server.answer = lambda prompt: "Yes."
-        judge = HttpJudge(server.url, "m", cache=cache, backoff=0.0)
+        judge = HttpJudge(Endpoint(server.url, "m", backoff=0.0), cache=cache)
         assert judge.judge_claims(["a claim"], ["ctx"])[0].supported is True
         assert server.count == 3
-        again = HttpJudge("http://127.0.0.1:9", "m", cache=cache, max_retries=0)
+        again = HttpJudge(Endpoint("http://127.0.0.1:9", "m", max_retries=0), cache=cache)
         assert again.judge_claims(["a claim"], ["ctx"])[0].supported is True  # a real verdict
 
 
@@ -85,7 +86,7 @@ def test_an_empty_generated_answer_is_used_but_not_cached(tmp_path: Path) -> Non
     cache = Cache(tmp_path / "cache")
     retriever = from_function(lambda text: ["d1", "d2"], corpus=CORPUS, name="fixed")
     with serve(answer=lambda prompt: "") as server:
-        pipeline = RetrieveThenGenerate(retriever, CORPUS, ChatGenerator(server.url, "m"))
+        pipeline = RetrieveThenGenerate(retriever, CORPUS, ChatGenerator(Endpoint(server.url, "m")))
         first = answer_all(pipeline, QUERIES, cache=cache)
         assert [a.answer for a in first] == ["", ""]
         server.answer = lambda prompt: "Alpha is first."

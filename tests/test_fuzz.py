@@ -111,8 +111,8 @@ ALSO_NAMED = {
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project after one blessed run, with a report and a calibration of its judge."""
+    from pytest_ragmetrics.judges import RecordedJudge
     from pytest_ragmetrics.judges.calibration import CalibrationResult, save_calibration
-    from pytest_ragmetrics.judges.replay import RecordedJudge
 
     root = tmp_path_factory.mktemp("fuzz-template")
     write_dataset(root)

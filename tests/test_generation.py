@@ -28,7 +28,7 @@ from pytest_ragmetrics.generation import (
     plan_answers,
 )
 from pytest_ragmetrics.retrievers import from_function
-from pytest_ragmetrics.transport import Budget, Cost
+from pytest_ragmetrics.transport import Budget, Cost, Endpoint, Sampling
 
 QUERIES = {"q1": "what is alpha", "q2": "what is beta", "q3": "what is gamma"}
 CORPUS = Corpus(
@@ -217,7 +217,9 @@ def test_generated_answer_round_trips() -> None:
 def test_chat_generator_sends_prompt_and_counts_usage(tmp_path: Path) -> None:
     with serve(answer=lambda prompt: "SUPPORT. because") as server:
         server.script.extend(Reply(body=with_usage("SUPPORT. because", 120, 9)) for _ in range(3))
-        generator = ChatGenerator(server.url, "tiny", temperature=0.0, seed=3, max_tokens=32)
+        generator = ChatGenerator(
+            Endpoint(server.url, "tiny"), sampling=Sampling(temperature=0.0, seed=3, max_tokens=32)
+        )
         pipeline = RetrieveThenGenerate(retriever(), CORPUS, generator, top_n=2)
         answers = answer_all(pipeline, QUERIES, cache=Cache(tmp_path))
         again = answer_all(pipeline, QUERIES, cache=Cache(tmp_path))
@@ -235,7 +237,7 @@ def test_chat_generator_sends_prompt_and_counts_usage(tmp_path: Path) -> None:
 
 def test_chat_generator_concurrency_keeps_order() -> None:
     with serve(answer=lambda prompt: prompt.split("Question: ")[1].split("\n")[0]) as server:
-        generator = ChatGenerator(server.url, "tiny", concurrency=3)
+        generator = ChatGenerator(Endpoint(server.url, "tiny", concurrency=3))
         answers = answer_all(RetrieveThenGenerate(retriever(), CORPUS, generator), QUERIES)
     assert [a.answer for a in answers] == list(QUERIES.values())
 
@@ -254,14 +256,14 @@ def test_chat_generator_concurrency_keeps_order() -> None:
 )
 def test_generator_endpoint_faults_are_readable(replies: list[Reply], message: str) -> None:
     with serve(list(replies)) as server:
-        generator = ChatGenerator(server.url, "tiny", max_retries=1, sleep=lambda s: None)
+        generator = ChatGenerator(Endpoint(server.url, "tiny", max_retries=1, backoff=0))
         with pytest.raises(GeneratorError, match=message):
             answer_all(RetrieveThenGenerate(retriever(), CORPUS, generator), {"q1": "x alpha"})
 
 
 def test_generator_retries_a_5xx_then_answers() -> None:
     with serve([Reply(503, "busy")], answer=lambda p: "ok") as server:
-        generator = ChatGenerator(server.url, "tiny", max_retries=2, sleep=lambda s: None)
+        generator = ChatGenerator(Endpoint(server.url, "tiny", max_retries=2, backoff=0))
         answers = answer_all(RetrieveThenGenerate(retriever(), CORPUS, generator), {"q1": "x"})
     assert answers["q1"].answer == "ok" and server.count == 2
 
@@ -269,9 +271,9 @@ def test_generator_retries_a_5xx_then_answers() -> None:
 def test_generator_needs_an_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAGMETRICS_GENERATOR_URL", raising=False)
     with pytest.raises(GeneratorError, match=r"no endpoint.*RAGMETRICS_GENERATOR_URL"):
-        ChatGenerator(None, "m")
+        ChatGenerator(Endpoint(None, "m"))
     with pytest.raises(GeneratorError, match=r"template lacks \{contexts\}"):
-        ChatGenerator("http://127.0.0.1:1", "m", template="{query}")
+        ChatGenerator(Endpoint("http://127.0.0.1:1", "m"), prompts={"user": "{query}"})
 
 
 # -- the budget ------------------------------------------------------------------------------------
@@ -282,7 +284,9 @@ def test_budget_stops_before_it_is_exceeded(tmp_path: Path) -> None:
     with serve(answer=lambda p: "x") as server:
         server.script.extend(Reply(body=with_usage("fine", 140, 10)) for _ in range(10))
         budget = Budget(400)
-        generator = ChatGenerator(server.url, "tiny", max_tokens=32, budget=budget)
+        generator = ChatGenerator(
+            Endpoint(server.url, "tiny"), sampling=Sampling(max_tokens=32), budget=budget
+        )
         pipeline = RetrieveThenGenerate(retriever(), CORPUS, generator, top_n=1)
         with pytest.raises(BudgetError) as caught:
             answer_all(pipeline, {f"q{i}": f"what is alpha {i}" for i in range(5)})

@@ -10,7 +10,9 @@ import socket
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_openai import Reply, completion, serve
@@ -21,6 +23,7 @@ from pytest_ragmetrics.judges import HttpJudge, calibrate, save_calibration
 from pytest_ragmetrics.judges.calibration import LabelledClaim
 from pytest_ragmetrics.judges.http import ENV_API_KEY, ENV_MODEL, ENV_URL, parse_yes_no
 from pytest_ragmetrics.metrics.answer import evaluate_answers
+from pytest_ragmetrics.transport import Endpoint, Sampling
 
 SECRET = "sk-test-9f8e7d6c5b4a-SECRET"
 CONTEXTS = ["The Eiffel Tower is in Paris.", "It was finished in 1889."]
@@ -33,9 +36,15 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def judge(url: str, **options: object) -> HttpJudge:
-    options.setdefault("backoff", 0.0)
-    return HttpJudge(url, "test-model", **options)  # type: ignore[arg-type]
+def judge(url: str, *, sleep: Callable[[float], None] | None = None, **options: Any) -> HttpJudge:
+    """An HttpJudge of model test-model at ``url`` (no backoff): ``options`` are its endpoint's
+    and its sampling's settings and its own arguments; ``sleep`` is how its client waits."""
+    given = {"url": url, "model": "test-model", "backoff": 0.0, **options}
+    endpoint, sampling = Endpoint.take(given), Sampling.take(given)
+    made = HttpJudge(endpoint, sampling=sampling, **given)
+    if sleep is not None:
+        made.client.sleep = sleep
+    return made
 
 
 def test_one_narrow_question_per_claim_plus_relevance() -> None:
@@ -87,7 +96,7 @@ def test_url_model_and_key_from_environment(monkeypatch: pytest.MonkeyPatch) -> 
         monkeypatch.setenv(ENV_URL, server.url)
         monkeypatch.setenv(ENV_MODEL, "env-model")
         monkeypatch.setenv(ENV_API_KEY, SECRET)
-        HttpJudge(backoff=0).judge_claims(["x"], ["y"])
+        HttpJudge(Endpoint(backoff=0)).judge_claims(["x"], ["y"])
     assert server.requests[0]["body"]["model"] == "env-model"
     assert server.requests[0]["headers"]["Authorization"] == f"Bearer {SECRET}"
 
@@ -100,20 +109,22 @@ def test_key_env_var_name_is_configurable(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("endpoint", "kwargs", "message"),
     [
-        ({"model": "m"}, ENV_URL),
-        ({"base_url": "http://127.0.0.1:9"}, ENV_MODEL),
-        ({"base_url": "ftp://host", "model": "m"}, "must look like http"),
-        ({"base_url": "http://user:pw@host", "model": "m"}, "credentials"),
-        ({"base_url": "http://h", "model": "m", "timeout": 0}, "timeout must be > 0"),
-        ({"base_url": "http://h", "model": "m", "unparseable": "skip"}, "unparseable"),
-        ({"base_url": "http://h", "model": "m", "support_template": "Claim?"}, "{claim}"),
+        (Endpoint(model="m"), {}, ENV_URL),
+        (Endpoint("http://127.0.0.1:9"), {}, ENV_MODEL),
+        (Endpoint("ftp://host", "m"), {}, "must look like http"),
+        (Endpoint("http://user:pw@host", "m"), {}, "credentials"),
+        (Endpoint("http://h", "m", timeout=0), {}, "timeout must be > 0"),
+        (Endpoint("http://h", "m", attempt_timeout=-1), {}, "attempt_timeout must be > 0"),
+        (Endpoint("http://h", "m"), {"unparseable": "skip"}, "unparseable"),
+        (Endpoint("http://h", "m"), {"prompts": {"support": "Claim?"}}, "{claim}"),
+        (Endpoint("http://h", "m"), {"prompts": {"user": "x"}}, r"prompts\['user'\] is not a role"),
     ],
 )
-def test_configuration_errors(kwargs: dict[str, object], message: str) -> None:
+def test_configuration_errors(endpoint: Endpoint, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(JudgeError, match=message.replace("{", r"\{").replace("}", r"\}")):
-        HttpJudge(**kwargs)  # type: ignore[arg-type]
+        HttpJudge(endpoint, **kwargs)
 
 
 def test_timeout_is_retried_then_reported() -> None:
@@ -304,9 +315,11 @@ def test_cache_key_follows_model_rubric_and_inputs(tmp_path: Path) -> None:
         assert server.count == 1
         judge(server.url, cache=tmp_path).judge_claims(["x"], ["y", "z"])
         assert server.count == 2
-        HttpJudge(server.url, "other-model", cache=tmp_path).judge_claims(["x"], ["y"])
+        HttpJudge(Endpoint(server.url, "other-model"), cache=tmp_path).judge_claims(["x"], ["y"])
         assert server.count == 3
-        judge(server.url, cache=tmp_path, system_prompt="Be strict.").judge_claims(["x"], ["y"])
+        judge(server.url, cache=tmp_path, prompts={"system": "Be strict."}).judge_claims(
+            ["x"], ["y"]
+        )
         assert server.count == 4
         judge(server.url, cache=tmp_path, seed=7).judge_claims(["x"], ["y"])
         assert server.count == 5

@@ -20,6 +20,7 @@ from scifact_data import CLAIM_LABELS
 
 from pytest_ragmetrics.judges import HttpJudge, calibrate, read_claim_labels
 from pytest_ragmetrics.metrics.answer import evaluate_answers
+from pytest_ragmetrics.transport import Endpoint
 
 pytestmark = pytest.mark.slow
 
@@ -128,7 +129,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_http_judge_against_llama_cpp_server(llama_server: str, tmp_path: Path) -> None:
-    judge = HttpJudge(llama_server, MODEL, timeout=120, cache=tmp_path, unparseable="unjudged")
+    judge = HttpJudge(
+        Endpoint(llama_server, MODEL, timeout=120), cache=tmp_path, unparseable="unjudged"
+    )
     contexts = ["The Eiffel Tower is in Paris. It was completed in 1889."]
     answer = "The Eiffel Tower is in Paris. It was completed in 1889."
     assessment = judge.assess("Where is the Eiffel Tower?", answer, contexts, query_id="eiffel")
@@ -140,14 +143,16 @@ def test_http_judge_against_llama_cpp_server(llama_server: str, tmp_path: Path) 
     assert assessment.addresses_question in (True, False, None)
     evaluation = evaluate_answers([assessment])
     json.dumps(evaluation.to_dict())
-    rerun = HttpJudge(llama_server, MODEL, timeout=120, cache=tmp_path, unparseable="unjudged")
+    rerun = HttpJudge(
+        Endpoint(llama_server, MODEL, timeout=120), cache=tmp_path, unparseable="unjudged"
+    )
     again = rerun.assess("Where is the Eiffel Tower?", answer, contexts, query_id="eiffel")
     assert rerun.requests_sent == 0
     assert again.to_dict() == assessment.to_dict()
 
 
 def test_fixed_seed_and_temperature_zero_give_the_same_reply(llama_server: str) -> None:
-    judge = HttpJudge(llama_server, MODEL, timeout=120, unparseable="unjudged")
+    judge = HttpJudge(Endpoint(llama_server, MODEL, timeout=120), unparseable="unjudged")
     claims = ["Bananas grow on the Moon."]
     contexts = ["Bananas are grown in tropical regions on Earth."]
     first = judge.judge_claims(claims, contexts)
@@ -159,7 +164,7 @@ def test_fixed_seed_and_temperature_zero_give_the_same_reply(llama_server: str) 
 @pytest.mark.skipif(not CLAIM_LABELS.exists(), reason="needs SciFact claim_support")
 def test_calibrate_smollm2_on_a_scifact_subset(llama_server: str) -> None:
     items = read_claim_labels(CLAIM_LABELS)[:8]
-    judge = HttpJudge(llama_server, MODEL, timeout=120, unparseable="unjudged")
+    judge = HttpJudge(Endpoint(llama_server, MODEL, timeout=120), unparseable="unjudged")
     result = calibrate(judge, items)
     assert result.n + result.unjudged == 8
     assert result.threshold is None

@@ -45,6 +45,25 @@ ROOT = Path(".")
             ],
         ),
         (Settings(ROOT, generator_url="http://g", judge_budget=100, generator_seed=2), []),
+        (
+            Settings(ROOT, judge_attempt_timeout=5.0, generator_timeout=30.0),
+            [
+                "ragmetrics_judge_attempt_timeout has no effect: ragmetrics_judge is not set, so "
+                "no built-in judge reads it",
+                "ragmetrics_generator_timeout has no effect: no generator endpoint is configured "
+                "(ragmetrics_generator_url or RAGMETRICS_GENERATOR_URL)",
+            ],
+        ),
+        (
+            Settings(
+                ROOT,
+                judge="http",
+                judge_timeout=9.0,
+                generator_url="http://g",
+                generator_attempt_timeout=3.0,
+            ),
+            [],
+        ),
     ],
 )
 def test_notes_name_each_setting_that_does_nothing(settings: Settings, notes: list[str]) -> None:

@@ -31,6 +31,7 @@ from pytest_ragmetrics.judges import (
 )
 from pytest_ragmetrics.judges.base import make_identity, normalise_contexts
 from pytest_ragmetrics.metrics.answer import evaluate_answers
+from pytest_ragmetrics.transport import Endpoint
 
 # -- claim splitting and contexts -------------------------------------------------------------
 
@@ -332,7 +333,7 @@ def test_protocols() -> None:
     judge = toy_judge()
     assert isinstance(judge, Judge) and isinstance(judge, ThresholdJudge)
     assert isinstance(judge, BatchClaimJudge)
-    http = HttpJudge("http://127.0.0.1:9", "m")
+    http = HttpJudge(Endpoint("http://127.0.0.1:9", "m"))
     assert isinstance(http, ClaimJudge) and not isinstance(http, ThresholdJudge)
 
 
@@ -340,7 +341,7 @@ def test_build_judge(tmp_path: Path) -> None:
     path = _write(tmp_path / "v.jsonl", RECORDS)
     assert isinstance(build_judge("recorded", verdicts=path), RecordedJudge)
     http = build_judge("http", url="http://127.0.0.1:9", model="m", timeout=3)
-    assert isinstance(http, HttpJudge) and http.timeout == 3
+    assert isinstance(http, HttpJudge) and http.client.endpoint.timeout == 3
     with pytest.raises(JudgeError, match="unknown judge 'nli'; built-in judges are embedding"):
         build_judge("nli")
     with pytest.raises(JudgeError, match="needs a verdicts file"):
@@ -349,9 +350,10 @@ def test_build_judge(tmp_path: Path) -> None:
 
 def test_importing_the_judges_loads_no_model_library() -> None:
     code = (
-        "import sys\n"
+        "import importlib, pkgutil, sys\n"
         "import pytest_ragmetrics.judges as j\n"
-        "from pytest_ragmetrics.judges import embedding, http, calibration, replay\n"
+        "for m in pkgutil.walk_packages(j.__path__, 'pytest_ragmetrics.judges.'):\n"
+        "    importlib.import_module(m.name)\n"
         "from pytest_ragmetrics.metrics import answer\n"
         "names = ('torch', 'sentence_transformers', 'transformers')\n"
         "heavy = [m for m in names if m in sys.modules]\n"

@@ -281,18 +281,21 @@ def test_http_judges_show_a_bar_over_their_questions() -> None:
     and relevance questions now advance one per reply, each distinct question counted once."""
     from fake_openai import serve
 
+    from pytest_ragmetrics.judges import HttpRelevanceJudge, RelevancePair
     from pytest_ragmetrics.judges.http import HttpJudge
-    from pytest_ragmetrics.judges.relevance import HttpRelevanceJudge, RelevancePair
+    from pytest_ragmetrics.transport import Endpoint
 
     pairs = [RelevancePair("q", f"passage {i}", "q", f"d{i}") for i in range(4)]
     with serve(answer=lambda prompt: "Yes.") as server:
         relevance = Recording()
         with use_reporter(relevance):
-            HttpRelevanceJudge(server.url, "m", backoff=0.0, concurrency=2).judge_relevance(pairs)
+            HttpRelevanceJudge(
+                Endpoint(server.url, "m", backoff=0.0, concurrency=2)
+            ).judge_relevance(pairs)
         agreement = Recording()
         items = [("q1", "yes", "yes"), ("q2", "no", "no"), ("q1", "yes", "yes")]
         with use_reporter(agreement):
-            HttpJudge(server.url, "m", backoff=0.0).judge_agreement(items)
+            HttpJudge(Endpoint(server.url, "m", backoff=0.0)).judge_agreement(items)
     assert relevance.events[1] == ("start", ("judging 4 passages for relevance (m)", 4))
     assert (
         relevance.events[0][0] == "explain"

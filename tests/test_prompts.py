@@ -13,19 +13,21 @@ from fake_openai import serve
 
 from pytest_ragmetrics.errors import ConfigError, GeneratorError, JudgeError
 from pytest_ragmetrics.generation import ChatGenerator
-from pytest_ragmetrics.judges.http import HttpJudge
-from pytest_ragmetrics.judges.relevance import HttpRelevanceJudge, RelevancePair
+from pytest_ragmetrics.judges import HttpJudge, HttpRelevanceJudge, RelevancePair
 from pytest_ragmetrics.prompts import (
+    BUILTIN_FOLDER,
     GENERATOR_ROLES,
     JUDGE_ROLES,
+    builtin_prompts,
     check_template,
     prompt_keywords,
     read_prompts,
 )
+from pytest_ragmetrics.transport import Endpoint
 
 FIELDS = ("query", "contexts")
 BRACES = "to write a literal brace, double it: {{ or }}"
-URL = "http://127.0.0.1:9"  # never contacted: the templates are refused first
+NOWHERE = Endpoint("http://127.0.0.1:9", "m")  # never contacted: the templates are refused first
 
 
 def refused(template: str) -> str:
@@ -77,39 +79,42 @@ def test_check_template_accepts_literal_braces_and_returns_the_template() -> Non
 
 
 def generator(template: str) -> Any:
-    return ChatGenerator(URL, "m", template=template)
+    return ChatGenerator(NOWHERE, prompts={"user": template})
 
 
-def judge_with(keyword: str) -> Callable[[str], Any]:
-    return lambda template: HttpJudge(URL, "m", **{keyword: template})
+def judge_with(role: str) -> Callable[[str], Any]:
+    return lambda template: HttpJudge(NOWHERE, prompts={role: template})
 
 
 @pytest.mark.parametrize(
     ("build", "template", "error", "message"),
     [
         (generator, "{query} {contexts} {foo}", GeneratorError,
-         "generator: template, line 1: unknown field {foo}; the fields are {query} and "
+         "generator: prompts['user'], line 1: unknown field {foo}; the fields are {query} and "
          "{contexts}"),
-        (generator, "{query}", GeneratorError, "generator: template: the template lacks "
+        (generator, "{query}", GeneratorError, "generator: prompts['user']: the template lacks "
          "{contexts}"),
-        (judge_with("support_template"), "{claim} {context} }", JudgeError,
-         "HTTP judge: support_template, line 1: a '}' without its '{'"),
-        (judge_with("relevance_template"), "{query} {answer} {reference}", JudgeError,
-         "HTTP judge: relevance_template, line 1: unknown field {reference}; the fields are "
+        (judge_with("support"), "{claim} {context} }", JudgeError,
+         "HTTP judge: prompts['support'], line 1: a '}' without its '{'"),
+        (judge_with("relevance"), "{query} {answer} {reference}", JudgeError,
+         "HTTP judge: prompts['relevance'], line 1: unknown field {reference}; the fields are "
          "{query} and {answer}"),
-        (judge_with("agreement_template"), "{query} {answer} {referense}", JudgeError,
-         "HTTP judge: agreement_template, line 1: unknown field {referense}; the fields are "
+        (judge_with("agreement"), "{query} {answer} {referense}", JudgeError,
+         "HTTP judge: prompts['agreement'], line 1: unknown field {referense}; the fields are "
          "{answer}, {reference} and {query}"),
-        (judge_with("agreement_template"), "{query} {answer}", JudgeError,
-         "HTTP judge: agreement_template: the template lacks {reference}"),
-        (judge_with("context_template"), "{query}\n{passage!s}", JudgeError,
-         "HTTP judge: context_template, line 2: {passage!s} has a conversion"),
-        (lambda t: HttpRelevanceJudge(URL, "m", template=t), "{query} {passage} {0}",
-         JudgeError, "HTTP relevance judge: template, line 1: {0} is a positional field"),
+        (judge_with("agreement"), "{query} {answer}", JudgeError,
+         "HTTP judge: prompts['agreement']: the template lacks {reference}"),
+        (judge_with("context"), "{query}\n{passage!s}", JudgeError,
+         "HTTP judge: prompts['context'], line 2: {passage!s} has a conversion"),
+        (lambda t: HttpRelevanceJudge(NOWHERE, prompts={"context": t}), "{query} {passage} {0}",
+         JudgeError, "HTTP relevance judge: prompts['context'], line 1: {0} is a positional "
+         "field"),
+        (judge_with("system"), 3, JudgeError, "HTTP judge: prompts['system']: a prompt must be "
+         "text, got int"),
     ],
 )  # fmt: skip
 def test_every_template_is_checked_when_it_is_accepted(
-    build: Callable[[str], Any], template: str, error: type[Exception], message: str
+    build: Callable[[Any], Any], template: Any, error: type[Exception], message: str
 ) -> None:
     with pytest.raises(error) as info:
         build(template)
@@ -119,14 +124,13 @@ def test_every_template_is_checked_when_it_is_accepted(
 def test_system_prompts_are_sent_verbatim_never_formatted() -> None:
     braces = 'Reply {yes} or {no}, as JSON {"v": 1}; {} {0} }'
     with serve() as server:
-        generated = ChatGenerator(server.url, "m", system_prompt=braces)
+        endpoint = Endpoint(server.url, "m", backoff=0)
+        generated = ChatGenerator(endpoint, prompts={"system": braces})
         generated.generate("q", ["c"])
-        judge = HttpJudge(
-            server.url, "m", system_prompt=braces, context_system_prompt=braces + "!", backoff=0
-        )
+        judge = HttpJudge(endpoint, prompts={"system": braces, "context_system": braces + "!"})
         judge.judge_agreement([("q", "a", "r")])
         judge.judge_contexts([("q", ["passage"])])
-        relevance = HttpRelevanceJudge(server.url, "m", system_prompt=braces + "?")
+        relevance = HttpRelevanceJudge(endpoint, prompts={"context_system": braces + "?"})
         relevance.judge_relevance([RelevancePair("q", "p")])
         judge.assess("q", "An answer.", ["c"])
     systems = [r["body"]["messages"][0]["content"] for r in server.requests]
@@ -212,3 +216,39 @@ def test_read_prompts_folder_errors(tmp_path: Path) -> None:
         read_prompts(root, JUDGE_ROLES)
     with pytest.raises(ConfigError, match="'user' is not a role"):
         prompt_keywords({"user": "x"}, JUDGE_ROLES)
+
+
+# -- the built-in prompts -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "roles"), [("judge", JUDGE_ROLES), ("generator", GENERATOR_ROLES)]
+)
+def test_the_built_in_prompts_are_a_prompt_folder_read_like_a_users(
+    kind: str, roles: tuple[Any, ...]
+) -> None:
+    folder = BUILTIN_FOLDER / kind
+    # Every role has its file, and the folder reads as a user's --prompts folder does.
+    assert sorted(p.name for p in folder.iterdir()) == sorted(role.file for role in roles)
+    assert builtin_prompts(kind) == read_prompts(folder, roles)
+    for path in folder.iterdir():  # one trailing newline, LF only: the text is the identity
+        data = path.read_bytes()
+        assert data.endswith(b"\n") and not data.endswith(b"\n\n") and b"\r" not in data
+
+
+def test_a_copy_of_the_built_in_folder_gives_the_same_identities() -> None:
+    judge = HttpJudge(NOWHERE, prompts=read_prompts(BUILTIN_FOLDER / "judge", JUDGE_ROLES))
+    assert judge.identity() == HttpJudge(NOWHERE).identity()
+    assert judge.context_judge.identity() == HttpRelevanceJudge(NOWHERE).identity()
+    generator = ChatGenerator(
+        NOWHERE, prompts=read_prompts(BUILTIN_FOLDER / "generator", GENERATOR_ROLES)
+    )
+    assert generator.identity() == ChatGenerator(NOWHERE).identity()
+
+
+def test_a_prompt_given_replaces_only_its_role() -> None:
+    judge = HttpJudge(NOWHERE, prompts={"agreement": "{answer} vs {reference}"})
+    defaults = builtin_prompts("judge")
+    assert judge.prompts == {**defaults, "agreement": "{answer} vs {reference}"}
+    assert judge.identity() == HttpJudge(NOWHERE).identity()  # agreement is not in the rubric
+    assert judge.question_identity("agreement") != HttpJudge(NOWHERE).question_identity("agreement")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ from pytest_ragmetrics.judges.relevance import (
     judge_pairs,
     token_totals,
 )
+from pytest_ragmetrics.transport import Endpoint
 
 
 @pytest.fixture(autouse=True)
@@ -99,9 +101,11 @@ def test_pairs_can_be_plain_tuples_and_bad_ones_are_named() -> None:
         toy(1.5)
 
 
-def http(url: str, **options: object) -> HttpRelevanceJudge:
-    options.setdefault("backoff", 0.0)
-    return HttpRelevanceJudge(url, "test-model", **options)  # type: ignore[arg-type]
+def http(url: str, **options: Any) -> HttpRelevanceJudge:
+    """An HttpRelevanceJudge of model test-model at ``url`` (no backoff): ``options`` are its
+    endpoint's settings and its own arguments."""
+    given = {"url": url, "model": "test-model", "backoff": 0.0, **options}
+    return HttpRelevanceJudge(Endpoint.take(given), **given)
 
 
 def relevant_when_paris(prompt: str) -> str:
@@ -137,7 +141,7 @@ def test_http_judge_caches_replies_with_their_usage(tmp_path: Path) -> None:
     assert not first[0].cached and rerun[0].cached
     assert rerun[0].prompt_tokens == 12 and rerun[0].relevant is True
     assert token_totals(rerun)["asked"] == 0
-    other = http("http://127.0.0.1:9", cache=tmp_path, template="Q {query} P {passage}")
+    other = http("http://127.0.0.1:9", cache=tmp_path, prompts={"context": "Q {query} P {passage}"})
     assert other.identity() != http("http://127.0.0.1:9").identity()
 
 
@@ -169,11 +173,13 @@ def test_http_judge_cuts_long_passages_and_checks_its_settings() -> None:
         prompt = server.requests[0]["body"]["messages"][-1]["content"]
     assert "0123456789\n" in prompt and "A" not in prompt.split("Passage:")[1].split("\n")[0]
     with pytest.raises(JudgeError, match=r"template lacks \{passage\}"):
-        http("http://127.0.0.1:9", template="{query}")
+        http("http://127.0.0.1:9", prompts={"context": "{query}"})
     with pytest.raises(JudgeError, match="unparseable must be"):
         http("http://127.0.0.1:9", unparseable="maybe")
     with pytest.raises(JudgeError, match="no endpoint"):
-        HttpRelevanceJudge(None, "m")
+        HttpRelevanceJudge(Endpoint(None, "m"))
+    with pytest.raises(JudgeError, match="max_passage_chars must be a positive integer, got 0"):
+        http("http://127.0.0.1:9", max_passage_chars=0)
 
 
 def write_lines(path: Path, *lines: object) -> Path:

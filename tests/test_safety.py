@@ -373,10 +373,11 @@ def test_the_http_judge_talks_only_to_its_url(
         import os
 
         from pytest_ragmetrics.judges import HttpJudge
+        from pytest_ragmetrics.transport import Endpoint
 
 
         def test_judge():
-            judge = HttpJudge(os.environ["JUDGE_URL"], "tiny", max_retries=0)
+            judge = HttpJudge(Endpoint(os.environ["JUDGE_URL"], "tiny", max_retries=0))
             a = judge.assess("which animal purrs?", "Cats purr SUPPORTED.", ["Cats purr."])
             assert a.groundedness == 1.0
         """

@@ -13,8 +13,8 @@ from testset_data import corpus
 from pytest_ragmetrics.data.answers import load_references
 from pytest_ragmetrics.data.layouts import load_dataset
 from pytest_ragmetrics.errors import ConfigError, DataFormatError
+from pytest_ragmetrics.judges import RecordedRelevanceJudge
 from pytest_ragmetrics.judges.calibration import CalibrationResult, save_calibration
-from pytest_ragmetrics.judges.relevance import RecordedRelevanceJudge
 from pytest_ragmetrics.testsets import filters
 from pytest_ragmetrics.testsets.build import FilterSettings, build_testset
 from pytest_ragmetrics.testsets.folder import write_testset

@@ -9,21 +9,16 @@ import email.utils
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_openai import Reply, completion, serve
 
 from pytest_ragmetrics.errors import ConfigError, RagMetricsError
-from pytest_ragmetrics.transport import (
-    ChatClient,
-    ChatReply,
-    Naming,
-    Secret,
-    Usage,
-    parse_usage,
-    retry_after_seconds,
-)
+from pytest_ragmetrics.transport import ChatClient, ChatReply, Endpoint, Naming, Secret, Usage
+from pytest_ragmetrics.transport.client import parse_usage, retry_after_seconds
 
 SECRET = "sk-transport-0123456789-SECRET"
 NAMING = Naming("test client", ConfigError, "TEST_CHAT_URL", "TEST_CHAT_MODEL", "TEST_CHAT_KEY")
@@ -36,9 +31,12 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def client(url: str, **options: object) -> ChatClient:
+def client(url: str, *, sleep: Callable[[float], None] | None = None, **options: Any) -> ChatClient:
     options.setdefault("backoff", 0.0)
-    return ChatClient(url, "m", naming=NAMING, **options)  # type: ignore[arg-type]
+    chat = ChatClient(Endpoint(url, "m", **options), NAMING)
+    if sleep is not None:
+        chat.sleep = sleep
+    return chat
 
 
 def with_usage(content: str, usage: object) -> dict[str, object]:
@@ -81,16 +79,16 @@ def test_settings_from_the_environment_and_errors_in_the_callers_words(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with pytest.raises(ConfigError, match=r"^test client: no endpoint; .* set TEST_CHAT_URL"):
-        ChatClient(None, "m", naming=NAMING)
+        ChatClient(Endpoint(None, "m"), NAMING)
     with pytest.raises(ConfigError, match=r"^test client: no model; .* set TEST_CHAT_MODEL"):
-        ChatClient("http://h", None, naming=NAMING)
+        ChatClient(Endpoint("http://h", None), NAMING)
     with pytest.raises(ConfigError, match=r"\(TEST_CHAT_KEY by default\)"):
-        ChatClient("http://k:pw@h", "m", naming=NAMING)
+        ChatClient(Endpoint("http://k:pw@h", "m"), NAMING)
     with pytest.raises(ConfigError, match="concurrency must be a positive integer"):
-        ChatClient("http://h", "m", naming=NAMING, concurrency=0)
+        ChatClient(Endpoint("http://h", "m", concurrency=0), NAMING)
     monkeypatch.setenv("TEST_CHAT_URL", "http://example.invalid:8000/v1")
     monkeypatch.setenv("TEST_CHAT_MODEL", "env-model")
-    from_env = ChatClient(None, None, naming=NAMING)
+    from_env = ChatClient(Endpoint(), NAMING)
     assert (from_env.url, from_env.model) == (
         "http://example.invalid:8000/v1/chat/completions",
         "env-model",
@@ -233,7 +231,7 @@ def test_a_bad_url_with_credentials_is_never_echoed_with_its_password(
     for given in (url, None):
         monkeypatch.setenv("TEST_CHAT_URL", url)
         with pytest.raises(ConfigError) as info:
-            ChatClient(given, "m", naming=NAMING)
+            ChatClient(Endpoint(given, "m"), NAMING)
         assert "hunter2pw" not in str(info.value)
         assert "base URL" in str(info.value) or "credentials" in str(info.value)
 

@@ -177,7 +177,7 @@ def _calibrate_relevance(args: argparse.Namespace, options: dict[str, Any], out:
     """``calibrate --question relevance``: a relevance judge against a dataset's qrels."""
     from pytest_ragmetrics.data.layouts import load_dataset
     from pytest_ragmetrics.judges.calibration import calibrate_relevance
-    from pytest_ragmetrics.judges.relevance import build_relevance_judge
+    from pytest_ragmetrics.judges.factory import build_relevance_judge
     from pytest_ragmetrics.progress import stream_reporter, use_reporter
 
     pair = one_pair(args)

@@ -99,13 +99,16 @@ def add_cache_options(p: argparse.ArgumentParser, folder: str) -> None:
 def add_endpoint_options(
     group: argparse._ArgumentGroup, env: str, item: str, timeout: int, *, settings: bool = True
 ) -> None:
-    """--url, --api-key-env, --timeout and --concurrency of an OpenAI-compatible server whose
+    """--url, --api-key-env, --timeout, --attempt-timeout and --concurrency of an OpenAI-compatible server whose
     environment variables start with ``env`` and which answers ``item`` s: a judge's, or the
     test-set generator's (``settings=False``: no setting of the plugin is its)."""
     setting = SETTING if settings else None
     add(group, "--url", f"base URL of an OpenAI-compatible server (or {env}_URL)", setting=setting)
     add(group, "--api-key-env", f"environment variable holding the API key (default {env}_API_KEY)")
-    add(group, "--timeout", f"seconds a {item} may take, retries included (default {timeout})")
+    add(group, "--timeout", f"seconds a {item} may take, retries included (a deadline; default "
+        f"{timeout})", setting=setting)  # fmt: skip
+    add(group, "--attempt-timeout", "seconds one attempt may take before it is retried within "
+        "the deadline (default: the whole deadline)", setting=setting)  # fmt: skip
     hosted = "; 4 to 16 suits hosted APIs"
     add(group, "--concurrency", f"{item}s in flight at once (default 1{hosted})", setting=setting)
 

@@ -32,8 +32,8 @@ GENERATORS = ("offline", "http")
 _GENERATOR_OPTIONS = {
     "offline": ("min_words", "max_words", "keyphrase_terms"),
     "http": (
-        "url", "model", "api_key_env", "timeout", "concurrency", "prompts", "temperature",
-        "max_tokens", "no_answers", "max_passage_chars", "budget",
+        "url", "model", "api_key_env", "timeout", "attempt_timeout", "concurrency", "prompts",
+        "temperature", "max_tokens", "no_answers", "max_passage_chars", "budget",
     ),
 }  # fmt: skip
 _JUDGE_OPTIONS = ("judge_model", "judge_url", "judge_threshold", "judge_verdicts", "calibration")
@@ -224,11 +224,20 @@ def _run_offline(
 
 def _http_generator(args: argparse.Namespace, cache: Cache | None) -> Any:
     from pytest_ragmetrics.testsets.http import TESTSET_ROLES, HttpTestsetGenerator
-    from pytest_ragmetrics.transport import Budget
+    from pytest_ragmetrics.transport import Budget, Endpoint
 
+    endpoint = Endpoint.take(
+        {
+            "url": args.url,
+            "model": args.model,
+            "api_key_env": args.api_key_env,
+            "timeout": args.timeout,
+            "attempt_timeout": args.attempt_timeout,
+            "concurrency": args.concurrency,
+        }
+    )
     options: dict[str, Any] = {}
-    for name in ("api_key_env", "timeout", "concurrency", "temperature", "max_tokens",
-                 "max_passage_chars"):  # fmt: skip
+    for name in ("temperature", "max_tokens", "max_passage_chars"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
     if args.prompts is not None:
@@ -240,8 +249,7 @@ def _http_generator(args: argparse.Namespace, cache: Cache | None) -> Any:
     if args.budget is not None:
         options["budget"] = Budget(args.budget, option="--budget")
     return HttpTestsetGenerator(
-        args.url,
-        args.model,
+        endpoint,
         seed=args.seed,
         answers=not args.no_answers,
         cache=cache,
@@ -313,7 +321,7 @@ def _filter_settings(args: argparse.Namespace, cache: Cache | None) -> FilterSet
 
 
 def _answerability_judge(args: argparse.Namespace, cache: Cache | None) -> tuple[Any, float | None]:
-    from pytest_ragmetrics.judges.relevance import build_relevance_judge
+    from pytest_ragmetrics.judges.factory import build_relevance_judge
 
     options: dict[str, Any] = {}
     if args.answerability_judge == "http":

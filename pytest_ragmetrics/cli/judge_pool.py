@@ -66,7 +66,7 @@ def _check_outputs(args: argparse.Namespace, target: str) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from pytest_ragmetrics.judges.relevance import build_relevance_judge
+    from pytest_ragmetrics.judges.factory import build_relevance_judge
     from pytest_ragmetrics.pooling import judge_pool, read_pool, write_pool
     from pytest_ragmetrics.progress import progress, stream_reporter, use_reporter
 

@@ -14,8 +14,8 @@ from pytest_ragmetrics.errors import ConfigError
 JUDGE_OPTIONS: dict[str, tuple[str, ...]] = {
     "embedding": ("threshold", "model"),
     "http": (
-        "model", "url", "api_key_env", "timeout", "concurrency", "prompts", "temperature",
-        "judge_seed",
+        "model", "url", "api_key_env", "timeout", "attempt_timeout", "concurrency", "prompts",
+        "temperature", "judge_seed",
     ),
     "recorded": ("verdicts",),
 }  # fmt: skip

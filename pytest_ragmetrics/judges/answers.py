@@ -12,8 +12,12 @@ For each :class:`~pytest_ragmetrics.data.answers.GeneratedAnswer`:
 - **context_relevance**: the judge's ``judge_contexts``, one verdict per context ("is this
   passage relevant to the question?").
 
-Judges answer the last two questions through two small protocols, :class:`AgreementJudge` and
-:class:`ContextJudge`; the HTTP and embedding judges implement both.
+Judges answer the last two questions through two small protocols,
+:class:`~pytest_ragmetrics.judges.protocols.AgreementJudge` and
+:class:`~pytest_ragmetrics.judges.protocols.ContextJudge` (the HTTP and embedding judges
+implement both), or a relevance judge answers the context question
+(:class:`~pytest_ragmetrics.judges.relevance.RelevanceJudge`). What judging would send:
+:mod:`~pytest_ragmetrics.judges.planning`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pytest_ragmetrics import dryrun
 from pytest_ragmetrics.cache import identity_of
@@ -33,38 +37,20 @@ from pytest_ragmetrics.data.answers import (
 )
 from pytest_ragmetrics.data.assessments import AnswerAssessment, Verdict
 from pytest_ragmetrics.errors import DryRun, JudgeError
-from pytest_ragmetrics.judges.base import Contexts, Judge, check_repeats
+from pytest_ragmetrics.judges.base import judge_name
 from pytest_ragmetrics.judges.many import assess_many
-from pytest_ragmetrics.judges.noise import JudgeNoise, measure_noise
-from pytest_ragmetrics.transport import Cost
+from pytest_ragmetrics.judges.noise import (
+    JudgeNoise,
+    configured_repeats,
+    measure_noise,
+    repeat_context_judges,
+    repeat_judges,
+)
+from pytest_ragmetrics.judges.planning import plan_judging
+from pytest_ragmetrics.judges.protocols import AgreementJudge, ContextJudge, Judge
+from pytest_ragmetrics.judges.relevance import RelevanceJudge, RelevancePair, grouped_verdicts
+from pytest_ragmetrics.transport.costs import Cost
 from pytest_ragmetrics.vocabulary import ANSWER_METRICS
-
-# Judges (by name) that judge here, sending no request.
-LOCAL_JUDGES = ("embedding", "recorded")
-LOCAL_RELEVANCE_JUDGES = ("embedding-relevance", "recorded-relevance")
-
-
-@runtime_checkable
-class AgreementJudge(Protocol):
-    """Judges whether answers agree with reference answers."""
-
-    def judge_agreement(self, items: Sequence[tuple[str, str, str]]) -> list[Verdict]:
-        """One verdict per (question, answer, reference)."""
-        ...
-
-
-@runtime_checkable
-class ContextJudge(Protocol):
-    """Judges whether each context is relevant to the question."""
-
-    def judge_contexts(self, items: Sequence[tuple[str, Contexts]]) -> list[list[Verdict]]:
-        """Per (question, contexts), one verdict per context."""
-        ...
-
-
-def _judge_name(judge: Any) -> str:
-    return str(getattr(judge, "name", None) or type(judge).__name__)
-
 
 # What decides answer_correctness against label references: no judge, an exact rule (so no
 # calibration applies to it; the version changes with the rule).
@@ -80,14 +66,12 @@ LABEL_MATCH = {
 
 def question_identity(judge: Any, task: str) -> dict[str, Any]:
     """The identity of the ``task`` question ("agreement" or "context") as ``judge`` asks it."""
-    from pytest_ragmetrics.judges.relevance import RelevanceJudge
-
     if task == "context" and isinstance(judge, RelevanceJudge):
         return identity_of(judge)
     get = getattr(judge, "question_identity", None)
     if callable(get):
         return dict(get(task))
-    return {"name": f"{_judge_name(judge)}-{task}", "judge": identity_of(judge)}
+    return {"name": f"{judge_name(judge)}-{task}", "judge": identity_of(judge)}
 
 
 def question_identities(
@@ -175,36 +159,24 @@ def context_verdicts(judge: Any, items: Sequence[GeneratedAnswer]) -> list[list[
     """Per answer, one verdict per context it was given: from a RelevanceJudge's
     ``judge_relevance`` (pairs named by query id and context id) or a ContextJudge's
     ``judge_contexts``; any other judge is a JudgeError naming it."""
-    from pytest_ragmetrics.judges.relevance import RelevanceJudge, RelevancePair
-
     if isinstance(judge, RelevanceJudge):
-        pairs = [
-            RelevancePair(a.query, text, a.query_id, cid) for a in items for cid, text in a.contexts
-        ]
-        verdicts = list(judge.judge_relevance(pairs))
-        if len(verdicts) != len(pairs):
-            raise JudgeError(
-                f"judge {_judge_name(judge)!r}: judge_relevance returned {len(verdicts)} verdicts "
-                f"for {len(pairs)} (question, context) pairs"
-            )
-        found = iter(verdicts)
-        return [
-            [Verdict(cid, v.relevant, v.score, v.verdict) for cid, _ in a.contexts
-             for v in (next(found),)]
+        groups = [
+            [(cid, RelevancePair(a.query, text, a.query_id, cid)) for cid, text in a.contexts]
             for a in items
-        ]  # fmt: skip
+        ]
+        return grouped_verdicts(judge, groups, who=judge_name(judge))
     if isinstance(judge, ContextJudge):
         found_lists = judge.judge_contexts([(a.query, [t for _, t in a.contexts]) for a in items])
         if len(found_lists) != len(items):
             raise JudgeError(
-                f"judge {_judge_name(judge)!r}: judge_contexts returned {len(found_lists)} "
+                f"judge {judge_name(judge)!r}: judge_contexts returned {len(found_lists)} "
                 f"verdict lists for {len(items)} answers"
             )
         out: list[list[Verdict]] = []
         for a, got in zip(items, found_lists, strict=True):
             if len(got) != len(a.contexts):
                 raise JudgeError(
-                    f"judge {_judge_name(judge)!r}: judge_contexts returned {len(got)} verdicts "
+                    f"judge {judge_name(judge)!r}: judge_contexts returned {len(got)} verdicts "
                     f"for the {len(a.contexts)} contexts of query {a.query_id!r}"
                 )
             # The judge saw the contexts in order; the verdicts are named by their ids.
@@ -212,7 +184,7 @@ def context_verdicts(judge: Any, items: Sequence[GeneratedAnswer]) -> list[list[
             out.append([dataclasses.replace(v, subject=cid) for (cid, _), v in named])
         return out
     raise JudgeError(
-        f"judge {_judge_name(judge)!r} cannot judge context_relevance: it has neither "
+        f"judge {judge_name(judge)!r} cannot judge context_relevance: it has neither "
         "judge_relevance(pairs) nor judge_contexts(items); use a relevance judge "
         "(pytest_ragmetrics.judges.relevance) or the http or embedding judge"
     )
@@ -262,7 +234,7 @@ def _with_correctness(
     if free_text:
         if not isinstance(judge, AgreementJudge):
             raise JudgeError(
-                f"judge {_judge_name(judge)!r} cannot judge answer_correctness against free-"
+                f"judge {judge_name(judge)!r} cannot judge answer_correctness against free-"
                 "text references: it has no judge_agreement(items); use the http or embedding "
                 "judge, or label references"
             )
@@ -331,34 +303,6 @@ def _function_name(fn: Callable[..., Any] | None) -> str | None:
     return f"{described['function']}@{described['code']}"
 
 
-def configured_repeats(judge: Any, repeats: int | None) -> int:
-    """``repeats`` if given, else the judge's own ``repeats`` (ragmetrics_judge_repeats for
-    the rag_judge fixture's), else 1; checked to be a positive integer."""
-    if repeats is None:
-        repeats = getattr(judge, "repeats", 1)
-    return check_repeats(repeats)
-
-
-def repeat_judges(judge: Judge, repeats: int) -> tuple[list[Judge], list[int]]:
-    """The judges of ``repeats`` judgings: ``judge`` and, when it has ``with_seed``, copies
-    with the next seeds (else the same deterministic judge again); and their seeds."""
-    check_repeats(repeats)
-    with_seed = getattr(judge, "with_seed", None)
-    seed = getattr(judge, "seed", 0)
-    if not callable(with_seed) or not isinstance(seed, int):
-        return [judge] * repeats, []
-    seeds = [seed + i for i in range(repeats)]
-    return [judge, *(with_seed(s) for s in seeds[1:])], seeds
-
-
-def _repeat_context_judges(context_judge: Any, repeats: int) -> tuple[list[Any], list[int]]:
-    """The separate context judge of each repeat (None: the judge asks the context question
-    itself), re-seeded as :func:`repeat_judges` re-seeds the judge."""
-    if context_judge is None:
-        return [None] * repeats, []
-    return repeat_judges(context_judge, repeats)
-
-
 def judge_answers(
     judge: Judge,
     answers: Iterable[GeneratedAnswer],
@@ -381,36 +325,27 @@ def judge_answers(
     judges here, or finds every question in its cache, judges as usual."""
     items = list(answers)
     repeats = configured_repeats(judge, repeats)
+    asked: dict[str, Any] = {
+        "references": references,
+        "metrics": metrics,
+        "claims_of": claims_of,
+        "context_judge": context_judge,
+    }
     if dryrun.active():
-        plan = plan_judging(
-            judge,
-            items,
-            references=references,
-            metrics=metrics,
-            claims_of=claims_of,
-            context_judge=context_judge,
-            repeats=repeats,
-        )
+        plan = plan_judging(judge, items, repeats=repeats, **asked)
         if not plan.local and plan.requests != 0:
             raise DryRun(f"dry run: {plan.describe()}; nothing was sent")
     judges, seeds = repeat_judges(judge, repeats)
     # A context judge of its own varies with its seeds too (else its verdicts would count
     # as perfectly stable, from its cache).
-    context_judges, context_seeds = _repeat_context_judges(context_judge, repeats)
+    context_judges, context_seeds = repeat_context_judges(context_judge, repeats)
     # A context judge with a meter of its own adds its cost (one sharing the judge's client,
     # as the HTTP judge's own does, is counted once).
     extra = context_judge if _own_meter(context_judge, judge) else None
     before = _cost_of(judge) + _cost_of(extra)
+    asked["concurrency"] = concurrency
     runs = [
-        assess_answers(
-            j,
-            items,
-            references=references,
-            metrics=metrics,
-            concurrency=concurrency,
-            claims_of=claims_of,
-            context_judge=c,
-        )
+        assess_answers(j, items, **{**asked, "context_judge": c})
         for j, c in zip(judges, context_judges, strict=True)
     ]
     noise = measure_noise(runs, list(metrics), seeds or context_seeds) if repeats > 1 else None
@@ -426,120 +361,3 @@ def judge_answers(
         _function_name(claims_of),
         dict(pipeline) if isinstance(pipeline, Mapping) else {},
     )
-
-
-_TASKS = {
-    "groundedness": ("support",),
-    "answer_relevance": ("relevance",),
-    "answer_correctness": ("agreement",),
-    "context_relevance": ("context",),
-}
-
-
-@dataclass(frozen=True)
-class JudgingPlan:
-    """What judging would send: ``requests`` (questions not in the judge's cache, over every
-    repeat), ``cached`` questions; None for a judge that cannot tell; ``local`` when the
-    judge sends nothing anywhere (the embedding judge, recorded verdicts)."""
-
-    judge: str
-    answers: int
-    requests: int | None
-    cached: int = 0
-    local: bool = False
-
-    def describe(self) -> str:
-        if self.local:
-            return f"judge {self.judge!r} sends no requests (it judges here)"
-        if self.requests is None:
-            return (
-                f"judge {self.judge!r} cannot tell what it would ask (it has no "
-                "questions_for/pending): its requests are not counted"
-            )
-        return (
-            f"judge {self.judge!r}: {self.requests} requests to send, {self.cached} questions "
-            f"in its cache ({self.answers} answers)"
-        )
-
-
-def plan_judging(
-    judge: Judge,
-    answers: Iterable[GeneratedAnswer],
-    *,
-    references: Mapping[str, Reference] | None = None,
-    metrics: Sequence[str] = ANSWER_METRICS,
-    claims_of: Callable[[str], str] | None = None,
-    context_judge: Any = None,
-    repeats: int | None = None,
-) -> JudgingPlan:
-    """A dry run of :func:`judge_answers` with the same arguments: how many requests it
-    would send (distinct questions not in the judge's cache, for each repeat's seed), for a
-    judge that can tell (the HTTP judge: ``questions_for`` and ``pending``). Nothing is sent.
-    Label references need no question; the embedding and recorded judges send none."""
-    items = list(answers)
-    name = _judge_name(judge)
-    repeats = configured_repeats(judge, repeats)
-    tasks = [t for m in metrics for t in _TASKS.get(m, ())]
-    if {"support", "relevance"} & set(tasks):
-        # The judge's assess answers both of its own questions (relevance when it judges it).
-        tasks += [t for t in ("support", "relevance") if t not in tasks]
-    separate = (0, 0)
-    if context_judge is not None and "context" in tasks:
-        tasks.remove("context")
-        found = _plan_context(context_judge, items, repeats)
-        if found is None:
-            # A relevance judge that cannot tell what it would ask.
-            return JudgingPlan(_judge_name(context_judge), len(items), None)
-        separate = found
-    if getattr(judge, "name", None) in LOCAL_JUDGES:
-        if separate != (0, 0):
-            return JudgingPlan(_judge_name(context_judge), len(items), *separate)
-        return JudgingPlan(name, len(items), 0, local=True)
-    if not all(callable(getattr(judge, m, None)) for m in ("questions_for", "pending")):
-        return JudgingPlan(name, len(items), None)
-    judges, _ = repeat_judges(judge, repeats)
-    about_claims = [t for t in tasks if t in ("support", "relevance")]
-    about_answer = [t for t in tasks if t in ("agreement", "context")]
-    requests = cached = 0
-    for j in judges:
-        ask: Any = j
-        asked: list[tuple[str, str]] = []
-        for a in items:
-            reference = (references or {}).get(a.query_id)
-            text = reference.text if reference is not None and reference.label is None else None
-            judged = claims_of(a.answer) if claims_of is not None else a.answer
-            # As assess_answers asks: claims and relevance of the judged part, the rest of
-            # the whole answer.
-            asked += ask.questions_for(a.query, judged, dict(a.contexts), tasks=about_claims)
-            asked += ask.questions_for(
-                a.query, a.answer, dict(a.contexts), reference=text, tasks=about_answer
-            )
-        pending = int(ask.pending(asked))
-        requests += pending
-        cached += len(dict.fromkeys(asked)) - pending
-    requests += separate[0]
-    cached += separate[1]
-    return JudgingPlan(name, len(items), requests, cached)
-
-
-def _plan_context(
-    context_judge: Any, items: Sequence[GeneratedAnswer], repeats: int
-) -> tuple[int, int] | None:
-    """(requests, cached questions) of a separate context judge over every repeat: none for a
-    local one, counted for one that has ``prompt`` and ``is_prompt_cached`` (the HTTP
-    relevance judge), None for one that cannot tell."""
-    if getattr(context_judge, "name", None) in LOCAL_RELEVANCE_JUDGES:
-        return (0, 0)
-    if not all(callable(getattr(context_judge, m, None)) for m in ("prompt", "is_prompt_cached")):
-        return None
-    from pytest_ragmetrics.judges.relevance import RelevancePair
-
-    requests = cached = 0
-    for j in _repeat_context_judges(context_judge, repeats)[0]:
-        prompts = dict.fromkeys(
-            j.prompt(RelevancePair(a.query, t)) for a in items for _, t in a.contexts
-        )
-        waiting = sum(not j.is_prompt_cached(p) for p in prompts)
-        requests += waiting
-        cached += len(prompts) - waiting
-    return (requests, cached)

@@ -1,4 +1,6 @@
-"""The Judge protocol, judge identities, claim splitting and the verdict cache."""
+"""What the built-in judges share: :class:`JudgeBase`, judge identities, claim splitting and
+the verdict cache (the protocols a judge implements: :mod:`~pytest_ragmetrics.judges.protocols`).
+"""
 
 from __future__ import annotations
 
@@ -7,71 +9,17 @@ import hashlib
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
 from pytest_ragmetrics.cache import Cache, canonical_json
-from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
+from pytest_ragmetrics.data.assessments import AnswerAssessment
 from pytest_ragmetrics.errors import JudgeError
+from pytest_ragmetrics.judges.protocols import Contexts
 
-Contexts = Sequence[str] | Mapping[str, str]
 CacheLike = Cache | str | os.PathLike[str] | None
 T = TypeVar("T")
 
 VERDICT_CACHE_KIND = "judge-verdicts"
-
-
-@runtime_checkable
-class Judge(Protocol):
-    """Anything that assesses an answer against the contexts the generator was given."""
-
-    def assess(
-        self,
-        query: str,
-        answer: str,
-        contexts: Contexts,
-        *,
-        query_id: str | None = None,
-    ) -> AnswerAssessment:
-        """Split ``answer`` into claims, judge each against ``contexts``, and judge relevance."""
-        ...
-
-    def identity(self) -> dict[str, Any]:
-        """What determines the verdicts: name, model, rubric, rubric_sha256, parameters."""
-        ...
-
-
-@runtime_checkable
-class ClaimJudge(Judge, Protocol):
-    """A judge that can also give verdicts on given claims (what calibration needs)."""
-
-    def judge_claims(self, claims: Sequence[str], contexts: Contexts) -> list[Claim]:
-        """One verdict per claim, in order."""
-        ...
-
-
-@runtime_checkable
-class BatchClaimJudge(ClaimJudge, Protocol):
-    """A claim judge that is cheaper asked many questions at once (an embedding model)."""
-
-    def judge_claims_many(
-        self, requests: Sequence[tuple[Sequence[str], Contexts]]
-    ) -> list[list[Claim]]:
-        """``judge_claims(claims, contexts)`` for every (claims, contexts) pair."""
-        ...
-
-
-@runtime_checkable
-class ThresholdJudge(ClaimJudge, Protocol):
-    """A claim judge whose verdict is ``score >= threshold``; calibration can tune it."""
-
-    @property
-    def threshold(self) -> float:
-        """The score at or above which a claim is supported."""
-        ...
-
-    def with_threshold(self, threshold: float) -> ThresholdJudge:
-        """The same judge with another threshold (and so another identity)."""
-        ...
 
 
 class JudgeBase:
@@ -99,6 +47,11 @@ class JudgeBase:
         self, query_id: str, query: str, answer: str, contexts: Contexts
     ) -> AnswerAssessment:
         raise NotImplementedError
+
+
+def judge_name(judge: Any) -> str:
+    """How messages name a judge: its ``name``, else its class's."""
+    return str(getattr(judge, "name", None) or type(judge).__name__)
 
 
 def sha256_text(text: str) -> str:

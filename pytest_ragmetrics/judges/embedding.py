@@ -8,24 +8,16 @@ from __future__ import annotations
 import copy as copy_module
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, Verdict
 from pytest_ragmetrics.data.model import FloatArray
-from pytest_ragmetrics.encoders import (
-    ModelSource,
-    batch_progress,
-    load_sentence_transformer,
-    resolve_model,
-)
-from pytest_ragmetrics.errors import JudgeError, RetrieverError
 from pytest_ragmetrics.judges.base import (
     SPLITTER_VERSION,
     CacheLike,
-    Contexts,
     JudgeBase,
     VerdictCache,
     check_repeats,
@@ -35,7 +27,10 @@ from pytest_ragmetrics.judges.base import (
     normalise_contexts,
     split_sentences,
 )
-from pytest_ragmetrics.progress import progress
+from pytest_ragmetrics.judges.embedder import Embedder, Encoder, check_cosine
+from pytest_ragmetrics.judges.embedding_relevance import EmbeddingRelevanceJudge
+from pytest_ragmetrics.judges.protocols import Contexts
+from pytest_ragmetrics.judges.relevance import judge_context_groups
 
 # Chosen by `ragmetrics calibrate --judge embedding` on SciFact claim_support.dev (best kappa on
 # the tuning half, seed 0): on the other half kappa 0.32, accuracy 0.66 (n = 169) -- a weak
@@ -50,8 +45,6 @@ DEFAULT_THRESHOLD = 0.66
 # qrels as labels, unjudged = not relevant): tuning picks 0.58-0.62 (seeds 0-5, held-out kappa
 # 0.30-0.43); 0.6 scores kappa 0.345, accuracy 0.720 on all 900 pairs (0.5: kappa 0.143).
 DEFAULT_AGREEMENT_THRESHOLD = 0.7
-#: A judging that embeds more texts than this at once shows a progress bar.
-PROGRESS_AFTER = 256
 DEFAULT_CONTEXT_THRESHOLD = 0.6
 RUBRIC = (
     "Split the answer into sentences; each sentence is a claim. Split every context into "
@@ -62,39 +55,6 @@ RUBRIC = (
     "relevance_threshold is set: the cosine similarity of the question and the whole answer "
     "is at least relevance_threshold (yes/no); otherwise it is not judged."
 )
-
-if TYPE_CHECKING:
-    from pytest_ragmetrics.judges.relevance import EmbeddingRelevanceJudge
-
-Encoder = Callable[[list[str]], Any]
-
-
-class _LazyModel:
-    """Loads the sentence-transformers model on first use; shared by with_threshold copies."""
-
-    def __init__(self, source: ModelSource, device: str, batch_size: int) -> None:
-        self.source = source
-        self.device = device
-        self.batch_size = batch_size
-        self._model: Any = None
-
-    def load(self) -> Any:
-        """The model, loaded on first use."""
-        if self._model is None:
-            try:
-                self._model = load_sentence_transformer(self.source, device=self.device)
-            except RetrieverError as exc:
-                raise JudgeError(f"embedding judge: {exc}") from None
-        return self._model
-
-    def encode(self, texts: list[str]) -> Any:
-        return self.load().encode(
-            texts,
-            batch_size=self.batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-        )
 
 
 class EmbeddingJudge(JudgeBase):
@@ -126,36 +86,22 @@ class EmbeddingJudge(JudgeBase):
         context_threshold: float = DEFAULT_CONTEXT_THRESHOLD,
         repeats: int = 1,
     ) -> None:
-        _check_cosine("threshold", threshold)
-        _check_cosine("agreement_threshold", agreement_threshold)
-        _check_cosine("context_threshold", context_threshold)
-        self.repeats = check_repeats(repeats)
-        self.agreement_threshold = float(agreement_threshold)
-        self.context_threshold = float(context_threshold)
-        if relevance_threshold is not None:
-            _check_cosine("relevance_threshold", relevance_threshold)
-        self._threshold = float(threshold)
+        self._threshold = _cosine("threshold", threshold)
+        self.agreement_threshold = _cosine("agreement_threshold", agreement_threshold)
+        self.context_threshold = _cosine("context_threshold", context_threshold)
         self.relevance_threshold = (
-            None if relevance_threshold is None else float(relevance_threshold)
+            None
+            if relevance_threshold is None
+            else _cosine("relevance_threshold", relevance_threshold)
         )
-        if encoder is not None:
-            if not model_name:
-                raise JudgeError("embedding judge: pass model_name= to identify a custom encoder")
-            self._encode: Encoder = encoder
-            self._lazy: _LazyModel | None = None
-            self.model_name = model_name
-            digest: str | None = None
-        else:
-            try:
-                source = resolve_model(model)
-            except RetrieverError as exc:
-                raise JudgeError(f"embedding judge: {exc}") from None
-            self._lazy = _LazyModel(source, device, batch_size)
-            self._encode = self._lazy.encode
-            self.model_name = model_name or source.label
-            digest = source.digest
+        self.repeats = check_repeats(repeats)
+        #: The model (shared with :meth:`with_threshold` copies and :attr:`context_judge`).
+        self.embedder = Embedder(
+            model, device=device, batch_size=batch_size, encoder=encoder, model_name=model_name
+        )
+        self.model_name = self.embedder.model_name
         # The digest of the model's files identifies it wherever it lives (no local paths).
-        self._base_parameters = {"splitter": SPLITTER_VERSION, "model_digest": digest}
+        self._base_parameters = {"splitter": SPLITTER_VERSION, "model_digest": self.embedder.digest}
         # Similarities depend on the model and the splitter only: the cache is keyed by that.
         self._similarities = VerdictCache(
             cache, make_identity(self.name, self.model_name, RUBRIC, self._base_parameters)
@@ -189,42 +135,14 @@ class EmbeddingJudge(JudgeBase):
 
     def with_threshold(self, threshold: float) -> EmbeddingJudge:
         """The same model and cache with another threshold."""
-        _check_cosine("threshold", threshold)
         copy = copy_module.copy(self)
-        copy._threshold = float(threshold)
+        copy._threshold = _cosine("threshold", threshold)
         return copy
 
     def embed(self, texts: list[str]) -> FloatArray:
-        """L2-normalised embeddings of ``texts`` (one row each), checked to be finite.
-
-        More than :data:`PROGRESS_AFTER` texts at once (a batch judging: the claim and context
-        sentences not in the cache) are encoded under a progress bar with a note; the model's
-        bar moves per batch, and the model is loaded before it starts.
-        """
-        if len(texts) <= PROGRESS_AFTER:
-            return self._checked(texts, self._encode(texts))
-        model = self._lazy.load() if self._lazy is not None else None
-        with progress(
-            f"embedding {len(texts):,} texts (embedding judge, {self.model_name})",
-            len(texts),
-            note=f"the embedding judge embeds {len(texts):,} sentences and texts that are not "
-            "in its cache; reruns read the cache",
-        ) as advance:
-            with batch_progress(model, advance) as counted:
-                encoded = self._encode(texts)
-            advance(len(texts) - counted())
-        return self._checked(texts, encoded)
-
-    def _checked(self, texts: list[str], encoded: Any) -> FloatArray:
-        """One finite L2-normalised row per text, or a JudgeError saying what came back."""
-        vectors = np.asarray(encoded, dtype=np.float64)
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts) or not np.all(np.isfinite(vectors)):
-            raise JudgeError(
-                f"embedding judge: the encoder returned an array of shape {vectors.shape} for "
-                f"{len(texts)} texts (or non-finite values); expected one finite vector per text"
-            )
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.where(norms == 0, 1.0, norms)
+        """L2-normalised embeddings of ``texts`` (see :meth:`Embedder.embed
+        <pytest_ragmetrics.judges.embedder.Embedder.embed>`)."""
+        return self.embedder.embed(texts)
 
     # -- claims -----------------------------------------------------------------------------
 
@@ -304,15 +222,7 @@ class EmbeddingJudge(JudgeBase):
                 },
                 lambda: self._measure(query, answer, pairs, relevance=wants_relevance),
             )
-        addresses: bool | None = None
-        raw: dict[str, Any] = {}
-        similarity = stored["relevance"]
-        if similarity is not None and self.relevance_threshold is not None:
-            addresses = similarity >= self.relevance_threshold
-            raw["relevance"] = (
-                f"cosine(question, answer) {similarity:.4f} "
-                f"{'>=' if addresses else '<'} {self.relevance_threshold}"
-            )
+        addresses, raw = self._addresses(stored["relevance"])
         return AnswerAssessment(
             qid,
             answer,
@@ -323,6 +233,17 @@ class EmbeddingJudge(JudgeBase):
             raw,
             query,
         )
+
+    def _addresses(self, similarity: float | None) -> tuple[bool | None, dict[str, Any]]:
+        """Whether the answer addresses the question by its cosine with it (None: not judged)
+        and the raw verdict text."""
+        if similarity is None or self.relevance_threshold is None:
+            return None, {}
+        addresses = similarity >= self.relevance_threshold
+        return addresses, {
+            "relevance": f"cosine(question, answer) {similarity:.4f} "
+            f"{'>=' if addresses else '<'} {self.relevance_threshold}"
+        }
 
     def _measure(
         self, query: str, answer: str, pairs: list[tuple[str, str]], *, relevance: bool
@@ -362,10 +283,8 @@ class EmbeddingJudge(JudgeBase):
     def context_judge(self) -> EmbeddingRelevanceJudge:
         """The relevance judge that answers the context question: cosine(question, context)
         at or above ``context_threshold``, with this judge's model and cache."""
-        from pytest_ragmetrics.judges.relevance import EmbeddingRelevanceJudge
-
         return EmbeddingRelevanceJudge(
-            threshold=self.context_threshold, cache=self._similarities.cache, embedder=self
+            threshold=self.context_threshold, cache=self._similarities.cache, embedder=self.embedder
         )
 
     def similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
@@ -395,19 +314,7 @@ class EmbeddingJudge(JudgeBase):
     def judge_contexts(self, items: Sequence[tuple[str, Contexts]]) -> list[list[Verdict]]:
         """Per (question, contexts): each context relevant when cosine(question, context) is
         at least ``context_threshold`` (asked of :attr:`context_judge`)."""
-        from pytest_ragmetrics.judges.relevance import RelevancePair
-
-        asked = [(q, normalise_contexts(c)) for q, c in items]
-        found = iter(
-            self.context_judge.judge_relevance(
-                [RelevancePair(q, text) for q, pairs in asked for _, text in pairs]
-            )
-        )
-        return [
-            [Verdict(cid, v.relevant, v.score, v.verdict) for cid, _ in pairs
-             for v in (next(found),)]
-            for _, pairs in asked
-        ]  # fmt: skip
+        return judge_context_groups(self.context_judge, items)
 
     def _pair_verdict(self, subject: str, score: float, threshold: float) -> Verdict:
         value = score >= threshold
@@ -434,14 +341,7 @@ class EmbeddingJudge(JudgeBase):
         for (qid, query, answer, _), found, similarity in zip(
             items, claims, relevance, strict=True
         ):
-            addresses: bool | None = None
-            raw: dict[str, Any] = {}
-            if similarity is not None and self.relevance_threshold is not None:
-                addresses = similarity >= self.relevance_threshold
-                raw["relevance"] = (
-                    f"cosine(question, answer) {similarity:.4f} "
-                    f"{'>=' if addresses else '<'} {self.relevance_threshold}"
-                )
+            addresses, raw = self._addresses(similarity)
             out.append(
                 AnswerAssessment(qid, answer, tuple(found), addresses, None, identity, raw, query)
             )
@@ -451,9 +351,8 @@ class EmbeddingJudge(JudgeBase):
         """The same model and cache with another ``agreement_threshold`` (and so another
         agreement question identity): what ``ragmetrics calibrate --question agreement``
         tunes."""
-        _check_cosine("agreement_threshold", threshold)
         copy = copy_module.copy(self)
-        copy.agreement_threshold = float(threshold)
+        copy.agreement_threshold = _cosine("agreement_threshold", threshold)
         return copy
 
 
@@ -512,14 +411,8 @@ def _context_sentences(pairs: list[tuple[str, str]]) -> list[tuple[str, int, str
     return [(cid, i, s) for cid, text in pairs for i, s in enumerate(split_sentences(text))]
 
 
-def _check_cosine(label: str, value: object) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or not -1.0 <= value <= 1.0
-    ):
-        raise JudgeError(f"embedding judge: {label} must be a cosine in [-1, 1], got {value!r}")
+def _cosine(label: str, value: object) -> float:
+    return check_cosine(value, f"embedding judge: {label}")
 
 
 __all__ = ["DEFAULT_THRESHOLD", "RUBRIC", "EmbeddingJudge"]

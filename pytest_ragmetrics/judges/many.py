@@ -8,7 +8,7 @@ from typing import Any
 from pytest_ragmetrics.data.assessments import AnswerAssessment
 from pytest_ragmetrics.errors import JudgeError
 from pytest_ragmetrics.executors import Executor, resolve_executor
-from pytest_ragmetrics.judges.base import Contexts, Judge
+from pytest_ragmetrics.judges.protocols import Contexts, Judge
 from pytest_ragmetrics.progress import counted, progress
 
 #: One answer to judge: ``(query, answer, contexts)`` or ``(query, answer, contexts, query_id)``,

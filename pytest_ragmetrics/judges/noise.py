@@ -19,8 +19,38 @@ from typing import Any
 
 from pytest_ragmetrics.data.assessments import AnswerAssessment
 from pytest_ragmetrics.errors import JudgeError
+from pytest_ragmetrics.judges.base import check_repeats
+from pytest_ragmetrics.judges.protocols import Judge
 
 SHOWN_UNSTABLE = 5
+
+
+def configured_repeats(judge: Any, repeats: int | None) -> int:
+    """``repeats`` if given, else the judge's own ``repeats`` (ragmetrics_judge_repeats for
+    the rag_judge fixture's), else 1; checked to be a positive integer."""
+    if repeats is None:
+        repeats = getattr(judge, "repeats", 1)
+    return check_repeats(repeats)
+
+
+def repeat_judges(judge: Judge, repeats: int) -> tuple[list[Judge], list[int]]:
+    """The judges of ``repeats`` judgings: ``judge`` and, when it has ``with_seed``, copies
+    with the next seeds (else the same deterministic judge again); and their seeds."""
+    check_repeats(repeats)
+    with_seed = getattr(judge, "with_seed", None)
+    seed = getattr(judge, "seed", 0)
+    if not callable(with_seed) or not isinstance(seed, int):
+        return [judge] * repeats, []
+    seeds = [seed + i for i in range(repeats)]
+    return [judge, *(with_seed(s) for s in seeds[1:])], seeds
+
+
+def repeat_context_judges(context_judge: Any, repeats: int) -> tuple[list[Any], list[int]]:
+    """The separate context judge of each repeat (None: the judge asks the context question
+    itself), re-seeded as :func:`repeat_judges` re-seeds the judge."""
+    if context_judge is None:
+        return [None] * repeats, []
+    return repeat_judges(context_judge, repeats)
 
 
 @dataclass(frozen=True)

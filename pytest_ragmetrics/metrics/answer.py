@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -60,29 +60,33 @@ def evaluate_answers(
     values = np.array([columns[m] for m in wanted], dtype=np.float64).T.reshape(
         len(items), len(wanted)
     )
-    details = {
-        "claims": np.array([len(a.claims) for a in items], dtype=np.int64),
-        "judged_claims": np.array([a.judged_claims for a in items], dtype=np.int64),
-        "supported_claims": np.array([a.supported_claims for a in items], dtype=np.int64),
-        "no_claims": np.array([a.judged_claims == 0 for a in items], dtype=np.int64),
-        "relevance_judged": np.array(
-            [a.addresses_question is not None for a in items], dtype=np.int64
-        ),
-    }
-    if "context_relevance" in wanted:
-        details["contexts"] = np.array([len(a.context_verdicts) for a in items], dtype=np.int64)
-        details["relevant_contexts"] = np.array(
-            [sum(v.value is True for v in a.context_verdicts) for a in items], dtype=np.int64
-        )
     return Evaluation(
         as_str_array([a.query_id for a in items]),
         tuple(wanted),
         values,
         "answer",
         None,
-        details,
+        _details(items, wanted),
         _notes(items, wanted),
     )
+
+
+def _details(items: list[AnswerAssessment], wanted: list[str]) -> dict[str, Any]:
+    """The per-query counts behind the values: claims, judged and supported claims, whether
+    relevance was judged; with context_relevance, the contexts and the relevant ones."""
+    counts: dict[str, list[int]] = {
+        "claims": [len(a.claims) for a in items],
+        "judged_claims": [a.judged_claims for a in items],
+        "supported_claims": [a.supported_claims for a in items],
+        "no_claims": [a.judged_claims == 0 for a in items],
+        "relevance_judged": [a.addresses_question is not None for a in items],
+    }
+    if "context_relevance" in wanted:
+        counts["contexts"] = [len(a.context_verdicts) for a in items]
+        counts["relevant_contexts"] = [
+            sum(v.value is True for v in a.context_verdicts) for a in items
+        ]
+    return {name: np.array(values, dtype=np.int64) for name, values in counts.items()}
 
 
 def _checked(assessments: Iterable[AnswerAssessment]) -> list[AnswerAssessment]:

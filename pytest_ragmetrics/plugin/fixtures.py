@@ -137,17 +137,17 @@ def configured_judge(settings: Settings, cache: Any = None, budget: Any = None) 
 
     assert settings.judge is not None
     options: dict[str, Any] = {}
-    if settings.judge_concurrency is not None:
-        options["concurrency"] = settings.judge_concurrency
     if settings.judge == "http":
-        if budget is not None:
-            options["budget"] = budget
+        options.update(
+            concurrency=settings.judge_concurrency,
+            timeout=settings.judge_timeout,
+            attempt_timeout=settings.judge_attempt_timeout,
+            temperature=settings.judge_temperature,
+            seed=settings.judge_seed,
+            budget=budget,
+        )
         if settings.judge_prompt_texts:
             options["prompts"] = dict(settings.judge_prompt_texts)
-        if settings.judge_temperature is not None:
-            options["temperature"] = settings.judge_temperature
-        if settings.judge_seed is not None:
-            options["seed"] = settings.judge_seed
     if settings.judge_repeats is not None:
         options["repeats"] = settings.judge_repeats
     return build_judge(
@@ -180,24 +180,33 @@ def rag_generator(request: pytest.FixtureRequest) -> Any:
     if not (settings.generator_url or os.environ.get("RAGMETRICS_GENERATOR_URL")):
         pytest.fail(GENERATOR_HINT, pytrace=False)
 
-    def build() -> Any:
-        from pytest_ragmetrics.generation import ChatGenerator
-        from pytest_ragmetrics.prompts import GENERATOR_ROLES, prompt_keywords
+    return without_traceback(lambda: configured_generator(settings, session.budget()))
 
-        options: dict[str, Any] = prompt_keywords(settings.generator_prompt_texts, GENERATOR_ROLES)
-        for name in ("temperature", "seed", "max_tokens"):
-            value = getattr(settings, f"generator_{name}")
-            if value is not None:
-                options[name] = value
-        return ChatGenerator(
-            settings.generator_url,
-            settings.generator_model,
-            concurrency=settings.generator_concurrency or 1,
-            budget=session.budget(),
-            **options,
-        )
 
-    return without_traceback(build)
+def configured_generator(settings: Settings, budget: Any = None) -> Any:
+    """The chat generator the ragmetrics_generator_* settings describe (the rag_generator
+    fixture's default)."""
+    from pytest_ragmetrics.generation import ChatGenerator
+    from pytest_ragmetrics.transport import Endpoint, Sampling
+
+    endpoint = {
+        "url": settings.generator_url,
+        "model": settings.generator_model,
+        "concurrency": settings.generator_concurrency,
+        "timeout": settings.generator_timeout,
+        "attempt_timeout": settings.generator_attempt_timeout,
+    }
+    sampling = {
+        "temperature": settings.generator_temperature,
+        "seed": settings.generator_seed,
+        "max_tokens": settings.generator_max_tokens,
+    }
+    return ChatGenerator(
+        Endpoint.take(endpoint),
+        prompts=settings.generator_prompt_texts,
+        sampling=Sampling.take(sampling),
+        budget=budget,
+    )
 
 
 def recorded_pair(request: pytest.FixtureRequest, dataset: Dataset) -> tuple[str, str] | None:

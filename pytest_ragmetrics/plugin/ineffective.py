@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from pytest_ragmetrics.plugin.settings import Settings
+from pytest_ragmetrics.plugin.settings import HTTP_JUDGE_SETTINGS, Settings
 
 # Read by the built-in judges only (ragmetrics_judge); which kinds read each one.
 # (Another kind given an http-only option is a ConfigError already: see settings._check_judge.)
@@ -15,12 +15,13 @@ _JUDGE_OPTIONS: dict[str, tuple[str, ...]] = {
     "judge_model": ("embedding", "http"),
     "judge_verdicts": ("recorded",),
     "judge_repeats": ("embedding", "http"),
-    **{f"judge_{name}": ("http",) for name in ("url", "concurrency", "prompts", "temperature")},
-    "judge_seed": ("http",),
+    **{f"judge_{name}": ("http",) for name in HTTP_JUDGE_SETTINGS},
 }
 _GENERATOR_OPTIONS = (
     "generator_model",
     "generator_concurrency",
+    "generator_timeout",
+    "generator_attempt_timeout",
     "generator_prompts",
     "generator_temperature",
     "generator_seed",

@@ -143,7 +143,7 @@ class RagSession:
         controller named (:attr:`budget_ledger`)."""
         tokens = self.settings.judge_budget
         if tokens is not None and self._budget is None:
-            from pytest_ragmetrics.budget import Budget
+            from pytest_ragmetrics.transport.budget import Budget
 
             self._budget = Budget(tokens, ledger=self.budget_ledger)
         return self._budget

@@ -45,6 +45,8 @@ class Settings:
     judge_url: str | None = None
     judge_verdicts: Path | None = None
     judge_concurrency: int | None = None
+    judge_timeout: float | None = None
+    judge_attempt_timeout: float | None = None
     judge_prompts: Path | None = None
     # The prompts read from judge_prompts at start-up: role name -> text (prompts.JUDGE_ROLES).
     judge_prompt_texts: Mapping[str, str] = field(default_factory=dict)
@@ -73,6 +75,8 @@ class Settings:
     generator_url: str | None = None
     generator_model: str | None = None
     generator_concurrency: int | None = None
+    generator_timeout: float | None = None
+    generator_attempt_timeout: float | None = None
     generator_prompts: Path | None = None
     # The prompts read from generator_prompts: role name -> text (prompts.GENERATOR_ROLES).
     generator_prompt_texts: Mapping[str, str] = field(default_factory=dict)
@@ -103,6 +107,10 @@ class Settings:
             return str(path)
 
 
+# The ragmetrics_judge_* settings only the http judge reads.
+HTTP_JUDGE_SETTINGS = (
+    "url", "concurrency", "timeout", "attempt_timeout", "prompts", "temperature", "seed"
+)  # fmt: skip
 # Settings fields whose name is not the option's without its "ragmetrics_" prefix.
 _FIELD = {
     "ragmetrics_tolerance": "tolerances",
@@ -263,7 +271,7 @@ def _check_judge(values: dict[str, Any], get: Callable[[str], tuple[Any, bool]])
         raise ConfigError(
             "ragmetrics_judge = recorded needs ragmetrics_judge_verdicts = path/to/verdicts.jsonl"
         )
-    for key in ("url", "concurrency", "prompts", "temperature", "seed"):
+    for key in HTTP_JUDGE_SETTINGS:
         if values.get(f"judge_{key}") is not None and kind != "http":
             raise ConfigError(f"ragmetrics_judge_{key} is only used by the http judge, not {kind}")
     if values.get("judge_repeats") is not None and kind not in ("embedding", "http"):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,9 +30,11 @@ from pytest_ragmetrics.prompts import Role, prompt_keywords
 from pytest_ragmetrics.testsets.model import HTTP_STYLES, Candidate, words
 from pytest_ragmetrics.testsets.offline import check_styles
 from pytest_ragmetrics.testsets.sampling import CorpusText, cycle_styles, document_order
-from pytest_ragmetrics.transport import Budget, ChatClient, Cost, Meter, Naming
+from pytest_ragmetrics.transport import Budget, ChatClient, Cost, Endpoint, Meter, Naming
 
-NAMING = Naming("test-set generator", GeneratorError, ENV_URL, ENV_MODEL, ENV_API_KEY)
+NAMING = Naming(
+    "test-set generator", GeneratorError, ENV_URL, ENV_MODEL, ENV_API_KEY, timeout=120.0
+)
 REPLY_CACHE_KIND = "testset-replies"
 
 TESTSET_SYSTEM = Role("system", "system_prompt")
@@ -130,15 +131,16 @@ def _is_reply(value: Any) -> bool:
 
 
 class HttpTestsetGenerator:
-    """Questions and reference answers from a chat endpoint (see the module)."""
+    """Questions and reference answers from a chat endpoint (see the module): ``endpoint`` as
+    for the chat generator (:class:`~pytest_ragmetrics.transport.endpoint.Endpoint`; the
+    RAGMETRICS_GENERATOR_* variables, a deadline of 120 s per request)."""
 
     name = "http"
 
     # Long only because it checks and keeps its options, one line each.
     def __init__(
         self,
-        base_url: str | None = None,
-        model: str | None = None,
+        endpoint: Endpoint | None = None,
         *,
         styles: Sequence[str] = HTTP_STYLES,
         prompts: Mapping[str, str] | None = None,
@@ -147,14 +149,8 @@ class HttpTestsetGenerator:
         max_tokens: int = 64,
         answers: bool = True,
         max_passage_chars: int = 1500,
-        api_key_env: str | None = None,
-        timeout: float = 120.0,
-        max_retries: int = 3,
-        backoff: float = 1.0,
-        concurrency: int = 1,
         budget: Budget | None = None,
         cache: Cache | None = None,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.styles = check_styles(styles, HTTP_STYLES, "HTTP test-set generator")
         texts = {role.keyword: _default(role) for role in TESTSET_ROLES}
@@ -165,18 +161,7 @@ class HttpTestsetGenerator:
         if not isinstance(max_passage_chars, int) or max_passage_chars < 1:
             raise GeneratorError("test-set generator: max_passage_chars must be a positive integer")
         self.prompts = texts
-        self.client = ChatClient(
-            base_url,
-            model,
-            naming=NAMING,
-            api_key_env=api_key_env,
-            timeout=timeout,
-            max_retries=max_retries,
-            backoff=backoff,
-            concurrency=concurrency,
-            meter=Meter(budget),
-            sleep=sleep,
-        )
+        self.client = ChatClient(endpoint or Endpoint(), NAMING, meter=Meter(budget))
         self.seed = int(seed)
         self.answers = bool(answers)
         self.max_passage_chars = max_passage_chars

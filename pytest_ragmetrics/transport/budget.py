@@ -23,7 +23,7 @@ from pytest_ragmetrics.errors import BudgetError
 from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.transport import Usage
+    from pytest_ragmetrics.transport.costs import Usage
 
 Message = Mapping[str, str]
 

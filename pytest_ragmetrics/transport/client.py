@@ -1,14 +1,16 @@
-"""The HTTP transport of judges and generators: a client of an OpenAI-compatible
-``/v1/chat/completions`` endpoint (OpenAI, Ollama, vLLM, llama.cpp server).
+"""The client of an OpenAI-compatible ``/v1/chat/completions`` endpoint (OpenAI, Ollama, vLLM,
+llama.cpp server) that judges and generators send their requests through.
 
-It talks only to the URL it is given: no redirects are followed and environment proxies are
-ignored unless ``use_env_proxy=True``. The API key is read from an environment variable, held
-as a :class:`Secret` (never in a repr, an identity or a cache key), sent only in the
-``Authorization`` header, and scrubbed from every error message (whole occurrences only, see
-:mod:`~pytest_ragmetrics.redaction`); replies are data and are never altered. Requests time
-out, are retried on 429/5xx, timeouts and failed connections with exponential backoff
-(honouring Retry-After), and a reply larger than 1 MiB is refused. Several requests can be in
-flight at once (:meth:`ChatClient.map`); results always come back in input order.
+It talks only to the URL it is given (:class:`~pytest_ragmetrics.transport.endpoint.Endpoint`):
+no redirects are followed and environment proxies are ignored unless ``use_env_proxy=True``.
+The API key is read from an environment variable, held as a
+:class:`~pytest_ragmetrics.transport.endpoint.Secret` (never in a repr, an identity or a cache
+key), sent only in the ``Authorization`` header, and scrubbed from every error message (whole
+occurrences only, see :mod:`~pytest_ragmetrics.redaction`); replies are data and are never
+altered. A call has a deadline (``timeout``) over its attempts (each at most
+``attempt_timeout``), is retried on 429/5xx, timeouts and failed connections with exponential
+backoff (honouring Retry-After), and a reply larger than 1 MiB is refused. Several requests can
+be in flight at once (:meth:`ChatClient.map`); results always come back in input order.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import random
 import threading
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,13 +31,14 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pytest_ragmetrics import dryrun
-from pytest_ragmetrics.budget import Budget
 from pytest_ragmetrics.data.textfile import repaired_text
 from pytest_ragmetrics.errors import DryRun, RagMetricsError
 from pytest_ragmetrics.executors.base import LocalExecutor
-from pytest_ragmetrics.redaction import redact_url, scrub
+from pytest_ragmetrics.transport.budget import Budget
+from pytest_ragmetrics.transport.costs import Cost, Usage
+from pytest_ragmetrics.transport.endpoint import Endpoint, Naming, Secret, request_url
 
-__all__ = ["Budget", "ChatClient", "ChatReply", "Cost", "Meter", "Naming", "Secret", "Usage"]
+__all__ = ["ChatClient", "ChatReply", "EndpointUser", "Meter", "parse_usage"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -48,58 +50,6 @@ SNIPPET_CHARS = 200  # of a reply body quoted in an error message
 Message = Mapping[str, str]
 
 
-class Secret:
-    """Holds an API key; its repr never shows it and it scrubs it from messages."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str | None) -> None:
-        self._value = value or None
-
-    def __repr__(self) -> str:
-        return "<secret>" if self._value else "<no key>"
-
-    def __bool__(self) -> bool:
-        return self._value is not None
-
-    def header(self) -> str:
-        """The ``Authorization`` header value."""
-        assert self._value is not None
-        return f"Bearer {self._value}"
-
-    def scrub(self, text: str) -> str:
-        """``text`` (a message, never data) with the key's whole occurrences and the
-        ``user:password@`` of URLs replaced by ``***``."""
-        return scrub(text, self._value)
-
-
-@dataclass(frozen=True)
-class Naming:
-    """How a client's errors speak: the name they start with, the error class, and the
-    environment variables that set its URL, its model and (by default) hold its key."""
-
-    label: str
-    error: type[RagMetricsError]
-    url_env: str
-    model_env: str
-    api_key_env: str
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Token counts the server reported for one completion (its ``usage`` object)."""
-
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-
-    @property
-    def total_tokens(self) -> int | None:
-        """Prompt plus completion tokens, when both are known."""
-        if self.prompt_tokens is None or self.completion_tokens is None:
-            return None
-        return self.prompt_tokens + self.completion_tokens
-
-
 @dataclass(frozen=True)
 class ChatReply:
     """The text of a chat completion (as sent: data is never scrubbed) and its token usage,
@@ -107,71 +57,6 @@ class ChatReply:
 
     text: str
     usage: Usage | None = None
-
-
-@dataclass(frozen=True)
-class Cost:
-    """What answering cost: requests sent (``calls``), answers taken from the cache instead
-    (``cache_hits``), and the tokens the endpoint reported in its ``usage`` (``unmetered``:
-    calls whose reply reported none)."""
-
-    calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    unmetered: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        """Prompt plus completion tokens reported."""
-        return self.prompt_tokens + self.completion_tokens
-
-    def __add__(self, other: Cost) -> Cost:
-        return Cost(
-            self.calls + other.calls,
-            self.cache_hits + other.cache_hits,
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.unmetered + other.unmetered,
-        )
-
-    def __sub__(self, other: Cost) -> Cost:
-        return Cost(
-            self.calls - other.calls,
-            self.cache_hits - other.cache_hits,
-            self.prompt_tokens - other.prompt_tokens,
-            self.completion_tokens - other.completion_tokens,
-            self.unmetered - other.unmetered,
-        )
-
-    def to_dict(self) -> dict[str, int]:
-        """A JSON-ready dict (with ``total_tokens``)."""
-        return {
-            "calls": self.calls,
-            "cache_hits": self.cache_hits,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.total_tokens,
-            "unmetered": self.unmetered,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Cost:
-        """Rebuild from :meth:`to_dict` output (unknown keys ignored, missing ones 0)."""
-        names = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "unmetered")
-        return cls(*(int(data.get(name) or 0) for name in names))
-
-    def describe(self) -> str:
-        """``12 calls (288 cached), 4,210 tokens (3,900 prompt + 310 completion)``."""
-        text = f"{self.calls} calls ({self.cache_hits} cached)"
-        if self.calls or self.total_tokens:
-            text += (
-                f", {self.total_tokens:,} tokens ({self.prompt_tokens:,} prompt + "
-                f"{self.completion_tokens:,} completion)"
-            )
-        if self.unmetered:
-            text += f"; {self.unmetered} calls reported no usage"
-        return text
 
 
 class Meter:
@@ -233,27 +118,6 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
-def endpoint(base_url: str, naming: Naming) -> tuple[str, str]:
-    """(request URL, URL safe to show) for a base URL such as http://host:8000 or .../v1."""
-    parts = urllib.parse.urlsplit(base_url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise naming.error(
-            f"{naming.label}: base URL {redact_url(base_url)!r} must look like http://host:port or "
-            f"https://host/v1 (set it with base_url= or {naming.url_env})"
-        )
-    if parts.username or parts.password:
-        raise naming.error(
-            f"{naming.label}: the base URL contains credentials; put the API key in the "
-            f"environment variable ({naming.api_key_env} by default) instead"
-        )
-    path = parts.path.rstrip("/")
-    if not path.endswith("/chat/completions"):
-        path += "/chat/completions" if path.endswith("/v1") else "/v1/chat/completions"
-    url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-    shown = urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
-    return url, shown
-
-
 def retry_after_seconds(value: str | None) -> float | None:
     """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
     if not value:
@@ -289,66 +153,40 @@ def parse_usage(data: object) -> Usage | None:
 
 
 class ChatClient:
-    """Sends chat completions to one OpenAI-compatible endpoint.
+    """Sends chat completions to one :class:`Endpoint` (see it for the deadline, retries and
+    concurrency), speaking as ``naming`` says: its errors are ``naming.error`` and start with
+    ``naming.label``, and its defaults are ``naming``'s. Requests are counted on ``meter``
+    (which holds the token budget, if any). ``sleep`` is how it waits between attempts."""
 
-    ``base_url`` and ``model`` default to the environment variables ``naming.url_env`` and
-    ``naming.model_env``; the API key (optional for local servers) is read from the variable
-    ``api_key_env``. ``timeout`` is a deadline: it bounds the whole call, retries and the
-    waits between them included (no retry is started that the deadline would cut short);
-    each attempt may take at most ``attempt_timeout`` seconds (default: all that is left).
-    A failed attempt is retried ``max_retries`` times with exponential backoff from
-    ``backoff`` seconds (at most ``max_backoff``, or what Retry-After asks if that is not
-    more). ``concurrency`` requests are
-    in flight at once in :meth:`map`. Errors are ``naming.error`` and start with
-    ``naming.label``.
-    """
-
-    def __init__(
-        self,
-        base_url: str | None,
-        model: str | None,
-        *,
-        naming: Naming,
-        api_key_env: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 3,
-        backoff: float = 1.0,
-        max_backoff: float = 60.0,
-        concurrency: int = 1,
-        use_env_proxy: bool = False,
-        sleep: Callable[[float], None] = time.sleep,
-        meter: Meter | None = None,
-        attempt_timeout: float | None = None,
-    ) -> None:
+    def __init__(self, endpoint: Endpoint, naming: Naming, *, meter: Meter | None = None) -> None:
         self.naming = naming
         self.meter = meter if meter is not None else Meter()
-        base_url = base_url or os.environ.get(naming.url_env)
-        model = model or os.environ.get(naming.model_env)
-        _check_settings(naming, base_url, model, timeout, max_retries, backoff, max_backoff)
-        _check_concurrency(naming, concurrency)
-        assert base_url is not None and model is not None  # checked above
-        self._url, self.url = endpoint(base_url, naming)
-        self.model = model
-        self.api_key_env = api_key_env or naming.api_key_env
-        self._secret = Secret(os.environ.get(self.api_key_env))
-        self.timeout = float(timeout)
-        if attempt_timeout is not None and not attempt_timeout > 0:
-            raise naming.error(f"{naming.label}: attempt_timeout must be > 0")
-        self.attempt_timeout = min(self.timeout, float(attempt_timeout or self.timeout))
-        self.max_retries = int(max_retries)
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
-        self.concurrency = concurrency
+        #: The endpoint with its defaults filled in (URL, model, key variable, timeouts).
+        self.endpoint = endpoint.resolved(naming)
+        assert self.endpoint.url is not None and self.endpoint.api_key_env is not None
+        self._url, self.url = request_url(self.endpoint.url, naming)
+        self._secret = Secret(os.environ.get(self.endpoint.api_key_env))
         self.requests_sent = 0
         self._count_lock = threading.Lock()
-        self._sleep = sleep
+        self.sleep: Callable[[float], None] = time.sleep
         handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
-        if not use_env_proxy:
+        if not self.endpoint.use_env_proxy:
             handlers.append(urllib.request.ProxyHandler({}))
         self._opener = urllib.request.build_opener(*handlers)
 
     def __repr__(self) -> str:
         return f"ChatClient(url={self.url!r}, model={self.model!r})"
+
+    @property
+    def model(self) -> str:
+        """The model requests name."""
+        assert self.endpoint.model is not None
+        return self.endpoint.model
+
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight at once in :meth:`map`."""
+        return self.endpoint.concurrency
 
     def _error(self, message: str) -> RagMetricsError:
         return self.naming.error(self.scrub(f"{self.naming.label}: {message}"))
@@ -391,12 +229,14 @@ class ChatClient:
         body = json.dumps(
             {"model": self.model, "messages": list(messages), "stream": False, **parameters}
         ).encode("utf-8")
-        attempts = self.max_retries + 1
-        deadline = time.monotonic() + self.timeout
+        settings = self.endpoint
+        assert settings.timeout is not None and settings.attempt_timeout is not None
+        attempts = settings.max_retries + 1
+        deadline = time.monotonic() + settings.timeout
         for attempt in range(attempts):
             left = max(deadline - time.monotonic(), 0.001)
             try:
-                return self._send(body, min(self.attempt_timeout, left))
+                return self._send(body, min(settings.attempt_timeout, left))
             except _Retryable as failure:
                 retry = failure
             # Outside the except clause: what is raised from here carries no retry internals.
@@ -406,9 +246,9 @@ class ChatClient:
             if time.monotonic() + delay >= deadline:
                 raise self._error(
                     f"{retry.describe(attempt + 1)}; no more retries: the timeout of "
-                    f"{self.timeout:g} s bounds the whole call, retries included"
+                    f"{settings.timeout:g} s bounds the whole call, retries included"
                 )
-            self._sleep(delay)
+            self.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _request(self, body: bytes) -> urllib.request.Request:
@@ -476,16 +316,17 @@ class ChatClient:
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before the next attempt."""
+        max_backoff = self.endpoint.max_backoff
         if retry_after is not None:
-            if retry_after > self.max_backoff:
+            if retry_after > max_backoff:
                 raise self._error(
                     f"{self.url} asks to wait {retry_after:.0f} s before retrying (Retry-After), "
-                    f"more than max_backoff={self.max_backoff:g} s; try later or raise max_backoff"
+                    f"more than max_backoff={max_backoff:g} s; try later or raise max_backoff"
                 )
             delay = retry_after
         else:
             # Exponential backoff with a little jitter so parallel workers spread out.
-            delay = min(self.max_backoff, self.backoff * 2**attempt)
+            delay = min(max_backoff, self.endpoint.backoff * 2**attempt)
             delay *= 1.0 + 0.1 * random.random()
         return delay
 
@@ -504,8 +345,8 @@ class ChatClient:
         naming = self.naming
         hint = {
             400: "the server rejected the request; check the model name",
-            401: f"check the API key in the environment variable {self.api_key_env}",
-            403: f"check the API key in the environment variable {self.api_key_env}",
+            401: f"check the API key in the environment variable {self.endpoint.api_key_env}",
+            403: f"check the API key in the environment variable {self.endpoint.api_key_env}",
             404: f"check the base URL ({naming.url_env}) and the model name ({naming.model_env})",
         }.get(status, "check the server")
         if 300 <= status < 400:
@@ -565,30 +406,39 @@ class ChatClient:
         return self.map(lambda messages: self.complete(messages, **parameters), conversations)
 
 
-def _check_settings(
-    naming: Naming,
-    base_url: str | None,
-    model: str | None,
-    timeout: float,
-    max_retries: int,
-    backoff: float,
-    max_backoff: float,
-) -> None:
-    if not base_url:
-        raise naming.error(
-            f"{naming.label}: no endpoint; pass base_url= or set {naming.url_env} (e.g. "
-            "http://127.0.0.1:11434/v1 for Ollama)"
-        )
-    if not model:
-        raise naming.error(f"{naming.label}: no model; pass model= or set {naming.model_env}")
-    if not timeout > 0 or max_retries < 0 or backoff < 0 or max_backoff < 0:
-        raise naming.error(
-            f"{naming.label}: timeout must be > 0 and max_retries, backoff, max_backoff >= 0"
-        )
+class EndpointUser:
+    """What a judge or generator that sends its requests through one :class:`ChatClient`
+    (its ``client``) shows of it: the URL, the model, the concurrency, what was sent and what
+    it cost."""
 
+    client: ChatClient
 
-def _check_concurrency(naming: Naming, concurrency: object) -> None:
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise naming.error(
-            f"{naming.label}: concurrency must be a positive integer, got {concurrency!r}"
-        )
+    @property
+    def url(self) -> str:
+        """The chat-completions URL requests go to (without its query string)."""
+        return self.client.url
+
+    @property
+    def model(self) -> str:
+        """The model requests name."""
+        return self.client.model
+
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight at once."""
+        return self.client.concurrency
+
+    @property
+    def requests_sent(self) -> int:
+        """Requests sent so far (retries included; cached replies send none)."""
+        return self.client.requests_sent
+
+    @property
+    def meter(self) -> Meter:
+        """Requests, cache hits and tokens so far (the client's: shared by every user of it)."""
+        return self.client.meter
+
+    @property
+    def cost(self) -> Cost:
+        """:attr:`meter`'s counts."""
+        return self.client.meter.cost

