@@ -43,11 +43,11 @@ from __future__ import annotations
 import datetime as _dt
 from typing import TYPE_CHECKING, Any
 
+from pytest_ragmetrics.schema import REPORT_SCHEMA as REPORT_SCHEMA
+from pytest_ragmetrics.schema import REPORT_VERSION as REPORT_VERSION
+
 if TYPE_CHECKING:
     from pytest_ragmetrics.report.outcome import SessionOutcome
-
-REPORT_SCHEMA = "pytest-ragmetrics/report"
-REPORT_VERSION = 1
 
 
 def build_report(outcome: SessionOutcome) -> dict[str, Any]:
