@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.baseline.tolerances import Tolerances
     from pytest_ragmetrics.baseline.verdicts import Against
     from pytest_ragmetrics.comparison import Input, Judgments, SystemsComparison, Versus
+    from pytest_ragmetrics.report.html import ReportPage
 
 FORMATS = ("table", "json", "markdown")
 # Exit codes, the same for every command (README, "Exit codes").
@@ -788,23 +789,23 @@ def _compare_pair(
         strict=args.strict,
     )
     if args.format == "html":
-        from pytest_ragmetrics.report.html import comparison_document
+        from pytest_ragmetrics.report.html import Compared, comparison_page
 
-        document = comparison_document(
+        page = comparison_page(
             before,
             after,
-            {r.key: v.to_dict() for r, v in pair.results},
+            {r.key: v for r, v in pair.results},
             header=_report_header(Path(args.inputs[1])),
-            comparison={
-                "before": args.inputs[0],
-                "after": args.inputs[1],
-                "tolerance": tolerance,
-                "alpha": args.alpha,
-                "strict": args.strict,
-                "not_compared": pair.not_compared(),
-            },
+            compared=Compared(
+                before=args.inputs[0],
+                after=args.inputs[1],
+                tolerance=tuple(tolerance),
+                alpha=args.alpha,
+                strict=args.strict,
+                not_compared=tuple(pair.not_compared()["lines"]),
+            ),
         )
-        _write_page(args, out, document, args.inputs[1], pair.summary())
+        _write_page(args, out, page, args.inputs[1], pair.summary())
     elif args.format == "json":
         out.write(json.dumps(pair.to_dict(), indent=2, sort_keys=True) + "\n")
     else:
@@ -868,12 +869,12 @@ def _compare_runs(
 
         out.write(comparison_markdown(comparison))
     elif args.format == "html":
-        from pytest_ragmetrics.report.html import systems_document
+        from pytest_ragmetrics.report.html import systems_page
 
         _write_page(
             args,
             out,
-            systems_document(comparison),
+            systems_page(comparison),
             args.inputs[0],
             f"{len(systems)} runs, {failed} failed",
         )
@@ -1067,28 +1068,19 @@ def _versus_text(comparison: SystemsComparison, versus: Versus) -> str:
 
 
 def _write_page(
-    args: argparse.Namespace, out: TextIO, document: dict[str, Any], path: str, summary: str
+    args: argparse.Namespace, out: TextIO, page: ReportPage, path: str, summary: str
 ) -> None:
     """``--format html``: the page on stdout, or in --out with a one-line summary."""
-    page = _html_of(document, path, worst=args.worst or 10)
+    from pytest_ragmetrics.report.html import html_report
+
+    text = html_report(page, worst=args.worst or 10)
     if args.out is None:
-        write_document(out, page)
+        write_document(out, text)
     else:
         from pytest_ragmetrics.fileio import atomic_write_text
 
-        atomic_write_text(args.out, page)
+        atomic_write_text(args.out, text)
         out.write(f"{summary}; wrote {args.out}\n")
-
-
-def _html_of(document: dict[str, Any], path: str, *, worst: int) -> str:
-    """The page of ``document``; an error names the report it came from."""
-    from pytest_ragmetrics.errors import BaselineError
-    from pytest_ragmetrics.report.html import html_report
-
-    try:
-        return html_report(document, worst=worst)
-    except BaselineError as exc:
-        raise BaselineError(f"{path}: {exc}") from None
 
 
 def _report_header(path: Any) -> dict[str, Any]:
@@ -1124,17 +1116,17 @@ def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _cmd_report(args: argparse.Namespace, out: TextIO) -> int:
-    from pytest_ragmetrics.baseline.compare import load_evaluations
     from pytest_ragmetrics.fileio import atomic_write_text
+    from pytest_ragmetrics.report.html import html_report, read_report_page
 
     _require_positive(args, "worst")
     _refuse_overwriting(args.html, "--html", files={"REPORT.json": args.report})
-    evaluations = load_evaluations(Path(args.report))
-    document = {**_report_header(Path(args.report)), "evaluations": list(evaluations.values())}
-    page = _html_of(document, args.report, worst=args.worst)
-    atomic_write_text(args.html, page)
+    page = read_report_page(Path(args.report))
+    text = html_report(page, worst=args.worst)
+    atomic_write_text(args.html, text)
     out.write(
-        f"{len(evaluations)} evaluations; wrote {args.html} ({len(page.encode('utf-8')):,} bytes)\n"
+        f"{len(page.evaluations)} evaluations; wrote {args.html} "
+        f"({len(text.encode('utf-8')):,} bytes)\n"
     )
     return 0
 
