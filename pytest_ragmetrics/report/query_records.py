@@ -418,10 +418,8 @@ def add_query_details(
         if found:
             entry[key] = found
     per_query = entry.get("per_query") or {}
-    if len(per_query) <= record_all_up_to:
-        ids = list(per_query)
-    else:
-        ids = detail_query_ids(entry, worst=worst)
+    few = len(per_query) <= record_all_up_to
+    ids = list(per_query) if few else detail_query_ids(entry, worst=worst)
     records: dict[str, dict[str, Any]] = {}
     if entry.get("layer") == "answer" and assessments is not None:
         records = answer_query_records(assessments, ids, baseline_assessments=baseline_assessments)
