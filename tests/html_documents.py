@@ -235,6 +235,32 @@ def wide_document(n: int, *, seed: int = 0) -> dict[str, Any]:
     return _document([entry], {"metrics": ["ndcg_at_10"]})
 
 
+def against_baseline_document(current: dict[str, list[str]]) -> dict[str, Any]:
+    """A report of ``current`` against a baseline file made from ``BASELINE_RUN``, as the
+    plugin writes it: the baseline keeps per-query values and details, never rankings."""
+    qrels = Qrels.from_dict(QRELS)
+    recorded = [
+        EvaluationRecord(
+            HOSTILE_TEST,
+            HOSTILE_NAME,
+            evaluate(qrels, Run.from_rankings(table), METRICS),
+            identity={"retriever": {"name": "toy"}},
+            k=3,
+        )
+        for table in (BASELINE_RUN, current)
+    ]
+    entry = _compared(recorded[1], recorded[0])
+    add_query_details(
+        entry,
+        baseline_entry=recorded[0].baseline_entry("0.1.0"),
+        run=Run.from_rankings(current),
+        qrels=qrels,
+        queries=Queries.from_dict(QUERIES),
+        corpus=Corpus.from_dict(CORPUS),
+    )
+    return _document([entry], {"metrics": METRICS})
+
+
 def run_document(table: dict[str, list[str]], *, test: str = HOSTILE_TEST) -> dict[str, Any]:
     """A report of one run of the hostile retrieval set-up, with no baseline (every query's
     record filled), as ``--ragmetrics-json`` would write it after a first run."""

@@ -23,6 +23,7 @@ from html_documents import (
     QID_RTL,
     QUERY_TEXT,
     ParsedPage,
+    against_baseline_document,
     cell_texts,
     hostile_document,
     run_document,
@@ -365,6 +366,56 @@ def test_comparison_page_uses_the_before_report_as_baseline(tmp_path: Any) -> No
     page = ParsedPage(draw(compared))
     assert "after.json compared with before.json" in page.text
     assert "stale-doc" not in page.text
+
+
+def _moves(page: ParsedPage) -> dict[str, set[str]]:
+    """Query id -> the texts of its 'first relevant rank' cells in the query tables."""
+    out: dict[str, set[str]] = {}
+    for row in cell_texts(page, "queries"):
+        if len(row) == 6:  # query, text, baseline, now, Δ, first relevant rank
+            out.setdefault(row[0], set()).add(row[5])
+    return out
+
+
+def test_first_relevant_ranks_of_improved_queries_come_from_the_baseline_data() -> None:
+    """Against a baseline file (no rankings in it), an improved query showed '? → 1'; its
+    rank in the baseline comes from the baseline's per-query details."""
+    page = ParsedPage(html_report(against_baseline_document(CURRENT_RUN)))
+    moves = _moves(page)
+    assert moves["q3"] == {"2 → 1"}  # improved: d4 went from rank 2 to 1
+    assert moves[QID_EVIL] == {"1 → 2"}  # regressed: d2 (relevant) is first now, at 2
+    assert all("?" not in text for texts in moves.values() for text in texts), moves
+
+
+def test_a_card_without_the_baseline_ranking_says_what_the_baseline_data_does() -> None:
+    page = ParsedPage(html_report(against_baseline_document(CURRENT_RUN)))
+    text = " ".join(page.text.split())
+    assert (
+        "The baseline's ranking of this query is not recorded (baseline_ranking); its "
+        "per-query data says its first relevant document was at rank 1 and is not retrieved "
+        "now; documents retrieved: 3 then, 3 now."
+    ) in text  # q-rtl: d3 fell out of the top 3
+
+
+def test_a_query_that_retrieved_nothing_says_so() -> None:
+    """It read 'Relevant but not in the top 0 now'."""
+    page = ParsedPage(html_report(against_baseline_document({**CURRENT_RUN, QID_RTL: []})))
+    text = " ".join(page.text.split())
+    assert "top 0" not in text
+    assert "Nothing retrieved now; relevant: d3 (grade 1)" in text
+    assert "its first relevant document was at rank 1 and is not retrieved now; documents " \
+        "retrieved: 3 then, 0 now" in text  # fmt: skip
+    # No empty ranking table for it, and the others still have theirs.
+    assert len([a for a in page.tags("table") if a.get("class") == "ranking"]) == 1
+
+
+def test_a_query_that_retrieved_nothing_with_its_baseline_ranking() -> None:
+    document = run_document(CURRENT_RUN)
+    (entry,) = document["evaluations"]
+    entry["queries"][QID_RTL].update(ranking=[], baseline_ranking=[["d3", 3.0, 1]])
+    text = " ".join(ParsedPage(html_report(document)).text.split())
+    assert "Nothing retrieved now; relevant: d3 (grade 1, was rank 1)" in text
+    assert "top 0" not in text
 
 
 # --------------------------------------------------------------------------------------------
