@@ -77,6 +77,7 @@ class PerQueryValues:
             "before": _rows(base.get(q) for q in ids),
         }
         self._cache: dict[tuple[str, str], FloatArray] = {}
+        self._deltas: dict[str, tuple[IntArray, FloatArray]] = {}
 
     def _column(self, which: str, metric: str) -> FloatArray:
         key = (which, metric)
@@ -101,6 +102,12 @@ class PerQueryValues:
     def deltas(self, metric: str) -> tuple[IntArray, FloatArray]:
         """Positions (into ``ids``) of the queries with a value in both runs, sorted by Δ then
         by id, and their Δ; empty without baseline values."""
+        found = self._deltas.get(metric)
+        if found is None:
+            found = self._deltas[metric] = self._sorted_deltas(metric)
+        return found
+
+    def _sorted_deltas(self, metric: str) -> tuple[IntArray, FloatArray]:
         import numpy as np
 
         if not self.has_baseline:

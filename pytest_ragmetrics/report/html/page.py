@@ -83,6 +83,9 @@ class ReportPage:
     baseline_update: Mapping[str, Any] | None = None
     stale: tuple[tuple[str, str], ...] = ()
     compared: Compared | None = None
+    # The means a report holds, by evaluation (test, name): shown as they are written there
+    # (recomputed from its per-query values, one may differ in the last digit).
+    means: Mapping[tuple[str, str], Mapping[str, float | None]] = field(default_factory=dict)
 
     @classmethod
     def of_outcome(cls, outcome: SessionOutcome, *, created: str = "") -> ReportPage:
@@ -123,9 +126,11 @@ def page_of_document(document: Document) -> ReportPage:
     """The page of a checked report or baseline document."""
     from pytest_ragmetrics.baseline.compare import entries_of
 
-    evaluations = tuple(Checked.from_dict(e) for e in entries_of(document).values())
+    entries = entries_of(document)
+    evaluations = tuple(Checked.from_dict(e) for e in entries.values())
+    means = {key: entry["metrics"] for key, entry in entries.items()}
     if document.kind == "baseline":
-        return ReportPage(evaluations)
+        return ReportPage(evaluations, means=means)
     data = document.data
     settings = data.get("settings") or {}
     summary = data.get("summary") or {}
@@ -137,6 +142,7 @@ def page_of_document(document: Document) -> ReportPage:
         data.get("created", ""),
         summary.get("baseline_update"),
         tuple((test, name) for test, name in summary.get("stale_baseline_entries") or ()),
+        means=means,
     )
 
 

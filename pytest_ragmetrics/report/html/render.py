@@ -22,10 +22,11 @@ import base64
 import functools
 import hashlib
 import re
+from collections.abc import Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from pytest_ragmetrics.report.escaping import for_html, html_writable
+from pytest_ragmetrics.report.escaping import for_html, html_writable, unwritable
 from pytest_ragmetrics.report.html.shown import fixed, signed
 
 if TYPE_CHECKING:
@@ -71,12 +72,29 @@ def compact(source: str) -> str:
     return _BREAK.sub(join, source)
 
 
-def _finalize(value: Any) -> Any:
+def finalizer() -> Callable[[Any], Any]:
+    """The environment's ``finalize``: every printed value through ``for_html``."""
     from markupsafe import Markup
 
-    if isinstance(value, Markup):
-        return Markup(html_writable(str(value)))
-    return Markup(for_html(value))
+    escaped: dict[str, Markup] = {}  # the same words and numbers recur thousands of times
+
+    def finalize(value: Any) -> Any:
+        kind = type(value)
+        if kind is int or kind is float:
+            return value  # digits, '.', '-', '+', 'e', 'inf', 'nan': nothing to escape
+        if kind is Markup:
+            # Built by our templates from values that came through here (or our static
+            # files): escaped already; what a page cannot hold, if any, still replaced.
+            return value if unwritable(value) is None else Markup(html_writable(value))
+        text = str(value)
+        found = escaped.get(text)
+        if found is None:
+            found = Markup(for_html(text))
+            if len(escaped) < 100_000:
+                escaped[text] = found
+        return found
+
+    return finalize
 
 
 @functools.cache
@@ -91,7 +109,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader(_PACKAGE, "templates"),
         autoescape=True,
-        finalize=_finalize,
+        finalize=finalizer(),
         undefined=jinja2.StrictUndefined,
         extensions=[Compact],
         auto_reload=False,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from pytest_ragmetrics.deltas import delta_text
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from pytest_ragmetrics.baseline.verdicts import MetricVerdict, Verdict
     from pytest_ragmetrics.report.outcome import Checked
@@ -123,8 +123,15 @@ class Shown:
 
     @classmethod
     def of(
-        cls, checked: Checked, anchor: str, preferred: Sequence[str], *, reference: bool
+        cls,
+        checked: Checked,
+        anchor: str,
+        preferred: Sequence[str],
+        *,
+        reference: bool,
+        means: Mapping[str, float | None] | None = None,
     ) -> Shown:
+        """``means``: as a report holds them, when it was read from one."""
         from pytest_ragmetrics.baseline.verdicts import Verdict
 
         evaluation = checked.record.evaluation
@@ -143,7 +150,7 @@ class Shown:
             anchor,
             categories(checked, reference=reference),
             ordered(list(evaluation.metrics), preferred),
-            {m: value(v) for m, v in evaluation.mean.items()},
+            {m: value((means or evaluation.mean).get(m)) for m in evaluation.metrics},
             {} if verdict is None else {m.metric: m for m in verdict.metrics},
             bounds,
         )

@@ -108,7 +108,13 @@ def page_view(page: ReportPage, *, worst: int, max_bars: int) -> PageView:
     """Everything the templates draw of ``page``."""
     preferred = list(page.metrics)
     entries = [
-        Shown.of(c, f"ev{i}", preferred, reference=page.is_reference(c))
+        Shown.of(
+            c,
+            f"ev{i}",
+            preferred,
+            reference=page.is_reference(c),
+            means=page.means.get(c.record.key),
+        )
         for i, c in enumerate(page.evaluations, start=1)
     ]
     ids = _Ids()
