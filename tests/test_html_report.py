@@ -535,12 +535,40 @@ def test_any_value_anywhere_renders_or_is_a_named_error(
 
 
 def test_the_plugin_does_not_import_the_html_report() -> None:
+    """Nor Jinja2: pytest imports the plugin on every run, the CLI on every command."""
     code = (
-        "import sys, pytest_ragmetrics.plugin, pytest_ragmetrics.report.terminal; "
-        "print(sorted(m for m in sys.modules if m.startswith('pytest_ragmetrics.report.')))"
+        "import sys, pytest_ragmetrics.plugin, pytest_ragmetrics.report.terminal, "
+        "pytest_ragmetrics.cli; "
+        "print(sorted(m for m in sys.modules if m.startswith('pytest_ragmetrics.report.')"
+        " or m.split('.')[0] in ('jinja2', 'markupsafe')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "html" not in out.stdout and "query_records" not in out.stdout, out.stdout
+    assert "jinja2" not in out.stdout and "markupsafe" not in out.stdout, out.stdout
+
+
+def test_drawing_a_page_imports_jinja2_and_reads_the_package_files() -> None:
+    from pytest_ragmetrics.report.html.render import content_security_policy, static
+
+    page = ParsedPage(html_report({"evaluations": []}))
+    assert "jinja2" in sys.modules
+    assert page.styles == [static("report.css")] and page.scripts == [static("report.js")]
+    (policy,) = [
+        a["content"] for a in page.tags("meta") if a.get("http-equiv") == "Content-Security-Policy"
+    ]
+    assert policy == content_security_policy()
+
+
+def test_the_templates_print_everything_through_for_html() -> None:
+    """One escaping function per sink: the environment's finalize is for_html (tested on
+    what for_html alone does, replacing what a page cannot hold)."""
+    from pytest_ragmetrics.report.escaping import for_html
+    from pytest_ragmetrics.report.html.render import environment
+
+    hostile = "a<b>&'\"\x00\ud800\x9b"
+    template = environment().from_string("{{ text }}|{{ number }}|<p title='{{ text }}'>")
+    shown = template.render(text=hostile, number=0.5)
+    assert shown == f"{for_html(hostile)}|0.5|<p title='{for_html(hostile)}'>"
 
 
 def test_query_ids_in_links_are_counters_not_data(page: ParsedPage) -> None:
