@@ -135,24 +135,42 @@ def _semantics_problem(semantics: Mapping[str, Any]) -> str | None:
 
 
 def per_query_problem(per_query: Any, field: str, words: str) -> str | None:
-    if not isinstance(per_query, Mapping):
-        return f"{field!r} must map query ids to {{metric: value}}"
-    for qid, row in per_query.items():
-        if not isinstance(row, Mapping):
-            return f"{field}[{qid!r}] must be an object {{metric: value}}"
-        for metric, value in row.items():
-            if value is not None and not is_number(value):
-                return f"{words} of {metric!r} for query {qid!r} is not a number"
-    return None
+    """``field`` must map query ids to ``{metric: number or null}`` (``words``: what a value
+    is called in the message)."""
+    return _nested_problem(
+        per_query,
+        field,
+        ("query ids", "{metric: value}"),
+        lambda v: v is None or is_number(v),
+        lambda qid, metric: f"{words} of {metric!r} for query {qid!r} is not a number",
+    )
 
 
 def details_problem(details: Any, field: str) -> str | None:
-    if not isinstance(details, Mapping):
-        return f"{field!r} must map names to {{query id: integer}}"
-    for name, values in details.items():
-        if not isinstance(values, Mapping):
-            return f"{field}[{name!r}] must be an object {{query id: integer}}"
-        for qid, value in values.items():
-            if not is_int(value):
-                return f"{field} value {name!r} for query {qid!r} is not an integer"
+    """``field`` must map detail names to ``{query id: integer}``."""
+    return _nested_problem(
+        details,
+        field,
+        ("names", "{query id: integer}"),
+        is_int,
+        lambda name, qid: f"{field} value {name!r} for query {qid!r} is not an integer",
+    )
+
+
+def _nested_problem(
+    data: Any,
+    field: str,
+    shape: tuple[str, str],
+    test: Callable[[Any], bool],
+    bad: Callable[[str, str], str],
+) -> str | None:
+    outer, inner = shape
+    if not isinstance(data, Mapping):
+        return f"{field!r} must map {outer} to {inner}"
+    for key, row in data.items():
+        if not isinstance(row, Mapping):
+            return f"{field}[{key!r}] must be an object {inner}"
+        for name, item in row.items():
+            if not test(item):
+                return bad(key, name)
     return None

@@ -60,6 +60,29 @@ class Deltas:
         return int((self.delta > 0).sum())
 
 
+class Frame(NamedTuple):
+    """A chart's size and the margins around its plot."""
+
+    width: int
+    height: int
+    left: int
+    right: int
+    top: int
+    bottom: int
+
+    @property
+    def plot_width(self) -> int:
+        return self.width - self.left - self.right
+
+    @property
+    def plot_height(self) -> int:
+        return self.height - self.top - self.bottom
+
+
+DELTA_FRAME = Frame(600, 190, left=52, right=10, top=12, bottom=40)
+HISTOGRAM_FRAME = Frame(330, 190, left=40, right=8, top=12, bottom=40)
+
+
 class Bar(NamedTuple):
     """A bar (coordinates as written) and its tooltip."""
 
@@ -94,12 +117,7 @@ class DeltaChart:
     down: str
     labels: list[Label]
     numbers: list[tuple[str, str]]
-    width: int = 600
-    height: int = 190
-    left: int = 52
-    top: int = 12
-    plot_width: int = 600 - 52 - 10
-    plot_height: int = 190 - 12 - 40
+    frame: Frame = DELTA_FRAME
 
 
 def groups(start: int, length: int, count: int) -> list[tuple[int, int]]:
@@ -121,14 +139,15 @@ def delta_chart(d: Deltas, metric: str, max_bars: int, uid: str) -> DeltaChart:
     n, n_worse, n_better = len(delta), d.worse, d.better
     n_same = n - n_worse - n_better
     chart = DeltaChart(uid, metric, "", n > max_bars, None, [], 0.0, "", "", [], [])
-    ph, pw = chart.plot_height, chart.plot_width
+    frame = chart.frame
+    ph, pw = frame.plot_height, frame.plot_width
     # One unit for both sides; a side with no bars keeps a sliver, so zero stays visible.
     down = nice(-float(delta[0])) if n_worse else 0.0
     up = nice(float(delta[-1])) if n_better else 0.0
     largest = max(up, down) or 0.01
     up, down = up or largest * 0.15, down or largest * 0.15
     unit = ph / (up + down)
-    chart.mid = chart.top + up * unit
+    chart.mid = frame.top + up * unit
     step = pw / n
     chart.desc = (
         f"{n} queries sorted by their change in {metric}: {n_worse} worse, {n_same} "
@@ -141,7 +160,7 @@ def delta_chart(d: Deltas, metric: str, max_bars: int, uid: str) -> DeltaChart:
     )
     if n_same:
         tip = f"{n_same} queries unchanged (Δ = 0)"
-        x = f"{chart.left + n_worse * step:.1f}"
+        x = f"{frame.left + n_worse * step:.1f}"
         chart.band = Bar(x, f"{chart.mid - 5:.1f}", f"{n_same * step:.1f}", "10", tip)
     cumulative = np.concatenate([[0.0], np.cumsum(delta)])
     for first, length, cls in ((0, n_worse, "worse"), (n_worse + n_same, n_better, "better")):
@@ -184,13 +203,13 @@ def _bar(
             f"{delta_text(float(d.delta[start]))} to "
             f"{delta_text(float(d.delta[start + size - 1]))}, mean {delta_text(mean)}"
         )
-    return Bar(f"{chart.left + start * step:.1f}", f"{y:.1f}", f"{w:.1f}", f"{bar:.1f}", tip)
+    return Bar(f"{chart.frame.left + start * step:.1f}", f"{y:.1f}", f"{w:.1f}", f"{bar:.1f}", tip)
 
 
 def _labels(chart: DeltaChart, counts: tuple[int, int, int], step: float) -> list[Label]:
     """Counts under their segments, kept inside the plot when a segment is narrow."""
     n_worse, n_same, n_better = counts
-    left, pw = chart.left, chart.plot_width
+    left, pw = chart.frame.left, chart.frame.plot_width
     out = []
     for count, word, offset in (
         (n_worse, "worse", 0),
@@ -248,12 +267,7 @@ class Histogram:
     low: str
     high: str
     with_baseline: bool
-    width: int = 330
-    height: int = 190
-    left: int = 40
-    top: int = 12
-    plot_width: int = 330 - 40 - 8
-    plot_height: int = 190 - 12 - 40
+    frame: Frame = HISTOGRAM_FRAME
 
 
 def _counts(values: FloatArray, lo: float, hi: float, bins: int) -> list[int]:
@@ -275,9 +289,10 @@ def histogram(now: FloatArray, before: FloatArray | None, metric: str, uid: str)
         f", {len(before)} in the baseline" if before is not None else ", no baseline values"
     )
     chart = Histogram(uid, metric, desc, [], top_count, f"{lo:g}", f"{hi:g}", before is not None)
-    ph, bw = chart.plot_height, chart.plot_width / HISTOGRAM_BINS
+    frame = chart.frame
+    ph, bw = frame.plot_height, frame.plot_width / HISTOGRAM_BINS
     for i in range(HISTOGRAM_BINS):
-        x = chart.left + i * bw
+        x = frame.left + i * bw
         bracket = "]" if i == HISTOGRAM_BINS - 1 else ")"
         span = f"[{edges[i]:.2f}, {edges[i + 1]:.2f}{bracket}"
         b = c_before[i] if c_before is not None else None
@@ -286,12 +301,12 @@ def histogram(now: FloatArray, before: FloatArray | None, metric: str, uid: str)
         if b is not None:
             h = b / top_count * ph
             base_bar = Bar(
-                f"{x + 1:.1f}", f"{chart.top + ph - h:.1f}", f"{bw - 2:.1f}", f"{h:.1f}", ""
+                f"{x + 1:.1f}", f"{frame.top + ph - h:.1f}", f"{bw - 2:.1f}", f"{h:.1f}", ""
             )
         h = c_now[i] / top_count * ph
         inset = bw * 0.22 if b is not None else 1
         now_bar = Bar(
-            f"{x + inset:.1f}", f"{chart.top + ph - h:.1f}", f"{bw - 2 * inset:.1f}", f"{h:.1f}", ""
+            f"{x + inset:.1f}", f"{frame.top + ph - h:.1f}", f"{bw - 2 * inset:.1f}", f"{h:.1f}", ""
         )
         chart.bins.append(Bin(span, c_now[i], b, tip, now_bar, base_bar))
     return chart
