@@ -56,6 +56,7 @@ from pytest_ragmetrics.report.outcome import (
 from pytest_ragmetrics.report.query_records import add_query_details
 
 METRICS = ["ndcg_at_10", "recall_at_100", "map_at_100", "mrr_at_10"]
+OPTIONAL = ("baseline_per_query", "baseline_details", "queries")  # the page's own fields
 DEPTH = 100
 
 
@@ -243,15 +244,14 @@ def made_report(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     plain = {
         **document,
         "evaluations": [
-            {k: v for k, v in e.items() if k not in ("baseline_per_query", "queries")}
-            for e in document["evaluations"]
+            {k: v for k, v in e.items() if k not in OPTIONAL} for e in document["evaluations"]
         ],
     }
     full_size = len(report_json.encode())
     optional = full_size - len(json.dumps(plain, indent=2, sort_keys=True).encode())
     print(
-        f"JSON report: {full_size / 1e6:.1f} MB, of which the optional baseline_per_query and "
-        f"queries fields {optional / 1e6:.1f} MB"
+        f"JSON report: {full_size / 1e6:.1f} MB, of which the optional {', '.join(OPTIONAL)} "
+        f"fields {optional / 1e6:.1f} MB"
     )
     print(f"add_query_details, all evaluations: {detail_seconds:.2f} s")
     return document, report_json

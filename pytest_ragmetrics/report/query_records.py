@@ -44,6 +44,9 @@ DEFAULT_DEPTH = 10
 # the baseline's ranking of any query); above it, only the queries the page shows in detail.
 RECORD_ALL_UP_TO = 1000
 TITLE_CHARS = 120
+# The baseline's per-query details a page shows (where the first relevant document was, 0 if
+# none; how many documents were retrieved): kept as the evaluation's baseline_details.
+BASELINE_DETAILS = ("first_relevant_rank", "num_retrieved")
 
 
 class PerQueryValues:
@@ -228,9 +231,10 @@ def baseline_per_query(baseline_entry: Mapping[str, Any] | None) -> dict[str, di
 
 
 def baseline_details(baseline_entry: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """The per-query details of a baseline entry (or an earlier report's evaluation):
-    ``{name: {query id: integer}}``, e.g. ``first_relevant_rank`` (0: none retrieved)."""
-    return _per_query_maps(baseline_entry, "details")
+    """The per-query details of a baseline entry (or an earlier report's evaluation) that the
+    page shows: ``{name: {query id: integer}}`` for the names of :data:`BASELINE_DETAILS`."""
+    details = _per_query_maps(baseline_entry, "details")
+    return {name: details[name] for name in BASELINE_DETAILS if name in details}
 
 
 def _per_query_maps(entry: Mapping[str, Any] | None, key: str) -> dict[str, dict[str, Any]]:
