@@ -21,19 +21,23 @@ class Doc(NamedTuple):
     judgment: str
     cls: str
     score: str
+    kind: str = "doc"
 
 
 class Move(NamedTuple):
+    """Where a document went (baseline side) or came from (this run's side)."""
+
     text: str
     cls: str
+    kind: str = "move"
 
 
 class RankRow(NamedTuple):
+    """A rank of the table: (the baseline's document, where it went,) the document now
+    (, where it came from); None where a ranking is shorter."""
+
     rank: int
-    before: Doc | None
-    went: Move | None
-    now: Doc | None
-    came: Move | None
+    cells: list[Doc | Move | None]
 
 
 class Missed(NamedTuple):
@@ -154,17 +158,14 @@ def ranking(q: Queries, qid: str, record: Mapping[str, Any]) -> Ranking:
     shown = _Docs(titles, grades, q.level)
     rows = []
     for i in range(max(len(now), len(before or []))):
-        old = before[i] if before is not None and i < len(before) else None
         new = now[i] if i < len(now) else None
-        rows.append(
-            RankRow(
-                i + 1,
-                shown.doc(old),
-                None if old is None else shown.move(old[0], i + 1, rank_now, forward=True),
-                shown.doc(new),
-                None if new is None else shown.move(new[0], i + 1, rank_before, forward=False),
-            )
-        )
+        cells: list[Doc | Move | None] = [shown.doc(new)]
+        if before is not None:
+            old = before[i] if i < len(before) else None
+            went = None if old is None else shown.move(old[0], i + 1, rank_now, forward=True)
+            came = None if new is None else shown.move(new[0], i + 1, rank_before, forward=False)
+            cells = [shown.doc(old), went, cells[0], came]
+        rows.append(RankRow(i + 1, cells))
     missed = [
         Missed(d, g, rank_before.get(d))
         for d, g in relevant.items()

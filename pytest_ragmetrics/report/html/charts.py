@@ -14,7 +14,7 @@ import numpy as np
 from pytest_ragmetrics.deltas import delta_text
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.data.model import FloatArray
+    from pytest_ragmetrics.data.model import FloatArray, IntArray
     from pytest_ragmetrics.report.query_records import PerQueryValues
 
 HISTOGRAM_BINS = 10
@@ -31,9 +31,11 @@ def nice(number: float) -> float:
 
 @dataclass
 class Deltas:
-    """One metric's per-query changes, sorted by Δ then query id."""
+    """One metric's per-query changes, sorted by Δ then query id (the ``i``-th is query
+    ``ids[positions[i]]``)."""
 
     ids: list[str]
+    positions: IntArray
     before: FloatArray
     now: FloatArray
     delta: FloatArray
@@ -42,14 +44,16 @@ class Deltas:
     def of(cls, values: PerQueryValues, metric: str) -> Deltas:
         positions, delta = values.deltas(metric)
         return cls(
-            [values.ids[i] for i in positions.tolist()],
+            values.ids,
+            positions,
             values.before(metric)[positions],
             values.now(metric)[positions],
             delta,
         )
 
     def row(self, i: int) -> tuple[str, float, float, float]:
-        return self.ids[i], float(self.before[i]), float(self.now[i]), float(self.delta[i])
+        qid = self.ids[int(self.positions[i])]
+        return qid, float(self.before[i]), float(self.now[i]), float(self.delta[i])
 
     @property
     def worse(self) -> int:
