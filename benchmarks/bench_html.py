@@ -10,7 +10,10 @@ per-query fields are filled by ``add_query_details`` (baseline per-query values;
 worst queries). Then it measures:
 
 - the JSON report's size and ``add_query_details``' time,
-- ``html_report``'s build time (best of 3) and the page's size,
+- reading it back as the page's typed records (``report_page``: every field checked, then
+  ``Checked.from_dict``), as ``ragmetrics report`` does,
+- ``html_report``'s build time (best of 3: the Jinja2 templates drawing the page) and the
+  page's size,
 - with /usr/bin/chromium and /usr/bin/chromedriver present: the page's load time from
   ``file://`` in headless Chromium (navigation start to the end of the load event, and to the
   first frame painted after it; median of 5 fresh loads), its console errors and the requests
@@ -19,6 +22,8 @@ worst queries). Then it measures:
 Targets: page under 5 MB, opens in under a second.
 
 Run: .venv/bin/python benchmarks/bench_html.py            (about a minute)
+     .venv/bin/python benchmarks/bench_html.py --keep DIR  (also keeps report.json and the page)
+     .venv/bin/python benchmarks/bench_html.py --report DIR/report.json  (draws a kept report)
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from pytest_ragmetrics.baseline.compare import compare_to_baseline
 from pytest_ragmetrics.baseline.tolerances import parse_tolerances
 from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim
 from pytest_ragmetrics.records import EvaluationRecord
-from pytest_ragmetrics.report.html import html_report
+from pytest_ragmetrics.report.html import html_report, report_page
 from pytest_ragmetrics.report.json_report import build_report
 from pytest_ragmetrics.report.outcome import (
     Checked,
@@ -51,6 +56,7 @@ from pytest_ragmetrics.report.outcome import (
 from pytest_ragmetrics.report.query_records import add_query_details
 
 METRICS = ["ndcg_at_10", "recall_at_100", "map_at_100", "mrr_at_10"]
+OPTIONAL = ("baseline_per_query", "baseline_details", "queries")  # the page's own fields
 DEPTH = 100
 
 
@@ -169,23 +175,9 @@ def build_document(
             "dataset": data,
         }
     for i in range(n_answer):
-        before = assessments(rng, data, 0.8)
-        after = assessments(rng, data, 0.7 if i == 0 else 0.8)
-        records = [
-            EvaluationRecord(
-                f"tests/test_answers.py::test_answers[{i}]",
-                f"answers-{i}",
-                evaluate_answers(items),
-                identity={"judge": dict(items[0].judge)},
-            )
-            for items in (before, after)
-        ]
-        entries.append(finish(records, tolerances))
-        details[records[1].key] = {
-            "baseline_entry": records[0].to_dict(),
-            "assessments": after,
-            "baseline_assessments": before,
-        }
+        entry, sources = answer_evaluation(rng, data, i, tolerances)
+        entries.append(entry)
+        details[entry.record.key] = sources
     settings = {"k": DEPTH, "metrics": METRICS, "tolerance": {"default": "0.01"}}
     document = build_report(
         SessionOutcome(entries, METRICS, settings=settings, plugin_version="0.1.0")
@@ -197,6 +189,29 @@ def build_document(
     return document, detail_seconds
 
 
+def answer_evaluation(
+    rng: np.random.Generator, data: Dataset, i: int, tolerances: Any
+) -> tuple[Checked, dict[str, Any]]:
+    """The ``i``-th answer evaluation (the first one worse) and what its details come from."""
+    before = assessments(rng, data, 0.8)
+    after = assessments(rng, data, 0.7 if i == 0 else 0.8)
+    records = [
+        EvaluationRecord(
+            f"tests/test_answers.py::test_answers[{i}]",
+            f"answers-{i}",
+            evaluate_answers(items),
+            identity={"judge": dict(items[0].judge)},
+        )
+        for items in (before, after)
+    ]
+    sources = {
+        "baseline_entry": records[0].to_dict(),
+        "assessments": after,
+        "baseline_assessments": before,
+    }
+    return finish(records, tolerances), sources
+
+
 def finish(records: list[EvaluationRecord], tolerances: Any) -> Checked:
     """The current evaluation with its outcome against the baseline one."""
     baseline, current = records
@@ -206,6 +221,40 @@ def finish(records: list[EvaluationRecord], tolerances: Any) -> Checked:
     if value is not None and "ndcg_at_10" in current.thresholds:
         results = (ThresholdResult.check("ndcg_at_10", value, current.thresholds["ndcg_at_10"]),)
     return Checked(current, EvaluationOutcome(results, verdict))
+
+
+def made_report(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """The report to draw (``--report``, or a synthetic one made here) and, when made here,
+    its JSON text."""
+    if args.report:
+        started = time.perf_counter()
+        document = json.loads(Path(args.report).read_text(encoding="utf-8"))
+        print(f"report {args.report}: read in {time.perf_counter() - started:.1f} s")
+        return document, ""
+    fast_statistics()
+    started = time.perf_counter()
+    document, detail_seconds = build_document(args.queries, args.docs, args.retrieval, args.answers)
+    report_json = json.dumps(document, indent=2, sort_keys=True)
+    n_eval = len(document["evaluations"])
+    print(
+        f"synthetic report: {args.queries:,} queries x {n_eval} evaluations "
+        f"({args.retrieval} retrieval with {len(METRICS)} metrics, {args.answers} answer); "
+        f"made in {time.perf_counter() - started:.1f} s"
+    )
+    plain = {
+        **document,
+        "evaluations": [
+            {k: v for k, v in e.items() if k not in OPTIONAL} for e in document["evaluations"]
+        ],
+    }
+    full_size = len(report_json.encode())
+    optional = full_size - len(json.dumps(plain, indent=2, sort_keys=True).encode())
+    print(
+        f"JSON report: {full_size / 1e6:.1f} MB, of which the optional {', '.join(OPTIONAL)} "
+        f"fields {optional / 1e6:.1f} MB"
+    )
+    print(f"add_query_details, all evaluations: {detail_seconds:.2f} s")
+    return document, report_json
 
 
 def browser_load(page: Path, rounds: int) -> dict[str, Any] | None:
@@ -289,40 +338,20 @@ def main() -> None:
     parser.add_argument("--worst", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5, help="browser loads (median)")
     parser.add_argument("--keep", metavar="DIR", help="also write report.json and report.html here")
+    parser.add_argument("--report", metavar="JSON", help="draw this report instead of making one")
     args = parser.parse_args()
 
-    fast_statistics()
+    document, report_json = made_report(args)
     started = time.perf_counter()
-    document, detail_seconds = build_document(args.queries, args.docs, args.retrieval, args.answers)
-    report_json = json.dumps(document, indent=2, sort_keys=True)
-    made = time.perf_counter() - started
+    page_input = report_page(document, args.report or "the synthetic report")
+    print(f"read back as typed records (checked): {time.perf_counter() - started:.2f} s")
     builds = []
     page = ""
     for _ in range(3):
         t0 = time.perf_counter()
-        page = html_report(document, worst=args.worst)
+        page = html_report(page_input, worst=args.worst)
         builds.append(time.perf_counter() - t0)
     size = len(page.encode("utf-8"))
-    n_eval = len(document["evaluations"])
-    print(
-        f"synthetic report: {args.queries:,} queries x {n_eval} evaluations "
-        f"({args.retrieval} retrieval with {len(METRICS)} metrics, {args.answers} answer); "
-        f"made in {made:.1f} s"
-    )
-    plain = {
-        **document,
-        "evaluations": [
-            {k: v for k, v in e.items() if k not in ("baseline_per_query", "queries")}
-            for e in document["evaluations"]
-        ],
-    }
-    full_size = len(report_json.encode())
-    optional = full_size - len(json.dumps(plain, indent=2, sort_keys=True).encode())
-    print(
-        f"JSON report: {full_size / 1e6:.1f} MB, of which the optional baseline_per_query and "
-        f"queries fields {optional / 1e6:.1f} MB"
-    )
-    print(f"add_query_details, all evaluations: {detail_seconds:.2f} s")
     print(f"html_report: {min(builds):.2f} s (best of 3; worst={args.worst})")
     print(f"page: {size / 1e6:.2f} MB ({size:,} bytes; target < 5 MB)")
     print(
@@ -333,7 +362,7 @@ def main() -> None:
         target = Path(args.keep or folder)
         target.mkdir(parents=True, exist_ok=True)
         (target / "report.html").write_text(page, encoding="utf-8")
-        if args.keep:
+        if args.keep and report_json:
             (target / "report.json").write_text(report_json, encoding="utf-8")
         measured = browser_load(target / "report.html", args.rounds)
     if measured is None:

@@ -185,14 +185,14 @@ def main() -> None:
     parser.add_argument("--keep", metavar="DIR", help="make the project here and keep it")
     args = parser.parse_args()
     from pytest_ragmetrics.fileio import atomic_write_text
-    from pytest_ragmetrics.report.html import html_report
+    from pytest_ragmetrics.report.html import html_report, report_page
 
     with tempfile.TemporaryDirectory() as folder:
         project = Path(args.keep or folder)
         project.mkdir(parents=True, exist_ok=True)
         make_reports(project)
         page = project / "report.html"
-        atomic_write_text(page, html_report(fill_details(project)))
+        atomic_write_text(page, html_report(report_page(fill_details(project), page)))
         screenshot(page, Path(args.out), args.height)
     print(f"wrote {args.out} ({Path(args.out).stat().st_size:,} bytes)")
 

@@ -18,6 +18,7 @@ from pytest_ragmetrics.errors import (
     OutputError,
     RagMetricsError,
     RagMetricsWarning,
+    ReportError,
     RetrieverError,
 )
 
@@ -82,6 +83,7 @@ __all__ = [
     "RagMetricsWarning",
     "RagQuery",
     "RankedJudgments",
+    "ReportError",
     "RetrieverError",
     "Run",
     "__version__",

@@ -39,6 +39,12 @@ class BaselineError(RagMetricsError):
     """The baseline file cannot be read or written."""
 
 
+class ReportError(RagMetricsError):
+    """A report read back (a JSON report, a ``ragmetrics evaluate --format json`` output) is
+    malformed, of another schema or of a newer version; the message names the file and the
+    field."""
+
+
 class CacheError(RagMetricsError):
     """A cache entry cannot be written."""
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # Optional, never in the baseline: the HTML report's per-query fields, and for answer-layer
 # evaluations what they cost (calls, cache hits, tokens) and the judge's measured noise.
-REPORT_FIELDS = ("queries", "baseline_per_query", "cost", "judge_noise")
+REPORT_FIELDS = ("queries", "baseline_per_query", "baseline_details", "cost", "judge_noise")
 # DIGITS: the precision stored values are rounded to (one rule with every Δ: deltas.py).
 
 

@@ -10,6 +10,17 @@ from typing import Literal
 Layer = Literal["retrieval", "answer"]
 LAYERS: tuple[Layer, ...] = ("retrieval", "answer")
 
+# A baseline verdict's status, of an evaluation or of one of its metrics ("lost": queries that
+# had a value in the baseline have none now; only metrics are lost).
+VERDICT_STATUSES: tuple[str, ...] = (
+    "ok",
+    "improved",
+    "regressed",
+    "lost",
+    "new",
+    "not comparable",
+)
+
 RETRIEVER_KINDS: tuple[str, ...] = ("dense", "bm25")
 JUDGE_KINDS: tuple[str, ...] = ("embedding", "http", "recorded")
 EXECUTOR_KINDS: tuple[str, ...] = ("local", "ray")

@@ -203,7 +203,7 @@ def session(text: str) -> Session:
 
 def render_all(hostile: Session) -> dict[str, str]:
     """The session drawn by every in-process renderer: sink name -> text."""
-    from pytest_ragmetrics.report.html import html_report
+    from pytest_ragmetrics.report.html import html_report, report_page
     from pytest_ragmetrics.report.markdown import failures_markdown, markdown_report
     from pytest_ragmetrics.report.terminal import summary_lines
 
@@ -214,7 +214,7 @@ def render_all(hostile: Session) -> dict[str, str]:
         "markdown": markdown_report(hostile.outcome),
         "markdown-failures": failures_markdown(failed, "before.json", against="baseline"),
         "json": json.dumps(hostile.after),
-        "html": html_report(hostile.after),
+        "html": html_report(report_page(hostile.after)),
     }
 
 

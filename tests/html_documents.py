@@ -235,6 +235,32 @@ def wide_document(n: int, *, seed: int = 0) -> dict[str, Any]:
     return _document([entry], {"metrics": ["ndcg_at_10"]})
 
 
+def against_baseline_document(current: dict[str, list[str]]) -> dict[str, Any]:
+    """A report of ``current`` against a baseline file made from ``BASELINE_RUN``, as the
+    plugin writes it: the baseline keeps per-query values and details, never rankings."""
+    qrels = Qrels.from_dict(QRELS)
+    recorded = [
+        EvaluationRecord(
+            HOSTILE_TEST,
+            HOSTILE_NAME,
+            evaluate(qrels, Run.from_rankings(table), METRICS),
+            identity={"retriever": {"name": "toy"}},
+            k=3,
+        )
+        for table in (BASELINE_RUN, current)
+    ]
+    entry = _compared(recorded[1], recorded[0])
+    add_query_details(
+        entry,
+        baseline_entry=recorded[0].baseline_entry("0.1.0"),
+        run=Run.from_rankings(current),
+        qrels=qrels,
+        queries=Queries.from_dict(QUERIES),
+        corpus=Corpus.from_dict(CORPUS),
+    )
+    return _document([entry], {"metrics": METRICS})
+
+
 def run_document(table: dict[str, list[str]], *, test: str = HOSTILE_TEST) -> dict[str, Any]:
     """A report of one run of the hostile retrieval set-up, with no baseline (every query's
     record filled), as ``--ragmetrics-json`` would write it after a first run."""
@@ -312,3 +338,58 @@ class ParsedPage:
 
     def tags(self, name: str) -> list[dict[str, str | None]]:
         return [attrs for tag, attrs, _ in self.elements if tag == name]
+
+
+def cell_texts(page: ParsedPage, table_class: str) -> list[list[str]]:
+    """Row by row, the text of each top-level cell of the tables with ``table_class``."""
+    html_rows: list[list[str]] = []
+    depth_of_cell: int | None = None
+    events = _events(page)
+    table_open = 0
+    for kind, tag, attrs, depth, text in events:
+        if kind == "start" and tag == "table" and table_class in (attrs.get("class") or ""):
+            table_open = depth
+        if not table_open:
+            continue
+        if kind == "end" and tag == "table" and depth == table_open:
+            table_open = 0
+        elif kind == "start" and tag == "tr":
+            html_rows.append([])
+        elif kind == "start" and tag == "td" and depth_of_cell is None:
+            depth_of_cell = depth
+            html_rows[-1].append("")
+        elif kind == "end" and tag == "td" and depth == depth_of_cell:
+            depth_of_cell = None
+        elif kind == "text" and depth_of_cell is not None:
+            html_rows[-1][-1] += text
+    return [[c.strip() for c in row] for row in html_rows if row]
+
+
+def _events(page: ParsedPage) -> list[tuple[str, str, dict[str, Any], int, str]]:
+    """The page as a flat event list, re-parsed (ParsedPage keeps no end tags)."""
+    from html.parser import HTMLParser
+
+    events: list[tuple[str, str, dict[str, Any], int, str]] = []
+    void = {"meta", "br", "wbr", "rect", "line", "circle"}
+
+    class Parser(HTMLParser):
+        depth = 0
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag in void:
+                return
+            self.depth += 1
+            events.append(("start", tag, dict(attrs), self.depth, ""))
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag in void:
+                return
+            events.append(("end", tag, {}, self.depth, ""))
+            self.depth -= 1
+
+        def handle_data(self, data: str) -> None:
+            events.append(("text", "", {}, self.depth, data))
+
+    parser = Parser()
+    parser.feed(page.source)
+    return events

@@ -7,7 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
-from html_documents import BASELINE_RUN, CURRENT_RUN, ParsedPage, hostile_document, run_document
+from html_documents import (
+    BASELINE_RUN,
+    CURRENT_RUN,
+    ParsedPage,
+    cell_texts,
+    hostile_document,
+    run_document,
+)
 from plugin_project import make_project
 
 from pytest_ragmetrics.cli import main
@@ -154,7 +161,9 @@ def test_compare_html_will_not_overwrite_an_input(
 def test_pages_from_the_plugins_own_reports(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A baseline run and a worse run of the toy project, drawn by both commands."""
+    """A baseline run and a worse run of the toy project, both writing only JSON, drawn by
+    both commands: the earlier run's rankings are in its JSON report, so the cards show the
+    ranking before and after (they did only when the earlier run also wrote a page)."""
     make_project(
         pytester,
         tests="""
@@ -177,7 +186,16 @@ def test_pages_from_the_plugins_own_reports(
     for m in verdicts["metrics"]:
         assert f"{m['metric']} {m['baseline']:.4f} → {m['current']:.4f}" in text
     assert "recall_at_1 0.0000 is below its threshold 0.5000" in text
-    assert "Not in this report:" in text  # the plugin does not fill the optional fields yet
+    assert "Not in this report:" not in text  # a JSON-only run keeps the per-query records
+    # Against the baseline file, which keeps no rankings: its per-query data, in each card.
+    assert "its per-query data says its first relevant document was at rank 1 and is at" in text
     code, page = run("compare", str(base), str(worse), "--format", "html")
     assert code == 1
-    assert "4 of 4 queries worse" in " ".join(ParsedPage(page).text.split())
+    compared = ParsedPage(page)
+    text = " ".join(compared.text.split())
+    assert "4 of 4 queries worse" in text
+    # The before/after ranking of each query, from the earlier JSON report: q1's relevant d1
+    # fell from rank 1 to 3.
+    assert "went to" in text and "came from" in text
+    q1 = next(r for r in cell_texts(compared, "ranking") if r[1].startswith("d1 Cats"))
+    assert q1[:3] == ["1", "d1 Cats ✔ grade 1 3.000", "→ 3"]

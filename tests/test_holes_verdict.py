@@ -15,7 +15,7 @@ from plugin_project import make_project
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
 from pytest_ragmetrics.baseline.tolerances import Tolerances
 from pytest_ragmetrics.baseline.verdicts import Verdict, failure_message
-from pytest_ragmetrics.errors import BaselineError
+from pytest_ragmetrics.errors import BaselineError, ReportError
 from pytest_ragmetrics.metrics.evaluation import Supplemented
 from pytest_ragmetrics.metrics.retrieval import evaluate
 from pytest_ragmetrics.records import EvaluationRecord
@@ -255,7 +255,7 @@ def test_hand_edited_companions_in_a_baseline_are_named(
     entry_data[field] = value
     path = tmp_path / "report.json"
     path.write_text(json.dumps({"evaluations": [{"test": "t", "name": "n", **entry_data}]}))
-    with pytest.raises(BaselineError, match=message) as info:
+    with pytest.raises(ReportError, match=message) as info:  # a report's, not a baseline's
         load_evaluations(path)
     assert str(path) in str(info.value)
 

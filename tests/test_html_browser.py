@@ -22,7 +22,7 @@ from browser import chromium, open_page, screenshot
 from html_documents import HOSTILE_TEST, QUERY_TEXT, hostile_document, wide_document
 
 from pytest_ragmetrics.deltas import delta_text
-from pytest_ragmetrics.report.html import html_report
+from pytest_ragmetrics.report.html import html_report, report_page
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def test_the_report_in_chromium(browser: Any, tmp_path: Path) -> None:
     document = hostile_document()
     path = tmp_path / "report.html"
-    path.write_text(html_report(document), encoding="utf-8")
+    path.write_text(html_report(report_page(document)), encoding="utf-8")
     seen = open_page(browser, path)
 
     assert [m for m in seen["console"] if m["level"] in ("SEVERE", "WARNING")] == []
@@ -138,7 +138,7 @@ def test_the_report_in_chromium(browser: Any, tmp_path: Path) -> None:
 
 def test_a_wide_report_is_drawn_binned(browser: Any, tmp_path: Path) -> None:
     path = tmp_path / "wide.html"
-    path.write_text(html_report(wide_document(5000)), encoding="utf-8")
+    path.write_text(html_report(report_page(wide_document(5000))), encoding="utf-8")
     seen = open_page(browser, path)
     assert [m for m in seen["console"] if m["level"] == "SEVERE"] == []
     assert seen["requests"] == [path.as_uri()]

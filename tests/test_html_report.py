@@ -23,6 +23,8 @@ from html_documents import (
     QID_RTL,
     QUERY_TEXT,
     ParsedPage,
+    against_baseline_document,
+    cell_texts,
     hostile_document,
     run_document,
     wide_document,
@@ -33,8 +35,14 @@ from hypothesis import strategies as st
 from pytest_ragmetrics.baseline.compare import compare_evaluations, load_evaluations
 from pytest_ragmetrics.baseline.tolerances import parse_tolerances
 from pytest_ragmetrics.deltas import delta_text
-from pytest_ragmetrics.errors import BaselineError, ConfigError, RagMetricsError
-from pytest_ragmetrics.report.html import comparison_document, html_report
+from pytest_ragmetrics.errors import ConfigError, RagMetricsError, ReportError
+from pytest_ragmetrics.report.html import Compared, comparison_page, report_page
+from pytest_ragmetrics.report.html import html_report as draw
+
+
+def html_report(document: Any, **options: Any) -> str:
+    """The page of a JSON report document, as ``ragmetrics report`` draws it."""
+    return draw(report_page(document, "report.json"), **options)
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +165,7 @@ def _summary_rows(page: ParsedPage) -> list[dict[str, Any]]:
             rows.append({"layer": layer, "cells": cells})
         elif tag == "td" and "td" not in stack:
             cells.append(attrs)
-    texts = _cell_texts(page, "summary")
+    texts = cell_texts(page, "summary")
     for row, text in zip(rows, texts, strict=True):
         values = [c.get("data-value") for c in row["cells"]]
         row.update(
@@ -166,64 +174,9 @@ def _summary_rows(page: ParsedPage) -> list[dict[str, Any]]:
     return rows
 
 
-def _cell_texts(page: ParsedPage, table_class: str) -> list[list[str]]:
-    """Row by row, the text of each top-level cell of the tables with ``table_class``."""
-    html_rows: list[list[str]] = []
-    depth_of_cell: int | None = None
-    events = _events(page)
-    table_open = 0
-    for kind, tag, attrs, depth, text in events:
-        if kind == "start" and tag == "table" and table_class in (attrs.get("class") or ""):
-            table_open = depth
-        if not table_open:
-            continue
-        if kind == "end" and tag == "table" and depth == table_open:
-            table_open = 0
-        elif kind == "start" and tag == "tr":
-            html_rows.append([])
-        elif kind == "start" and tag == "td" and depth_of_cell is None:
-            depth_of_cell = depth
-            html_rows[-1].append("")
-        elif kind == "end" and tag == "td" and depth == depth_of_cell:
-            depth_of_cell = None
-        elif kind == "text" and depth_of_cell is not None:
-            html_rows[-1][-1] += text
-    return [[c.strip() for c in row] for row in html_rows if row]
-
-
-def _events(page: ParsedPage) -> list[tuple[str, str, dict[str, Any], int, str]]:
-    """The page as a flat event list, re-parsed (ParsedPage keeps no end tags)."""
-    from html.parser import HTMLParser
-
-    events: list[tuple[str, str, dict[str, Any], int, str]] = []
-    void = {"meta", "br", "wbr", "rect", "line", "circle"}
-
-    class Parser(HTMLParser):
-        depth = 0
-
-        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-            if tag in void:
-                return
-            self.depth += 1
-            events.append(("start", tag, dict(attrs), self.depth, ""))
-
-        def handle_endtag(self, tag: str) -> None:
-            if tag in void:
-                return
-            events.append(("end", tag, {}, self.depth, ""))
-            self.depth -= 1
-
-        def handle_data(self, data: str) -> None:
-            events.append(("text", "", {}, self.depth, data))
-
-    parser = Parser()
-    parser.feed(page.source)
-    return events
-
-
 def test_matrix_cells_show_value_delta_and_threshold(document: dict[str, Any]) -> None:
     page = ParsedPage(html_report(document))
-    cells = _cell_texts(page, "matrix")
+    cells = cell_texts(page, "matrix")
     retrieval = _retrieval(document)
     verdicts = {m["metric"]: m for m in retrieval["outcome"]["baseline"]["metrics"]}
     (row,) = [r for r in cells if len(r) == 3]  # the retrieval row: three metrics
@@ -291,7 +244,7 @@ def test_many_queries_are_binned_and_counted(document: dict[str, Any]) -> None:
             covered += int(found[2]) - int(found[1]) + 1
     assert covered == 1500 + 1000  # every worse and better query is in exactly one bar
     assert "2500 queries unchanged (Δ = 0)" in [t for t, _ in _svg_titles(page)]
-    numbers = _cell_texts(page, "numbers-delta")
+    numbers = cell_texts(page, "numbers-delta")
     assert numbers[0][:4] == ["5,000", "1,500", "2,500", "1,000"]
     assert len(page_text.encode()) < 150_000
 
@@ -305,7 +258,7 @@ def test_histogram_counts_now_and_baseline() -> None:
         "gone": {"ndcg_at_10": 0.5}
     }
     page = ParsedPage(html_report(document))
-    rows = _cell_texts(page, "numbers-hist")
+    rows = cell_texts(page, "numbers-hist")
     assert [r[0] for r in rows][:2] == ["[0.00, 0.10)", "[0.10, 0.20)"]
     assert rows[-1][0] == "[0.90, 1.00]"
     assert [(r[1], r[2]) for r in rows] == [
@@ -331,7 +284,7 @@ def test_without_the_optional_fields_it_says_what_is_missing() -> None:
     titles = [t for t, _ in _svg_titles(page)]
     assert not any(t.startswith("Per-query Δ") for t in titles)
     assert "Histogram of per-query ndcg_at_10" in titles
-    rows = _cell_texts(page, "queries")
+    rows = cell_texts(page, "queries")
     listed = _retrieval(document)["outcome"]["baseline"]["metrics"][0]["most_regressed"]
     assert [r[0] for r in rows[: len(listed)]] == [m["query"] for m in listed]
     # No records, so no text column: query, baseline, now, Δ, first relevant rank.
@@ -348,7 +301,7 @@ def test_worst_limits_the_queries_in_detail(document: dict[str, Any]) -> None:
     cards = [a for a in one.tags("details") if a.get("class") == "query"]
     # Retrieval: per metric the single worst query (q-rtl for each); answers: q-evil.
     assert len(cards) == 2
-    regressed_tables = _cell_texts(one, "queries")
+    regressed_tables = cell_texts(one, "queries")
     assert all(len(r) >= 5 for r in regressed_tables)
     many = ParsedPage(html_report(document, worst=10))
     assert len([a for a in many.tags("details") if a.get("class") == "query"]) == 3
@@ -356,7 +309,7 @@ def test_worst_limits_the_queries_in_detail(document: dict[str, Any]) -> None:
 
 def test_ranking_before_and_after(document: dict[str, Any]) -> None:
     page = ParsedPage(html_report(document))
-    rows = _cell_texts(page, "ranking")
+    rows = cell_texts(page, "ranking")
     evil = f"{DOC_EVIL} Title </title><script>window.__pwned=5</script> ✔ grade 2"
     # The cards come worst first: q-rtl, then q-evil (three ranks each).
     rtl, evil_rows = rows[0:3], rows[3:6]
@@ -383,7 +336,7 @@ def test_answers_now_and_before_with_claims(document: dict[str, Any]) -> None:
     assert "? unjudged Maybe." in " ".join(text.split())
 
 
-def test_comparison_document_uses_the_before_report_as_baseline(tmp_path: Any) -> None:
+def test_comparison_page_uses_the_before_report_as_baseline(tmp_path: Any) -> None:
     before_path, after_path = tmp_path / "before.json", tmp_path / "after.json"
     before_path.write_text(json.dumps(run_document(BASELINE_RUN)))
     after_document = run_document(CURRENT_RUN)
@@ -393,24 +346,78 @@ def test_comparison_document_uses_the_before_report_as_baseline(tmp_path: Any) -
     after_path.write_text(json.dumps(after_document))
     before, after = load_evaluations(before_path), load_evaluations(after_path)
     results = compare_evaluations(before, after, parse_tolerances(["0.01"]))
-    document = comparison_document(
+    compared = comparison_page(
         before,
         after,
-        {r.key: v.to_dict() for r, v in results},
+        {r.key: v for r, v in results},
         header=after_document,
-        comparison={"before": "before.json", "after": "after.json"},
+        compared=Compared(before="before.json", after="after.json"),
     )
-    (compared,) = document["evaluations"]
-    assert compared["outcome"]["baseline"] == results[0][1].to_dict()
-    assert compared["outcome"]["baseline"]["status"] == "regressed"
+    (checked,) = compared.evaluations
+    assert checked.outcome.baseline is results[0][1]
+    assert checked.outcome.baseline.status == "regressed"
     (old,) = before.values()
-    assert compared["baseline_per_query"] == old["per_query"]
-    evil = compared["queries"][QID_EVIL]
+    fields = checked.record.report_fields
+    assert fields["baseline_per_query"] == old["per_query"]
+    assert fields["baseline_details"] == {
+        name: old["details"][name] for name in ("first_relevant_rank", "num_retrieved")
+    }
+    evil = fields["queries"][QID_EVIL]
     assert evil["baseline_ranking"] == old["queries"][QID_EVIL]["ranking"]
     assert evil["ranking"] == entry["queries"][QID_EVIL]["ranking"]
-    page = ParsedPage(html_report(document))
+    page = ParsedPage(draw(compared))
     assert "after.json compared with before.json" in page.text
     assert "stale-doc" not in page.text
+
+
+def _moves(page: ParsedPage) -> dict[str, set[str]]:
+    """Query id -> the texts of its 'first relevant rank' cells in the query tables."""
+    out: dict[str, set[str]] = {}
+    for row in cell_texts(page, "queries"):
+        if len(row) == 6:  # query, text, baseline, now, Δ, first relevant rank
+            out.setdefault(row[0], set()).add(row[5])
+    return out
+
+
+def test_first_relevant_ranks_of_improved_queries_come_from_the_baseline_data() -> None:
+    """Against a baseline file (no rankings in it), an improved query showed '? → 1'; its
+    rank in the baseline comes from the baseline's per-query details."""
+    page = ParsedPage(html_report(against_baseline_document(CURRENT_RUN)))
+    moves = _moves(page)
+    assert moves["q3"] == {"2 → 1"}  # improved: d4 went from rank 2 to 1
+    assert moves[QID_EVIL] == {"1 → 2"}  # regressed: d2 (relevant) is first now, at 2
+    assert all("?" not in text for texts in moves.values() for text in texts), moves
+
+
+def test_a_card_without_the_baseline_ranking_says_what_the_baseline_data_does() -> None:
+    page = ParsedPage(html_report(against_baseline_document(CURRENT_RUN)))
+    text = " ".join(page.text.split())
+    assert (
+        "The baseline's ranking of this query is not recorded (baseline_ranking); its "
+        "per-query data says its first relevant document was at rank 1 and is not retrieved "
+        "now; documents retrieved: 3 then, 3 now."
+    ) in text  # q-rtl: d3 fell out of the top 3
+
+
+def test_a_query_that_retrieved_nothing_says_so() -> None:
+    """It read 'Relevant but not in the top 0 now'."""
+    page = ParsedPage(html_report(against_baseline_document({**CURRENT_RUN, QID_RTL: []})))
+    text = " ".join(page.text.split())
+    assert "top 0" not in text
+    assert "Nothing retrieved now; relevant: d3 (grade 1)" in text
+    assert "its first relevant document was at rank 1 and is not retrieved now; documents " \
+        "retrieved: 3 then, 0 now" in text  # fmt: skip
+    # No empty ranking table for it, and the others still have theirs.
+    assert len([a for a in page.tags("table") if a.get("class") == "ranking"]) == 1
+
+
+def test_a_query_that_retrieved_nothing_with_its_baseline_ranking() -> None:
+    document = run_document(CURRENT_RUN)
+    (entry,) = document["evaluations"]
+    entry["queries"][QID_RTL].update(ranking=[], baseline_ranking=[["d3", 3.0, 1]])
+    text = " ".join(ParsedPage(html_report(document)).text.split())
+    assert "Nothing retrieved now; relevant: d3 (grade 1, was rank 1)" in text
+    assert "top 0" not in text
 
 
 # --------------------------------------------------------------------------------------------
@@ -448,17 +455,24 @@ def test_every_status_has_its_words(document: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("document", "message"),
     [
-        ([], "not a JSON object"),
+        ([], "neither a pytest-ragmetrics JSON report (--ragmetrics-json) nor a baseline file"),
         ({"evaluations": {}}, "'evaluations' must be a list"),
         ({"schema": "other", "evaluations": []}, "schema 'other'"),
         ({"evaluations": [1]}, "evaluation #1 must be an object"),
         ({"evaluations": [{"test": "t", "name": "n", "metrics": {}}]}, "#1 ('t' [n]): 'layer'"),
-        ({"evaluations": [{"layer": "answer", "metrics": []}]}, "'metrics' must map"),
+        ({"evaluations": [{"layer": "answer", "metrics": []}]}, "#1 lacks test, name or metrics"),
+        (
+            {"evaluations": [{"test": "t", "name": "n", "layer": "answer", "metrics": []}]},
+            "'metrics' must map",
+        ),
     ],
 )
 def test_what_is_not_a_report_is_named(document: Any, message: str) -> None:
-    with pytest.raises(BaselineError, match=re.escape(message)):
+    """A malformed report is a report error naming the file and what is wrong (it was a
+    BaselineError)."""
+    with pytest.raises(ReportError, match=re.escape(message)) as info:
         html_report(document)
+    assert str(info.value).startswith("report.json: ")
 
 
 @pytest.mark.parametrize("option", [{"worst": 0}, {"worst": True}, {"max_bars": 5}])
@@ -523,12 +537,40 @@ def test_any_value_anywhere_renders_or_is_a_named_error(
 
 
 def test_the_plugin_does_not_import_the_html_report() -> None:
+    """Nor Jinja2: pytest imports the plugin on every run, the CLI on every command."""
     code = (
-        "import sys, pytest_ragmetrics.plugin, pytest_ragmetrics.report.terminal; "
-        "print(sorted(m for m in sys.modules if m.startswith('pytest_ragmetrics.report.')))"
+        "import sys, pytest_ragmetrics.plugin, pytest_ragmetrics.report.terminal, "
+        "pytest_ragmetrics.cli; "
+        "print(sorted(m for m in sys.modules if m.startswith('pytest_ragmetrics.report.')"
+        " or m.split('.')[0] in ('jinja2', 'markupsafe')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "html" not in out.stdout and "query_records" not in out.stdout, out.stdout
+    assert "jinja2" not in out.stdout and "markupsafe" not in out.stdout, out.stdout
+
+
+def test_drawing_a_page_imports_jinja2_and_reads_the_package_files() -> None:
+    from pytest_ragmetrics.report.html.render import content_security_policy, static
+
+    page = ParsedPage(html_report({"evaluations": []}))
+    assert "jinja2" in sys.modules
+    assert page.styles == [static("report.css")] and page.scripts == [static("report.js")]
+    (policy,) = [
+        a["content"] for a in page.tags("meta") if a.get("http-equiv") == "Content-Security-Policy"
+    ]
+    assert policy == content_security_policy()
+
+
+def test_the_templates_print_everything_through_for_html() -> None:
+    """One escaping function per sink: the environment's finalize is for_html (tested on
+    what for_html alone does, replacing what a page cannot hold)."""
+    from pytest_ragmetrics.report.escaping import for_html
+    from pytest_ragmetrics.report.html.render import environment
+
+    hostile = "a<b>&'\"\x00\ud800\x9b"
+    template = environment().from_string("{{ text }}|{{ number }}|<p title='{{ text }}'>")
+    shown = template.render(text=hostile, number=0.5)
+    assert shown == f"{for_html(hostile)}|0.5|<p title='{for_html(hostile)}'>"
 
 
 def test_query_ids_in_links_are_counters_not_data(page: ParsedPage) -> None:

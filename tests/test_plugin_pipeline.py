@@ -109,7 +109,11 @@ def test_answers_are_generated_once_cached_and_costed(pytester: pytest.Pytester)
     first = report(pytester)["evaluations"][0]
     assert first["cost"]["generator"]["calls"] == 4
     assert first["cost"]["generator"]["cache_hits"] == 0
-    assert "cost: generator 4 calls (0 cached)" in "\n".join(first["notes"])
+    # A function generator reports no usage: no "0 tokens" (it was "0 tokens (0 prompt + 0
+    # completion); 4 calls reported no usage").
+    notes = "\n".join(first["notes"])
+    assert "cost: generator 4 calls (0 cached), usage not reported" in notes
+    assert "0 tokens" not in notes
     assert first["metrics"]["answer_correctness"] == pytest.approx(2 / 3)  # q2 says SUPPORT
     again = report(pytester)["evaluations"][0]
     assert first["cost"]["generator"]["unmetered"] == 4  # a function reports no usage

@@ -17,7 +17,7 @@ import pytest
 from fake_openai import Reply, completion, serve
 
 from pytest_ragmetrics.errors import ConfigError, RagMetricsError
-from pytest_ragmetrics.transport import ChatClient, ChatReply, Endpoint, Naming, Secret, Usage
+from pytest_ragmetrics.transport import ChatClient, ChatReply, Cost, Endpoint, Naming, Secret, Usage
 from pytest_ragmetrics.transport.client import parse_usage, retry_after_seconds
 
 SECRET = "sk-transport-0123456789-SECRET"
@@ -303,3 +303,24 @@ def test_the_cli_never_echoes_the_password_of_a_bad_url(
     captured = capsys.readouterr()
     assert "htps://***@127.0.0.1:8080/v1" in captured.err + captured.out
     assert "hunter2pw" not in captured.err + captured.out
+
+
+@pytest.mark.parametrize(
+    ("cost", "text"),
+    [
+        # No call reported usage (a function generator, an endpoint without "usage").
+        (Cost(calls=4, unmetered=4), "4 calls (0 cached), usage not reported"),
+        (Cost(calls=2, cache_hits=3, unmetered=2), "2 calls (3 cached), usage not reported"),
+        (Cost(cache_hits=4), "0 calls (4 cached)"),
+        (
+            Cost(calls=3, prompt_tokens=30, completion_tokens=3),
+            "3 calls (0 cached), 33 tokens (30 prompt + 3 completion)",
+        ),
+        (
+            Cost(calls=3, prompt_tokens=20, completion_tokens=2, unmetered=1),
+            "3 calls (0 cached), 22 tokens (20 prompt + 2 completion); 1 calls reported no usage",
+        ),
+    ],
+)
+def test_a_cost_says_when_usage_was_not_reported(cost: Cost, text: str) -> None:
+    assert cost.describe() == text

@@ -22,7 +22,6 @@ from pytest_ragmetrics.baseline.lost import (
     no_worst_note,
     valued,
 )
-from pytest_ragmetrics.baseline.store import BaselineStore
 from pytest_ragmetrics.baseline.tolerances import Tolerance, Tolerances
 from pytest_ragmetrics.baseline.verdicts import (
     FAILED_METRIC,
@@ -37,6 +36,7 @@ from pytest_ragmetrics.deltas import delta as delta_of
 from pytest_ragmetrics.deltas import delta_text, deltas
 from pytest_ragmetrics.errors import BaselineError
 from pytest_ragmetrics.records import EvaluationRecord, round_values
+from pytest_ragmetrics.schema import Document
 from pytest_ragmetrics.stats import DEFAULT_SEED, PairedComparison, compare_paired
 
 MOST_REGRESSED = 5  # queries named per regressed metric
@@ -533,64 +533,33 @@ def _incomparable(
 def load_evaluations(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
     """The evaluations of a baseline file or a JSON report, keyed by (test id, name).
 
-    Every field the comparison uses is checked (a BaselineError names the file, the
-    evaluation and the field); keys this version does not know are ignored; a report of a
-    newer schema version is refused.
+    Every field the comparison uses is checked (:func:`~pytest_ragmetrics.schema.
+    read_document`: a BaselineError for a baseline, a ReportError for a report, naming the
+    file, the evaluation and the field); keys this version does not know are ignored; a
+    document of a newer schema version is refused.
     """
-    from pytest_ragmetrics.fileio import read_json_file
+    from pytest_ragmetrics.schema import read_document
 
-    try:
-        data = read_json_file(path, error=BaselineError)
-    except FileNotFoundError:
-        raise BaselineError(f"{path}: file not found") from None
-    return evaluations_in(data, path)
+    return entries_of(read_document(path, ("report", "baseline")))
 
 
 def evaluations_in(data: Any, path: Path) -> dict[tuple[str, str], dict[str, Any]]:
     """:func:`load_evaluations` of a file already read: ``data`` is its JSON value."""
-    from pytest_ragmetrics.report.json_report import REPORT_SCHEMA, REPORT_VERSION
-    from pytest_ragmetrics.schema import evaluation_problem, is_int
+    from pytest_ragmetrics.schema import recognise
 
-    if isinstance(data, dict) and "schema_version" in data:
-        store = BaselineStore.load(path)
+    return entries_of(recognise(data, ("report", "baseline"), path))
+
+
+def entries_of(document: Document) -> dict[tuple[str, str], dict[str, Any]]:
+    """The evaluations of a checked report or baseline file, keyed by (test id, name)."""
+    data = document.data
+    if document.kind == "baseline":
         return {
             (test, name): {"test": test, "name": name, **entry}
-            for test, named in store.entries.items()
+            for test, named in data["entries"].items()
             for name, entry in named.items()
         }
-    if not isinstance(data, dict) or ("schema" not in data and "evaluations" not in data):
-        raise BaselineError(
-            f"{path}: neither a pytest-ragmetrics JSON report (--ragmetrics-json) nor a baseline "
-            "file"
-        )
-    if "schema" in data and data["schema"] != REPORT_SCHEMA:
-        raise BaselineError(f"{path}: schema {data['schema']!r} is not {REPORT_SCHEMA!r}")
-    version = data.get("version", REPORT_VERSION)
-    if not is_int(version):
-        raise BaselineError(f"{path}: report version {version!r} is not an integer")
-    if version > REPORT_VERSION:
-        raise BaselineError(
-            f"{path}: written by a newer pytest-ragmetrics (report version {version}, this "
-            f"version reads up to {REPORT_VERSION}); upgrade pytest-ragmetrics"
-        )
-    evaluations = data.get("evaluations")
-    if not isinstance(evaluations, list):
-        raise BaselineError(f"{path}: 'evaluations' must be a list of objects")
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for i, entry in enumerate(evaluations, start=1):
-        if not isinstance(entry, dict) or not {"test", "name", "metrics"} <= set(entry):
-            raise BaselineError(f"{path}: evaluation #{i} lacks test, name or metrics")
-        label = f"evaluation #{i} ({entry.get('test')!r} [{entry.get('name')}])"
-        if not isinstance(entry["test"], str) or not isinstance(entry["name"], str):
-            raise BaselineError(f"{path}: {label}: 'test' and 'name' must be strings")
-        problem = evaluation_problem(entry)
-        if problem:
-            raise BaselineError(f"{path}: {label}: {problem}")
-        key = (entry["test"], entry["name"])
-        if key in out:
-            raise BaselineError(f"{path}: {label} appears twice")
-        out[key] = entry
-    return out
+    return {(entry["test"], entry["name"]): entry for entry in data["evaluations"]}
 
 
 def compare_files(

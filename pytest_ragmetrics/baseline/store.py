@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_ragmetrics.errors import BaselineError
-from pytest_ragmetrics.fileio import atomic_write_text, read_json_file
-from pytest_ragmetrics.schema import evaluation_problem, is_int
+from pytest_ragmetrics.fileio import atomic_write_text
+from pytest_ragmetrics.schema import BASELINE_VERSION, read_document
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.records import EvaluationRecord
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = BASELINE_VERSION
 UPDATE_HINT = "--ragmetrics-update-baseline"
 
 
@@ -42,32 +42,9 @@ class BaselineStore:
             f"restore it from version control (git checkout -- {path.name}) or delete it "
             f"and run with {UPDATE_HINT}"
         )
-        try:
-            data = read_json_file(path, what="baseline file", error=BaselineError, hint=fix)
-        except FileNotFoundError:
+        if not path.exists():
             return cls(path)
-        if not isinstance(data, dict) or "schema_version" not in data:
-            raise BaselineError(
-                f"{path}: not a pytest-ragmetrics baseline (no schema_version); {fix}"
-            )
-        version = data["schema_version"]
-        if not is_int(version):
-            raise BaselineError(f"{path}: schema_version {version!r} is not an integer; {fix}")
-        if version > SCHEMA_VERSION:
-            raise BaselineError(
-                f"{path}: written by a newer pytest-ragmetrics (baseline schema {version}, this "
-                f"version reads up to {SCHEMA_VERSION}); upgrade pytest-ragmetrics"
-            )
-        entries = data.get("entries")
-        if not isinstance(entries, dict):
-            raise BaselineError(f"{path}: 'entries' must be an object; {fix}")
-        for test, named in entries.items():
-            if not isinstance(named, dict):
-                raise BaselineError(f"{path}: entry {test!r} must be an object; {fix}")
-            for name, entry in named.items():
-                problem = evaluation_problem(entry)
-                if problem:
-                    raise BaselineError(f"{path}: entry {test!r} [{name}]: {problem}; {fix}")
+        entries = read_document(path, "baseline", hint=fix).data["entries"]
         return cls(path, entries, exists=True)
 
     def get(self, test: str, name: str) -> dict[str, Any] | None:

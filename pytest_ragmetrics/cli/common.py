@@ -99,9 +99,10 @@ def add_cache_options(p: argparse.ArgumentParser, folder: str) -> None:
 def add_endpoint_options(
     group: argparse._ArgumentGroup, env: str, item: str, timeout: int, *, settings: bool = True
 ) -> None:
-    """--url, --api-key-env, --timeout, --attempt-timeout and --concurrency of an OpenAI-compatible server whose
-    environment variables start with ``env`` and which answers ``item`` s: a judge's, or the
-    test-set generator's (``settings=False``: no setting of the plugin is its)."""
+    """--url, --api-key-env, --timeout, --attempt-timeout and --concurrency of an
+    OpenAI-compatible server whose environment variables start with ``env`` and which answers
+    ``item`` s: a judge's, or the test-set generator's (``settings=False``: no setting of the
+    plugin is its)."""
     setting = SETTING if settings else None
     add(group, "--url", f"base URL of an OpenAI-compatible server (or {env}_URL)", setting=setting)
     add(group, "--api-key-env", f"environment variable holding the API key (default {env}_API_KEY)")

@@ -212,23 +212,23 @@ def _pair_page(
 ) -> None:
     """The HTML page of the two-argument form."""
     from pytest_ragmetrics.cli.report import report_header, write_page
-    from pytest_ragmetrics.report.html import comparison_document
+    from pytest_ragmetrics.report.html import Compared, comparison_page
 
-    document = comparison_document(
+    page = comparison_page(
         before,
         after,
-        {r.key: v.to_dict() for r, v in pair.results},
+        {r.key: v for r, v in pair.results},
         header=report_header(Path(args.inputs[1])),
-        comparison={
-            "before": args.inputs[0],
-            "after": args.inputs[1],
-            "tolerance": args.tolerance,
-            "alpha": args.alpha,
-            "strict": args.strict,
-            "not_compared": pair.not_compared(),
-        },
+        compared=Compared(
+            before=args.inputs[0],
+            after=args.inputs[1],
+            tolerance=tuple(args.tolerance),
+            alpha=args.alpha,
+            strict=args.strict,
+            not_compared=tuple(pair.not_compared()["lines"]),
+        ),
     )
-    write_page(args, out, document, args.inputs[1], pair.summary())
+    write_page(args, out, page, args.inputs[1], pair.summary())
 
 
 def _evaluations_of(item: Input) -> dict[tuple[str, str], dict[str, Any]]:
@@ -270,10 +270,10 @@ def _compare_runs(
         write_json(out, comparison.to_dict())
     elif args.format == "html":
         from pytest_ragmetrics.cli.report import write_page
-        from pytest_ragmetrics.report.html import systems_document
+        from pytest_ragmetrics.report.html import systems_page
 
         summary = f"{len(systems)} runs, {len(comparison.failed)} failed"
-        write_page(args, out, systems_document(comparison), args.inputs[0], summary)
+        write_page(args, out, systems_page(comparison), args.inputs[0], summary)
     else:
         from pytest_ragmetrics.report.comparison import comparison_markdown, comparison_text
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_ragmetrics.cli.common import Subparsers, refuse_overwriting, require_positive
 from pytest_ragmetrics.cli.flags import SETTING, add, setting_default
 from pytest_ragmetrics.cli.output import write_document
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.report.html import ReportPage
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -28,51 +31,41 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from pytest_ragmetrics.baseline.compare import load_evaluations
     from pytest_ragmetrics.fileio import atomic_write_text
+    from pytest_ragmetrics.report.html import html_report, read_report_page
 
     require_positive(args, "worst")
     refuse_overwriting(args.html, "--html", files={"REPORT.json": args.report})
-    evaluations = load_evaluations(Path(args.report))
-    document = {**report_header(Path(args.report)), "evaluations": list(evaluations.values())}
-    page = html_of(document, args.report, worst=args.worst)
-    atomic_write_text(args.html, page)
-    size = len(page.encode("utf-8"))
-    out.write(f"{len(evaluations)} evaluations; wrote {args.html} ({size:,} bytes)\n")
+    page = read_report_page(Path(args.report))
+    text = html_report(page, worst=args.worst)
+    atomic_write_text(args.html, text)
+    size = len(text.encode("utf-8"))
+    out.write(f"{len(page.evaluations)} evaluations; wrote {args.html} ({size:,} bytes)\n")
     return 0
 
 
 def write_page(
-    args: argparse.Namespace, out: TextIO, document: dict[str, Any], path: str, summary: str
+    args: argparse.Namespace, out: TextIO, page: ReportPage, path: str, summary: str
 ) -> None:
     """``--format html``: the page on stdout, or in --out with a one-line summary."""
-    page = html_of(document, path, worst=args.worst or setting_default("--worst"))
+    from pytest_ragmetrics.report.html import html_report
+
+    text = html_report(page, worst=args.worst or setting_default("--worst"))
     if args.out is None:
-        write_document(out, page)
+        write_document(out, text)
     else:
         from pytest_ragmetrics.fileio import atomic_write_text
 
-        atomic_write_text(args.out, page)
+        atomic_write_text(args.out, text)
         out.write(f"{summary}; wrote {args.out}\n")
-
-
-def html_of(document: dict[str, Any], path: str, *, worst: int) -> str:
-    """The page of ``document``; an error names the report it came from."""
-    from pytest_ragmetrics.errors import BaselineError
-    from pytest_ragmetrics.report.html import html_report
-
-    try:
-        return html_report(document, worst=worst)
-    except BaselineError as exc:
-        raise BaselineError(f"{path}: {exc}") from None
 
 
 def report_header(path: Any) -> dict[str, Any]:
     """plugin_version, created and settings of a JSON report ({} for a baseline file)."""
-    from pytest_ragmetrics.errors import BaselineError
+    from pytest_ragmetrics.errors import ReportError
     from pytest_ragmetrics.fileio import read_json_file
 
-    data = read_json_file(path, error=BaselineError)
+    data = read_json_file(path, error=ReportError)
     if not isinstance(data, dict) or "evaluations" not in data:
         return {}
     return {k: data[k] for k in ("plugin_version", "created", "settings") if k in data}

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pytest_ragmetrics.errors import BaselineError, ConfigError
+from pytest_ragmetrics.errors import BaselineError, ConfigError, ReportError
+from pytest_ragmetrics.schema import EVALUATION_SCHEMA as EVALUATION_SCHEMA
+from pytest_ragmetrics.schema import EVALUATION_VERSION as EVALUATION_VERSION
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.data.model import Dataset, Qrels
@@ -21,8 +23,6 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.records import EvaluationRecord
 
 
-EVALUATION_SCHEMA = "pytest-ragmetrics/evaluation"  # ragmetrics evaluate --format json
-EVALUATION_VERSION = 1
 _SNIFF_BYTES = 65536
 
 # What a file given to compare is. "json" and "text" are files that are none of ours: the first
@@ -136,19 +136,20 @@ class Input:
 def read_input(path: str) -> Input:
     """Sniff ``path`` (a TREC run is read later, streaming) or read its JSON value.
 
-    A JSON file that cannot be read is a BaselineError naming the file and line, as
-    :func:`~pytest_ragmetrics.baseline.compare.load_evaluations` says it.
+    A JSON file that cannot be read is a ReportError naming the file and line; what it holds
+    is checked when it is used (:mod:`pytest_ragmetrics.schema`).
     """
     from pytest_ragmetrics.fileio import read_json_file
+    from pytest_ragmetrics.schema import document_kind
 
     looks = _sniff(Path(path))
     if looks != "json":
         return Input(path, looks)
     try:
-        data = read_json_file(Path(path), error=BaselineError)
+        data = read_json_file(Path(path), error=ReportError)
     except FileNotFoundError:
-        raise BaselineError(f"{path}: file not found") from None
-    return Input(path, _json_kind(data), data)
+        raise ReportError(f"{path}: file not found") from None
+    return Input(path, document_kind(data) or "json", data)
 
 
 def _sniff(path: Path) -> InputKind:
@@ -180,22 +181,6 @@ def _sniff(path: Path) -> InputKind:
     return "text"
 
 
-def _json_kind(data: Any) -> InputKind:
-    from pytest_ragmetrics.report.json_report import REPORT_SCHEMA
-
-    if not isinstance(data, dict):
-        return "json"
-    if "schema_version" in data:
-        return "baseline"
-    if data.get("schema") == EVALUATION_SCHEMA:
-        return "evaluation"
-    if "evaluations" in data or data.get("schema") == REPORT_SCHEMA:
-        return "report"
-    if "schema" not in data and {"metrics", "num_queries"} <= set(data):
-        return "evaluation"  # an earlier version's evaluate output: refused with advice
-    return "json"
-
-
 # -- the evaluations a JSON input holds ----------------------------------------------------------
 
 
@@ -212,7 +197,7 @@ def records_of(item: Input, select: Sequence[str] = ()) -> list[EvaluationRecord
     if item.kind == "evaluation":
         return [_evaluate_output(item)]
     if item.kind == "json":
-        raise BaselineError(
+        raise ReportError(
             f"{path}: not a TREC run, a 'ragmetrics evaluate --format json' output, a JSON "
             "report (--ragmetrics-json) or a baseline file"
         )
@@ -246,27 +231,11 @@ def records_of(item: Input, select: Sequence[str] = ()) -> list[EvaluationRecord
 def _evaluate_output(item: Input) -> EvaluationRecord:
     """The record of a ``ragmetrics evaluate --format json`` output."""
     from pytest_ragmetrics.records import EvaluationRecord
-    from pytest_ragmetrics.schema import evaluation_problem, is_int
+    from pytest_ragmetrics.schema import check_document
 
     data, path = item.data, item.path
-    if data.get("schema") != EVALUATION_SCHEMA:
-        raise BaselineError(
-            f"{path}: written by an earlier 'ragmetrics evaluate --format json', which did not "
-            "record the judgments and scoring rules (nor always per-query values); evaluate "
-            "the run again with this version, or compare the run file itself with --qrels"
-        )
-    version = data.get("version")
-    if not is_int(version):
-        raise BaselineError(f"{path}: evaluate output version {version!r} is not an integer")
-    if version > EVALUATION_VERSION:
-        raise BaselineError(
-            f"{path}: written by a newer pytest-ragmetrics (evaluate output version {version}, "
-            f"this version reads up to {EVALUATION_VERSION}); upgrade pytest-ragmetrics"
-        )
-    problem = evaluation_problem(data)
-    if problem:
-        raise BaselineError(f"{path}: {problem}")
+    check_document(data, "evaluation", path)
     if not data.get("per_query"):
-        raise BaselineError(f"{path}: no per-query values; a paired comparison needs them")
+        raise ReportError(f"{path}: no per-query values; a paired comparison needs them")
     record = EvaluationRecord.from_dict({**data, "test": path, "name": "evaluation"})
     return dataclasses.replace(record, identity={})

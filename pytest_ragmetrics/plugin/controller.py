@@ -180,12 +180,14 @@ class ControllerPlugin:
             from pytest_ragmetrics.report.json_report import build_report
 
             document = build_report(self.outcome)
+            created = document["created"]
             config.hook.pytest_ragmetrics_modify_report(report=document, config=config)
         if settings.html_report is not None:
-            from pytest_ragmetrics.report.html import html_report
+            from pytest_ragmetrics.report.html import ReportPage, html_report
 
-            page = html_report(document, worst=settings.html_worst)
-            self._write(settings.html_report, "--ragmetrics-html", "HTML report", page)
+            page = ReportPage.of_outcome(self.outcome, created=created)
+            text = html_report(page, worst=settings.html_worst)
+            self._write(settings.html_report, "--ragmetrics-html", "HTML report", text)
         if settings.json_report is not None:
             self._attempt(lambda: self._write_json(settings.json_report, document))
         if settings.markdown_report is not None:

@@ -353,7 +353,9 @@ def rag_eval(request: pytest.FixtureRequest) -> RagEval:
         request.config.hook.pytest_ragmetrics_evaluation_recorded(recorded=recorded, item=item)
 
     report_fields = None
-    if settings.html_report is not None:
+    # A JSON report keeps the rankings too, so a later `ragmetrics compare --format html` shows
+    # this run's ranking beside the next one's, whether or not this run drew a page.
+    if settings.html_report is not None or settings.json_report is not None:
 
         def report_fields(record: Any, **sources: Any) -> dict[str, Any]:
             from pytest_ragmetrics.records import REPORT_FIELDS

@@ -63,9 +63,21 @@ def for_markdown(text: Any, *, starts_line: bool = False) -> str:
 _UNWRITABLE = re.compile("[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
+def unwritable(text: str) -> re.Match[str] | None:
+    """The first character a page cannot hold in ``text`` (None: it has none)."""
+    return _UNWRITABLE.search(text)
+
+
+def html_writable(text: str) -> str:
+    """``text`` with what a page cannot hold (lone surrogates, controls) replaced by U+FFFD:
+    the first half of :func:`for_html`, which the HTML report's template engine also applies
+    to the markup its templates build."""
+    return _UNWRITABLE.sub("\ufffd", text)
+
+
 def for_html(text: Any) -> str:
     """``text`` safe for HTML content and quoted attribute values."""
-    return _html.escape(_UNWRITABLE.sub("\ufffd", str(text)), quote=True)
+    return _html.escape(html_writable(str(text)), quote=True)
 
 
 # Not allowed anywhere in an XML 1.0 document (not even as a character reference).

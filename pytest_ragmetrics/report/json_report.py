@@ -23,8 +23,10 @@ Schema (version 1)::
                                    "delta", "tolerance", "status", "ci95", "p_value", ...}]},
                       "gate": str, "update": "added" | "updated" | "unchanged"},
           # Optional, for the HTML report (pytest_ragmetrics.report.html; filled by
-          # pytest_ragmetrics.report.query_records.add_query_details); readers ignore them:
+          # pytest_ragmetrics.report.query_records.add_query_details whenever a JSON or HTML
+          # report is written); the baseline never stores them:
           "baseline_per_query": {query_id: {metric: value | null}},
+          "baseline_details": {"first_relevant_rank" | ...: {query_id: int}},
           "queries": {query_id: {"text",
                                  "ranking" | "baseline_ranking": [[doc_id, score, grade | null]],
                                  "relevant": {doc_id: grade}, "titles": {doc_id: title},
@@ -44,11 +46,11 @@ from __future__ import annotations
 import datetime as _dt
 from typing import TYPE_CHECKING, Any
 
+from pytest_ragmetrics.schema import REPORT_SCHEMA as REPORT_SCHEMA
+from pytest_ragmetrics.schema import REPORT_VERSION as REPORT_VERSION
+
 if TYPE_CHECKING:
     from pytest_ragmetrics.report.outcome import SessionOutcome
-
-REPORT_SCHEMA = "pytest-ragmetrics/report"
-REPORT_VERSION = 1
 
 
 def build_report(outcome: SessionOutcome) -> dict[str, Any]:

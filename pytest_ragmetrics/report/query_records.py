@@ -4,7 +4,9 @@ An evaluation of the JSON report may carry these optional fields (see
 ``pytest_ragmetrics.report.html`` for their shape); the functions here fill them:
 
 - :func:`baseline_per_query` — the baseline entry's per-query values, for the per-query Δ
-  chart and the baseline histogram;
+  chart and the baseline histogram; :func:`baseline_details` — its per-query details (the
+  first relevant document's rank, documents retrieved), for what a query's card and its
+  first-relevant-rank move say about the baseline when its ranking is not recorded;
 - :func:`retrieval_query_records` — for chosen queries: text, the ranking now (and in the
   baseline run, when it is at hand) with grades, relevant documents and titles;
 - :func:`answer_query_records` — for chosen queries: the question, the answer now and in the
@@ -20,7 +22,7 @@ Nothing here needs pytest; numpy is imported when first needed.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
         Queries,
         Run,
     )
+    from pytest_ragmetrics.records import EvaluationRecord
 
 # A query's ranking is recorded this deep by default (the page shows it whole).
 DEFAULT_DEPTH = 10
@@ -41,6 +44,9 @@ DEFAULT_DEPTH = 10
 # the baseline's ranking of any query); above it, only the queries the page shows in detail.
 RECORD_ALL_UP_TO = 1000
 TITLE_CHARS = 120
+# The baseline's per-query details a page shows (where the first relevant document was, 0 if
+# none; how many documents were retrieved): kept as the evaluation's baseline_details.
+BASELINE_DETAILS = ("first_relevant_rank", "num_retrieved")
 
 
 class PerQueryValues:
@@ -50,14 +56,31 @@ class PerQueryValues:
     def __init__(self, entry: Mapping[str, Any]) -> None:
         per_query = entry.get("per_query")
         per_query = per_query if isinstance(per_query, Mapping) else {}
-        self.ids = [str(q) for q in per_query]
-        self._rows: dict[str, list[Mapping[str, Any]]] = {"now": _rows(per_query.values())}
-        base = entry.get("baseline_per_query")
+        self._setup([str(q) for q in per_query], entry.get("baseline_per_query"))
+        self._rows["now"] = _rows(per_query.values())
+
+    @classmethod
+    def of_record(cls, record: EvaluationRecord) -> PerQueryValues:
+        """The values of a typed record: its evaluation's (no copy) and, from its report
+        fields, its baseline's."""
+        evaluation = record.evaluation
+        values = cls.__new__(cls)
+        values._setup(evaluation.query_ids.tolist(), record.report_fields.get("baseline_per_query"))
+        values._rows["now"] = [{}] * len(values.ids)  # a metric it lacks: all NaN
+        for metric in evaluation.metrics:
+            values._cache[("now", metric)] = evaluation.column(metric)
+        return values
+
+    def _setup(self, ids: list[str], base: Any) -> None:
+        self.ids = ids
         self.has_baseline = isinstance(base, Mapping)
         base = base if isinstance(base, Mapping) else {}
-        self._rows["baseline"] = _rows(base.values())
-        self._rows["before"] = _rows(base.get(q) for q in per_query)
+        self._rows: dict[str, list[Mapping[str, Any]]] = {
+            "baseline": _rows(base.values()),
+            "before": _rows(base.get(q) for q in ids),
+        }
         self._cache: dict[tuple[str, str], FloatArray] = {}
+        self._deltas: dict[str, tuple[IntArray, FloatArray]] = {}
 
     def _column(self, which: str, metric: str) -> FloatArray:
         key = (which, metric)
@@ -82,6 +105,12 @@ class PerQueryValues:
     def deltas(self, metric: str) -> tuple[IntArray, FloatArray]:
         """Positions (into ``ids``) of the queries with a value in both runs, sorted by Δ then
         by id, and their Δ; empty without baseline values."""
+        found = self._deltas.get(metric)
+        if found is None:
+            found = self._deltas[metric] = self._sorted_deltas(metric)
+        return found
+
+    def _sorted_deltas(self, metric: str) -> tuple[IntArray, FloatArray]:
         import numpy as np
 
         if not self.has_baseline:
@@ -116,7 +145,8 @@ def _int_value(value: int) -> float:
 
 
 def _rows(rows: Iterable[Any]) -> list[Mapping[str, Any]]:
-    return [r if isinstance(r, Mapping) else {} for r in rows]
+    # type() first: isinstance against the Mapping ABC is slow, and nearly all rows are dicts.
+    return [r if type(r) is dict or isinstance(r, Mapping) else {} for r in rows]
 
 
 def _floats(values: Iterable[Any]) -> FloatArray:
@@ -151,22 +181,40 @@ def most_regressed(entry: Mapping[str, Any], metric: str) -> list[Mapping[str, A
 def detail_query_ids(
     entry: Mapping[str, Any], *, worst: int, values: PerQueryValues | None = None
 ) -> list[str]:
+    """The queries shown in detail (:func:`choose_detail_ids`) of an evaluation document."""
+    metrics = entry.get("metrics")
+    return choose_detail_ids(
+        values or PerQueryValues(entry),
+        list(metrics) if isinstance(metrics, Mapping) else [],
+        worst=worst,
+        listed=lambda metric: [m["query"] for m in most_regressed(entry, metric)],
+        verdict=_has_verdict(entry),
+    )
+
+
+def choose_detail_ids(
+    values: PerQueryValues,
+    metrics: Sequence[str],
+    *,
+    worst: int,
+    listed: Callable[[str], list[str]],
+    verdict: bool,
+) -> list[str]:
     """The queries shown in detail: for each metric, the ``worst`` most regressed ones.
 
-    Most regressed means the most negative per-query Δ when ``baseline_per_query`` is there;
-    otherwise the comparison's ``most_regressed`` list; otherwise (no baseline) the ``worst``
-    lowest-scoring queries. In order of first appearance, metric by metric.
+    Most regressed means the most negative per-query Δ when the baseline's per-query values
+    are there; otherwise the comparison's most regressed queries (``listed(metric)``);
+    otherwise, without a ``verdict`` (no baseline, or new), the ``worst`` lowest-scoring
+    queries. In order of first appearance, metric by metric.
     """
-    values = values or PerQueryValues(entry)
     chosen: dict[str, None] = {}
-    metrics = entry.get("metrics")
-    for metric in metrics if isinstance(metrics, Mapping) else {}:
+    for metric in metrics:
         if values.has_baseline:
             positions, delta = values.deltas(metric)
             ids = [values.ids[i] for i in positions[delta < 0][:worst]]
         else:
-            ids = [m["query"] for m in most_regressed(entry, metric)][:worst]
-            if not ids and not _has_verdict(entry):
+            ids = listed(metric)[:worst]
+            if not ids and not verdict:
                 ids = [values.ids[i] for i in values.lowest(metric, worst)]
         chosen.update(dict.fromkeys(ids))
     return list(chosen)
@@ -180,12 +228,21 @@ def _has_verdict(entry: Mapping[str, Any]) -> bool:
 
 def baseline_per_query(baseline_entry: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
     """The per-query values of a baseline entry (or an earlier report's evaluation)."""
-    if not baseline_entry:
+    return _per_query_maps(baseline_entry, "per_query")
+
+
+def baseline_details(baseline_entry: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The per-query details of a baseline entry (or an earlier report's evaluation) that the
+    page shows: ``{name: {query id: integer}}`` for the names of :data:`BASELINE_DETAILS`."""
+    details = _per_query_maps(baseline_entry, "details")
+    return {name: details[name] for name in BASELINE_DETAILS if name in details}
+
+
+def _per_query_maps(entry: Mapping[str, Any] | None, key: str) -> dict[str, dict[str, Any]]:
+    found = entry.get(key) if entry else None
+    if not isinstance(found, Mapping):
         return {}
-    per_query = baseline_entry.get("per_query")
-    if not isinstance(per_query, Mapping):
-        return {}
-    return {str(q): dict(row) for q, row in per_query.items() if isinstance(row, Mapping)}
+    return {str(k): dict(row) for k, row in found.items() if isinstance(row, Mapping)}
 
 
 def _ranking(
@@ -354,25 +411,27 @@ def add_query_details(
 ) -> dict[str, Any]:
     """Fill the optional per-query fields of one evaluation document (in place; returned).
 
-    ``baseline_per_query`` comes from ``baseline_entry``. ``queries`` gets a record for every
-    query when there are at most ``record_all_up_to`` of them, else for those the page shows
-    in detail (:func:`detail_query_ids` with ``worst``): from ``run`` and the dataset (or
-    ``qrels``/``queries``/``corpus``) for a retrieval evaluation, from ``assessments`` for an
-    answer one; the baseline's rankings and answers come from ``baseline_run`` /
-    ``baseline_assessments`` or, failing those, from ``baseline_entry``'s own records.
+    ``baseline_per_query`` and ``baseline_details`` come from ``baseline_entry``. ``queries``
+    gets a record for every query when there are at most ``record_all_up_to`` of them, else for
+    those the page shows in detail (:func:`detail_query_ids` with ``worst``): from ``run``
+    and the dataset (or ``qrels``/``queries``/``corpus``) for a retrieval evaluation, from
+    ``assessments`` for an answer one; the baseline's rankings and answers come from
+    ``baseline_run`` / ``baseline_assessments`` or, failing those, from ``baseline_entry``'s
+    own records.
     """
     if dataset is not None:
         qrels = qrels or dataset.qrels
         queries = queries if queries is not None else dataset.queries
         corpus = corpus or dataset.corpus
-    base = baseline_per_query(baseline_entry)
-    if base:
-        entry["baseline_per_query"] = base
+    for key, found in (
+        ("baseline_per_query", baseline_per_query(baseline_entry)),
+        ("baseline_details", baseline_details(baseline_entry)),
+    ):
+        if found:
+            entry[key] = found
     per_query = entry.get("per_query") or {}
-    if len(per_query) <= record_all_up_to:
-        ids = list(per_query)
-    else:
-        ids = detail_query_ids(entry, worst=worst)
+    few = len(per_query) <= record_all_up_to
+    ids = list(per_query) if few else detail_query_ids(entry, worst=worst)
     records: dict[str, dict[str, Any]] = {}
     if entry.get("layer") == "answer" and assessments is not None:
         records = answer_query_records(assessments, ids, baseline_assessments=baseline_assessments)

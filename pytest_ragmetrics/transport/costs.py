@@ -76,8 +76,12 @@ class Cost:
         return cls(*(int(data.get(name) or 0) for name in names))
 
     def describe(self) -> str:
-        """``12 calls (288 cached), 4,210 tokens (3,900 prompt + 310 completion)``."""
+        """``12 calls (288 cached), 4,210 tokens (3,900 prompt + 310 completion)``; ``usage
+        not reported`` instead of the tokens when no call reported any (a function
+        generator, an endpoint without ``usage``), never "0 tokens"."""
         text = f"{self.calls} calls ({self.cache_hits} cached)"
+        if self.calls and self.unmetered >= self.calls and not self.total_tokens:
+            return text + ", usage not reported"
         if self.calls or self.total_tokens:
             text += (
                 f", {self.total_tokens:,} tokens ({self.prompt_tokens:,} prompt + "

@@ -1,0 +1,176 @@
+"""The check of one evaluation document: a baseline entry, a JSON report's evaluation, an
+evaluate output."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pytest_ragmetrics.schema.fields import (
+    COUNT,
+    OBJECT,
+    STRING,
+    STRINGS,
+    Check,
+    is_int,
+    is_number,
+    number_map,
+    optional,
+    problem_of,
+)
+from pytest_ragmetrics.vocabulary import LAYERS
+
+_EVALUATION_SPEC: dict[str, Check] = {
+    "num_queries": COUNT,
+    "k": optional(COUNT),
+    "identity": optional(OBJECT),
+    "semantics": optional(OBJECT),
+    "notes": STRINGS,
+    "outcome": optional(OBJECT),
+    "test": STRING,
+    "name": STRING,
+    "plugin_version": STRING,
+}
+
+
+def evaluation_problem(entry: Any) -> str | None:
+    """What is wrong with an evaluation document (None when every field we use is sound)."""
+    if not isinstance(entry, Mapping):
+        return "must be an object"
+    if entry.get("layer") not in LAYERS:
+        return "'layer' must be 'retrieval' or 'answer'"
+    checks: tuple[Callable[[], str | None], ...] = (
+        lambda: number_map(entry.get("metrics"), "metrics", nullable=True),
+        lambda: per_query_problem(entry.get("per_query", {}), "per_query", "per-query value"),
+        lambda: details_problem(_or_empty(entry.get("details")), "details"),
+        lambda: number_map(entry.get("judged_only", {}), "judged_only", nullable=True),
+        lambda: _supplemented_problem(entry.get("supplemented")),
+        lambda: problem_of(entry, _EVALUATION_SPEC, ""),
+        lambda: _semantics_problem(entry.get("semantics") or {}),
+        lambda: _dataset_problem(entry.get("dataset")),
+        lambda: number_map(_or_empty(entry.get("thresholds")), "thresholds", nullable=False),
+    )
+    for check in checks:
+        problem = check()
+        if problem:
+            return problem
+    return None
+
+
+def _or_empty(value: Any) -> Any:
+    return {} if value is None else value
+
+
+def _supplemented_problem(supplemented: Any) -> str | None:
+    if supplemented is None:
+        return None
+    if not isinstance(supplemented, Mapping):
+        return "'supplemented' must be an object"
+    problem = number_map(supplemented.get("metrics", {}), "supplemented.metrics", nullable=True)
+    if problem:
+        return problem
+    if not is_int(supplemented.get("labels_used", 0), low=0):
+        return "'supplemented.labels_used' must be a non-negative integer"
+    for key in ("kappa", "min_kappa"):
+        value = supplemented.get(key)
+        if value is not None and not is_number(value):
+            return f"'supplemented.{key}' must be a number or null"
+    if not isinstance(supplemented.get("used", True), bool):
+        return "'supplemented.used' must be true or false"
+    for key in ("qrels", "fingerprint", "reason"):
+        value = supplemented.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"'supplemented.{key}' must be a string"
+    judge = supplemented.get("judge")
+    if judge is not None and not isinstance(judge, Mapping):
+        return "'supplemented.judge' must be an object"
+    return None
+
+
+def _dataset_problem(dataset: Any) -> str | None:
+    if dataset is None:
+        return None
+    if not isinstance(dataset, Mapping):
+        return "'dataset' must be an object"
+    fingerprints = dataset.get("fingerprints")
+    if fingerprints is not None and not (
+        isinstance(fingerprints, Mapping) and all(isinstance(v, str) for v in fingerprints.values())
+    ):
+        return "'dataset.fingerprints' must map dataset parts to fingerprint strings"
+    for key in ("documents", "queries"):
+        value = dataset.get(key)
+        if value is not None and not is_int(value, low=0):
+            return f"'dataset.{key}' must be a non-negative integer"
+    for key in ("name", "split", "source"):
+        value = dataset.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"'dataset.{key}' must be a string"
+    return None
+
+
+def _semantics_problem(semantics: Mapping[str, Any]) -> str | None:
+    import dataclasses
+
+    from pytest_ragmetrics.metrics.semantics import GAINS, QUERY_SETS, MetricSemantics
+
+    known = {f.name for f in dataclasses.fields(MetricSemantics)}
+    unknown = sorted(set(semantics) - known)
+    if unknown:
+        # Unlike other extra keys, a scoring rule we do not know changes what numbers mean.
+        return (
+            f"'semantics.{unknown[0]}' is a scoring rule this version of pytest-ragmetrics "
+            "does not know (written by a newer version?); upgrade pytest-ragmetrics"
+        )
+    if "relevance_level" in semantics and not is_int(
+        semantics["relevance_level"], low=-(2**31), high=2**31 - 1
+    ):
+        return "'semantics.relevance_level' must be an integer"
+    if "gain" in semantics and semantics["gain"] not in GAINS:
+        return f"'semantics.gain' must be one of {', '.join(GAINS)}"
+    if "query_set" in semantics and semantics["query_set"] not in QUERY_SETS:
+        return f"'semantics.query_set' must be one of {', '.join(QUERY_SETS)}"
+    if not isinstance(semantics.get("ignore_identical_ids", False), bool):
+        return "'semantics.ignore_identical_ids' must be true or false"
+    return None
+
+
+def per_query_problem(per_query: Any, field: str, words: str) -> str | None:
+    """``field`` must map query ids to ``{metric: number or null}`` (``words``: what a value
+    is called in the message)."""
+    return _nested_problem(
+        per_query,
+        field,
+        ("query ids", "{metric: value}"),
+        lambda v: v is None or is_number(v),
+        lambda qid, metric: f"{words} of {metric!r} for query {qid!r} is not a number",
+    )
+
+
+def details_problem(details: Any, field: str) -> str | None:
+    """``field`` must map detail names to ``{query id: integer}``."""
+    return _nested_problem(
+        details,
+        field,
+        ("names", "{query id: integer}"),
+        is_int,
+        lambda name, qid: f"{field} value {name!r} for query {qid!r} is not an integer",
+    )
+
+
+def _nested_problem(
+    data: Any,
+    field: str,
+    shape: tuple[str, str],
+    test: Callable[[Any], bool],
+    bad: Callable[[str, str], str],
+) -> str | None:
+    outer, inner = shape
+    if not isinstance(data, Mapping):
+        return f"{field!r} must map {outer} to {inner}"
+    for key, row in data.items():
+        if not isinstance(row, Mapping):
+            return f"{field}[{key!r}] must be an object {inner}"
+        for name, item in row.items():
+            if not test(item):
+                return bad(key, name)
+    return None
