@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 GENERATORS = ("offline", "http")
 # Options that only one generator reads (the other refuses them).
 _GENERATOR_OPTIONS = {
-    "offline": ("min_words", "max_words", "keyphrase_terms"),
+    "offline": (
+        "min_words", "max_words", "keyphrase_terms", "sentence_pick", "remove_sentence",
+        "keyphrase_pick",
+    ),
     "http": (
         "url", "model", "api_key_env", "timeout", "concurrency", "prompts", "temperature",
         "max_tokens", "no_answers", "max_passage_chars", "budget",
@@ -60,7 +63,8 @@ def add_generate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument(
         "--styles",
         metavar="A,B",
-        help="offline: sentence,title,keyphrase (default all); http: fact,paraphrase,multi",
+        help="offline: sentence,title,keyphrase (default all); http: fact,paraphrase,multi "
+        "(default), claim, topic",
     )
     p.add_argument("--split", default="test", help="the split the qrels are (default test)")
     p.add_argument("--name", help="the dataset's name (default: the folder's)")
@@ -96,6 +100,25 @@ def _add_generator_options(p: argparse.ArgumentParser) -> None:
     off.add_argument("--min-words", type=int, help="sentence queries: fewest words (default 6)")
     off.add_argument("--max-words", type=int, help="sentence queries: most words (default 40)")
     off.add_argument("--keyphrase-terms", type=int, help="keyphrase queries: words (default 4)")
+    off.add_argument(
+        "--sentence-pick",
+        choices=("random", "first", "last", "conclusion"),
+        help="sentence queries: which sentence (default random; conclusion: the last stating "
+        "a finding, claim-like)",
+    )
+    off.add_argument(
+        "--remove-sentence",
+        type=float,
+        metavar="P",
+        help="sentence queries: this share (0-1, seeded) have their sentence cut from the "
+        "document in the folder's own corpus copy (inverse cloze; Lee et al. 2019 use 0.9)",
+    )
+    off.add_argument(
+        "--keyphrase-pick",
+        choices=("rare", "common"),
+        help="keyphrase queries: rare (default: highest tf-idf) or common (words in at least "
+        "1%% of the documents only)",
+    )
     web = p.add_argument_group("http generator")
     web.add_argument("--url", help="base URL (or RAGMETRICS_GENERATOR_URL)")
     web.add_argument("--model", help="model name (or RAGMETRICS_GENERATOR_MODEL)")
@@ -107,8 +130,9 @@ def _add_generator_options(p: argparse.ArgumentParser) -> None:
     web.add_argument(
         "--prompts",
         metavar="DIR",
-        help="prompt folder: system.txt, fact.txt, paraphrase.txt, multi.txt, answer.txt, "
-        "answer_system.txt (a missing file keeps the built-in prompt)",
+        help="prompt folder: system.txt, fact.txt, paraphrase.txt, multi.txt, claim.txt, "
+        "topic.txt, statement_system.txt, answer.txt, answer_system.txt (a missing file keeps "
+        "the built-in prompt)",
     )
     web.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
     web.add_argument("--max-tokens", type=int, help="tokens per reply (default 64)")
@@ -401,6 +425,12 @@ def _summary(args: argparse.Namespace, testset: TestSet, out: TextIO) -> None:
     out.write(f"wrote {args.out}: {len(testset)} queries")
     references = provenance.get("references") or 0
     out.write(f", {references} reference answers\n" if references else "\n")
+    copy = (provenance.get("corpus") or {}).get("copy")
+    if copy:
+        out.write(
+            "  corpus: a copy without the queries' sentences "
+            f"({copy['documents_changed']} documents changed)\n"
+        )
     dropped = provenance.get("dropped_by_generator") or {}
     if dropped:
         out.write(f"  generator: dropped {len(dropped)} (empty or unusable replies)\n")

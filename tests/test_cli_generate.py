@@ -352,3 +352,64 @@ def test_a_bad_prompt_folder_names_the_file(
     assert re.search(
         r"--prompts .*fact\.txt, line 1: unknown field \{passag\}", capsys.readouterr().err
     )
+
+
+def statement(prompt: str) -> str:
+    """Statements name the passage's first word after a lead-in the generator cuts."""
+    word = prompt.split()[0].lower()
+    if "what does this study find" in prompt:
+        return f"This study finds that {word} levels rose over ten years."
+    if "what problem does this study address" in prompt:
+        return f"This study addresses a problem related to measuring {word} in regions."
+    return "Question: What is the answer to this question?"
+
+
+def test_claim_and_topic_styles_write_statements_without_answers(tmp_path: Path) -> None:
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    styles = ["--styles", "claim,topic"]
+    with serve(answer=statement) as server:
+        code, text = generate(tmp_path, "--queries", "6", *http_args(server.url), *styles, *cache)
+        assert code == 0, text
+        assert server.count == 6  # one request a query: a statement has no reference answer
+        systems = {r["body"]["messages"][0]["content"] for r in server.requests}
+        assert systems == {"You are a helpful assistant."}
+        code, text = generate(
+            tmp_path, "--queries", "8", *http_args(server.url), *styles, *cache, "--dry-run"
+        )
+        assert "2 requests to send at most (2 questions, 0 reference answers)" in text
+    dataset = load_dataset(tmp_path / "set")
+    texts = dataset.queries.texts
+    assert all(not t.lower().startswith("this study") for t in texts)
+    assert any(t.endswith("levels rose over ten years.") for t in texts)
+    assert any(t.startswith("measuring ") for t in texts)
+    assert not (tmp_path / "set" / "answers.jsonl").exists()
+    styles_kept = json.loads((tmp_path / "set" / "dataset.json").read_text())["provenance"]
+    assert styles_kept["styles"] == {"claim": 3, "topic": 3}
+
+
+def test_a_statement_reply_without_content_drops_its_query(tmp_path: Path) -> None:
+    with serve([Reply(body=completion("This study finds that"))], answer=statement) as server:
+        outcome = _generator(server.url, styles=["claim"]).generate(corpus(), 2)
+    assert outcome.dropped == {"gen-1": "no statement in the reply"}
+    assert len(outcome.candidates) == 1
+
+
+def test_offline_remove_sentence_writes_the_corpus_copy(tmp_path: Path) -> None:
+    code, text = generate(
+        tmp_path, "--queries", "5", "--styles", "sentence", "--remove-sentence", "1",
+        "--sentence-pick", "conclusion", "--seed", "3",
+    )  # fmt: skip
+    assert code == 0, text
+    assert "corpus: a copy without the queries' sentences (5 documents changed)" in text
+    dataset = load_dataset(tmp_path / "set")
+    for qid, query in dataset.queries.items():
+        (doc,) = dataset.qrels.to_dict()[qid]
+        assert query not in dataset.corpus[doc].text and query in corpus()[doc].text
+    provenance = json.loads((tmp_path / "set" / "dataset.json").read_text())["provenance"]
+    generator = provenance["generator"]
+    assert (generator["remove_sentence"], generator["sentence_pick"]) == (1.0, "conclusion")
+
+
+def test_bad_remove_sentence_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert generate(tmp_path, "--queries", "3", "--remove-sentence", "1.5")[0] == 2
+    assert "remove_sentence is a share in [0, 1], got 1.5" in capsys.readouterr().err
