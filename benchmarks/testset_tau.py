@@ -11,7 +11,7 @@ Systems (``--systems``, comma list; default all): ``bm25`` (k1 1.5, b 0.75), ``b
 k = 60). Dense encodings are cached (``--cache-dir``): SciFact costs about 11 CPU-minutes per
 dense setting cold, nothing warm.
 
-A generated set whose folder carries its own corpus copy (``--remove-sentence``: each query's
+A generated set whose folder carries its own corpus copy (``--remove-query``: each query's
 sentence cut from its source document) is evaluated on that copy, as its dataset.json says;
 the dense systems re-encode only the documents the copy changed.
 

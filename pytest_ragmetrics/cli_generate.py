@@ -25,7 +25,7 @@ GENERATORS = ("offline", "http")
 # Options that only one generator reads (the other refuses them).
 _GENERATOR_OPTIONS = {
     "offline": (
-        "min_words", "max_words", "keyphrase_terms", "sentence_pick", "remove_sentence",
+        "min_words", "max_words", "keyphrase_terms", "sentence_pick", "remove_query",
         "keyphrase_pick",
     ),
     "http": (
@@ -107,10 +107,10 @@ def _add_generator_options(p: argparse.ArgumentParser) -> None:
         "a finding, claim-like)",
     )
     off.add_argument(
-        "--remove-sentence",
+        "--remove-query",
         type=float,
         metavar="P",
-        help="sentence queries: this share (0-1, seeded) have their sentence cut from the "
+        help="sentence and title queries: this share (0-1, seeded) are cut from their "
         "document in the folder's own corpus copy (inverse cloze; Lee et al. 2019 use 0.9)",
     )
     off.add_argument(
@@ -428,7 +428,7 @@ def _summary(args: argparse.Namespace, testset: TestSet, out: TextIO) -> None:
     copy = (provenance.get("corpus") or {}).get("copy")
     if copy:
         out.write(
-            "  corpus: a copy without the queries' sentences "
+            "  corpus: a copy without the removed queries "
             f"({copy['documents_changed']} documents changed)\n"
         )
     dropped = provenance.get("dropped_by_generator") or {}

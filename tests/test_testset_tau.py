@@ -119,7 +119,7 @@ def test_a_set_with_its_own_corpus_copy_is_evaluated_on_the_copy(
     cut = tmp_path / "cut"
     code = ragmetrics(
         ["generate", "--corpus", str(human), "--out", str(cut), "--queries", "10", "--styles",
-         "sentence", "--remove-sentence", "1"], out=io.StringIO(),
+         "sentence", "--remove-query", "1"], out=io.StringIO(),
     )  # fmt: skip
     assert code == 0
     figures = tmp_path / "tau.json"

@@ -343,9 +343,9 @@ def test_offline_sentence_picks_take_the_first_last_or_finding() -> None:
 def test_removed_sentences_are_seeded_and_leave_the_same_picks() -> None:
     docs = corpus()
     kept = OfflineGenerator(styles=["sentence"], seed=4).generate(docs, 20)
-    every = OfflineGenerator(styles=["sentence"], seed=4, remove_sentence=1.0).generate(docs, 20)
-    half = OfflineGenerator(styles=["sentence"], seed=4, remove_sentence=0.5).generate(docs, 20)
-    again = OfflineGenerator(styles=["sentence"], seed=4, remove_sentence=0.5).generate(docs, 20)
+    every = OfflineGenerator(styles=["sentence"], seed=4, remove_query=1.0).generate(docs, 20)
+    half = OfflineGenerator(styles=["sentence"], seed=4, remove_query=0.5).generate(docs, 20)
+    again = OfflineGenerator(styles=["sentence"], seed=4, remove_query=0.5).generate(docs, 20)
     assert [c.text for c in kept] == [c.text for c in every] == [c.text for c in half]
     assert all(c.removed is None for c in kept) and all(c.removed == c.text for c in every)
     assert half == again and 0 < sum(c.removed is not None for c in half) < 20
@@ -355,7 +355,7 @@ def test_the_folder_carries_a_corpus_copy_without_the_removed_sentences(tmp_path
     from pytest_ragmetrics.testsets.model import normalised
 
     docs = corpus()
-    cands = OfflineGenerator(styles=["sentence"], seed=1, remove_sentence=1.0).generate(docs, 5)
+    cands = OfflineGenerator(styles=["sentence"], seed=1, remove_query=1.0).generate(docs, 5)
     testset = build_testset(
         cands, 5, docs, FilterSettings(), generator={"generator": "offline"}, corpus_source="toy"
     )
@@ -380,7 +380,7 @@ def test_the_folder_carries_a_corpus_copy_without_the_removed_sentences(tmp_path
 
 def test_only_kept_queries_cut_their_sentence(tmp_path: Path) -> None:
     docs = corpus()
-    cands = OfflineGenerator(styles=["sentence"], seed=1, remove_sentence=1.0).generate(docs, 4)
+    cands = OfflineGenerator(styles=["sentence"], seed=1, remove_query=1.0).generate(docs, 4)
     cands.append(cands[0].with_id("gen-dup"))  # removed by the duplicate filter
     testset = build_testset(
         cands, 2, docs, FilterSettings(), generator={"generator": "offline"}, corpus_source="toy"
@@ -413,7 +413,7 @@ def test_keyphrase_common_uses_no_word_of_one_document_alone() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"remove_sentence": 1.5}, "remove_sentence is a share in"),
+        ({"remove_query": 1.5}, "remove_query is a share in"),
         ({"sentence_pick": "middle"}, "sentence_pick must be one of random, first, last"),
         ({"keyphrase_pick": "odd"}, "keyphrase_pick must be one of rare, common"),
     ],
@@ -421,3 +421,22 @@ def test_keyphrase_common_uses_no_word_of_one_document_alone() -> None:
 def test_offline_refuses_bad_options(options: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         OfflineGenerator(**options)
+
+
+def test_a_removed_title_leaves_the_title_field_and_the_text_start() -> None:
+    from pytest_ragmetrics.data.model import Corpus
+    from pytest_ragmetrics.testsets.sampling import corpus_without_removed
+
+    title = "flow past a flat plate at small viscosity"
+    docs = Corpus.from_dict(
+        {
+            "wrapped": {"title": title, "text": f"{title} .\n" + WRAPPED.split(".\n", 1)[1]},
+            "plain": {"title": "Lava flows downhill fast", "text": "Lava is hot. It flows."},
+        }
+    )
+    cands = OfflineGenerator(styles=["title"], remove_query=1.0).generate(docs, 2)
+    assert {c.removed for c in cands} == {title, "Lava flows downhill fast"}
+    copy = corpus_without_removed(docs, cands)
+    assert copy is not None and copy.titles == ["", ""]
+    assert copy["wrapped"].text.startswith("in the study of high-speed")
+    assert copy["plain"].text == "Lava is hot. It flows."  # the text does not hold the title

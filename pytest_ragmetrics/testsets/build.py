@@ -125,9 +125,9 @@ def _corpus_provenance(corpus: Corpus, source: str, copy: Corpus | None) -> dict
     if copy is not None:
         changed = sum(1 for a, b in zip(corpus.texts, copy.texts, strict=True) if a != b)
         found["copy"] = {
-            "about": "corpus.jsonl is the source corpus with each sentence query's sentence "
-            "removed from its source document (inverse cloze, Lee et al. 2019); evaluate "
-            "systems on it, not on the source corpus",
+            "about": "corpus.jsonl is the source corpus with each removed query (a sentence "
+            "or a title) cut from its source document (inverse cloze, Lee et al. 2019); "
+            "evaluate systems on it, not on the source corpus",
             "documents_changed": changed,
             "fingerprint": copy.fingerprint,
             "text_fingerprint": copy.text_fingerprint,

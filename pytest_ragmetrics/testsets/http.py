@@ -101,15 +101,18 @@ ANSWER_TEMPLATE = (
     "only the passage.\nAnswer:"
 )
 _LEAD = re.compile(
-    r"^\W*(?:(?:question|q|answer|a|claim|finding|problem)\s*\d*\s*[:.)-]\s*|\d+\s*[.)]\s*)", re.I
+    r"^\W*(?:(?:question|q|answer|a|claim|finding|problem|title)\s*\d*\s*[:.)-]\s*"
+    r"|\d+\s*[.)]\s*)",
+    re.I,
 )
 # "This study finds that", "The main finding of this abstract is that", "This study addresses a
 # problem related to": what a statement says before its content.
 _STATEMENT_LEAD = re.compile(
     r"^(?:in (?:short|summary|conclusion),?\s+)?(?:the main finding (?:of|in) )?(?:this|the) "
     r"(?:study|paper|abstract|passage|article|review|research|report|work|trial)"
-    r"(?:\s+(?:also|here|mainly|primarily))?\s+(?:finds|found|shows|showed|suggests|suggested|reports|reported|demonstrates|"
-    r"demonstrated|concludes|concluded|addresses|addressed|examines|investigates|discusses|"
+    r"(?:\s+(?:also|here|mainly|primarily))?\s+(?:finds|found|shows|showed|suggests|"
+    r"suggested|reports|reported|demonstrates|demonstrated|concludes|concluded|addresses|"
+    r"addressed|examines|investigates|discusses|"
     r"is that|was that)"
     r"(?:\s+(?:a|the)(?:\s+\w+)?\s+problem\s+(?:related to|of|concerning|in))?(?:\s+that)?\s+",
     re.I,

@@ -6,15 +6,18 @@ give is skipped for the next one):
 - ``sentence``: one prose sentence of the document's text (inverse cloze, Lee et al. 2019), the
   document its relevant answer. ``sentence_pick`` says which: ``random`` (seeded), ``first``,
   ``last`` or ``conclusion`` (the last sentence stating a finding: claim-like, as SciFact's
-  queries are). With ``remove_sentence`` p > 0, that share of the sentence queries (seeded) have
-  their sentence cut from the document in the test set's own corpus copy, as Lee et al. train
-  (p = 0.9 there): the systems are evaluated on that copy. Kept in the document, the query's
-  words are all in it and lexical overlap favours BM25 (docs/measurements/testsets-tau.md
-  measures how much, and what removing it changes).
+  queries are).
 - ``title``: the document's title, where it has one of at least three words.
 - ``keyphrase``: the document's ``keyphrase_terms`` words of highest tf-idf, in text order;
   ``keyphrase_pick="common"`` takes them among words found in at least 1% of the documents
   only (no word that names this document alone).
+
+With ``remove_query`` p > 0, that share (seeded) of the sentence and title queries are cut from
+their source document in the test set's own corpus copy, as Lee et al. train (p = 0.9 there): a
+sentence from the text, a title from the title field (and from the text's start, where the
+corpus repeats it there, as Cranfield's does). The systems are evaluated on that copy. Kept in
+the document, the query's words are all in it and lexical overlap favours BM25
+(docs/measurements/testsets-tau.md measures how much, and what removing it changes).
 
 No reference answers: nothing here knows what answers a query.
 """
@@ -85,7 +88,7 @@ class OfflineGenerator:
         max_words: int = 40,
         keyphrase_terms: int = 4,
         sentence_pick: str = "random",
-        remove_sentence: float = 0.0,
+        remove_query: float = 0.0,
         keyphrase_pick: str = "rare",
     ) -> None:
         self.styles = check_styles(styles, OFFLINE_STYLES, "offline generator")
@@ -98,16 +101,16 @@ class OfflineGenerator:
                 raise ConfigError(f"offline generator: {label} must be a positive integer")
         if min_words > max_words:
             raise ConfigError("offline generator: min_words is above max_words")
-        if isinstance(remove_sentence, bool) or not 0.0 <= float(remove_sentence) <= 1.0:
+        if isinstance(remove_query, bool) or not 0.0 <= float(remove_query) <= 1.0:
             raise ConfigError(
-                f"offline generator: remove_sentence is a share in [0, 1], got {remove_sentence!r}"
+                f"offline generator: remove_query is a share in [0, 1], got {remove_query!r}"
             )
         self.seed = int(seed)
         self.min_words = min_words
         self.max_words = max_words
         self.keyphrase_terms = keyphrase_terms
         self.sentence_pick = _check_choice("sentence_pick", sentence_pick, SENTENCE_PICKS)
-        self.remove_sentence = float(remove_sentence)
+        self.remove_query = float(remove_query)
         self.keyphrase_pick = _check_choice("keyphrase_pick", keyphrase_pick, KEYPHRASE_PICKS)
 
     def __repr__(self) -> str:
@@ -124,7 +127,7 @@ class OfflineGenerator:
             "max_words": self.max_words,
             "keyphrase_terms": self.keyphrase_terms,
             "sentence_pick": self.sentence_pick,
-            "remove_sentence": self.remove_sentence,
+            "remove_query": self.remove_query,
             "keyphrase_pick": self.keyphrase_pick,
         }
 
@@ -135,7 +138,7 @@ class OfflineGenerator:
         stats = CorpusText(corpus)
         rng = random.Random(self.seed)
         # Its own stream: the same sentences are picked whatever the share removed.
-        removal = random.Random(f"remove-sentence:{self.seed}")
+        removal = random.Random(f"remove-query:{self.seed}")
         found: list[Candidate] = []
         for row in document_order(corpus, self.seed):
             if len(found) >= count:
@@ -164,8 +167,9 @@ class OfflineGenerator:
     ) -> _Query | None:
         title = corpus.titles[row].strip()
         if style == "title":
-            usable = len(words(title)) >= 3 and title != corpus.texts[row].strip()
-            return _Query(title) if usable else None
+            if len(words(title)) < 3 or title == corpus.texts[row].strip():
+                return None
+            return _Query(title, corpus.titles[row] if self._cut(removal) else None)
         if style == "sentence":
             return self._sentence(corpus.texts[row], title, rng, removal)
         terms = stats.keyphrase_terms(row, self.keyphrase_terms, self.keyphrase_pick)
@@ -178,7 +182,10 @@ class OfflineGenerator:
         if not sentences:
             return None
         sentence = pick_sentence(sentences, self.sentence_pick, rng)
-        cut = self.remove_sentence > 0 and removal.random() < self.remove_sentence
         # A document whose text is this one sentence keeps it: cut, nothing would be left.
-        rest = without_sentence(text, sentence) if cut else None
+        rest = without_sentence(text, sentence) if self._cut(removal) else None
         return _Query(sentence, sentence if rest and words(rest) else None)
+
+    def _cut(self, removal: random.Random) -> bool:
+        """Whether this query is cut from its document (drawn for every sentence or title)."""
+        return self.remove_query > 0 and removal.random() < self.remove_query

@@ -109,19 +109,25 @@ def _content(term: str) -> bool:
 
 
 def corpus_without_removed(corpus: Corpus, queries: Sequence[Candidate]) -> Corpus | None:
-    """A copy of ``corpus`` in which each query's source document lacks the sentence the query
-    removed from it; None when no query removed one (the corpus is used as it is)."""
+    """A copy of ``corpus`` in which each query's source document lacks the text the query
+    removed from it: its title (blanked, and cut from the text's start where the text repeats
+    it) or a sentence of its text. None when no query removed anything."""
     cut = {c.source: c.removed for c in queries if c.removed is not None}
     if not cut:
         return None
-    texts = list(corpus.texts)
-    for doc_id, sentence in cut.items():
+    titles, texts = list(corpus.titles), list(corpus.texts)
+    for doc_id, removed in cut.items():
         row = corpus.position[doc_id]
-        rest = without_sentence(texts[row], sentence)
+        if removed == titles[row]:
+            titles[row] = ""
+            if normalised(texts[row]).startswith(normalised(removed)):
+                texts[row] = without_sentence(texts[row], removed) or texts[row]
+            continue
+        rest = without_sentence(texts[row], removed)
         if rest is None:
             raise ValueError(f"document {doc_id!r} does not hold its query's removed sentence")
         texts[row] = rest
-    return Corpus(corpus.doc_ids, corpus.titles, texts)
+    return Corpus(corpus.doc_ids, titles, texts)
 
 
 @dataclass
