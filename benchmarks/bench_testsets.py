@@ -1,8 +1,9 @@
 """The test-set generator's speed (issue 28, item 6).
 
 1. **Offline**: ``ragmetrics generate --generator offline`` on SciFact's 5,183 abstracts, 300
-   queries, in-process: reading the corpus, generating, filtering, writing the folder. Target
-   < 30 s.
+   queries, in-process: reading the corpus, generating, filtering, writing the folder; then the
+   same with ``--styles sentence --remove-query 1`` (the corpus copy without the queries).
+   Target < 30 s.
 2. **HTTP concurrency**: the HTTP generator against a local OpenAI-compatible server answering
    every request after 200 ms, serial vs concurrency 8, no cache. Target >= 6x.
 
@@ -27,7 +28,7 @@ from bench_answers import LATENCY, slow_server  # noqa: E402
 from scifact_data import scifact  # noqa: E402
 
 
-def offline(queries: int) -> None:
+def offline(queries: int, *extra: str) -> None:
     from pytest_ragmetrics.cli import main
 
     with tempfile.TemporaryDirectory() as folder:
@@ -35,12 +36,13 @@ def offline(queries: int) -> None:
         start = time.perf_counter()
         code = main(
             ["generate", "--corpus", str(scifact()), "--out", f"{folder}/set",
-             "--queries", str(queries), "--seed", "0"],
+             "--queries", str(queries), "--seed", "0", *extra],
             out=out,
         )  # fmt: skip
         seconds = time.perf_counter() - start
         assert code == 0, out.getvalue()
-    print(f"offline: {queries} queries from SciFact's 5,183 abstracts in {seconds:.1f} s")
+    how = f" ({' '.join(extra)})" if extra else ""
+    print(f"offline{how}: {queries} queries from SciFact's 5,183 abstracts in {seconds:.1f} s")
 
 
 def http_concurrency(requests: int) -> None:
@@ -71,6 +73,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=40)
     args = parser.parse_args()
     offline(args.queries)
+    # Inverse cloze with the sentence cut: the folder also carries its own corpus copy.
+    offline(args.queries, "--styles", "sentence", "--remove-query", "1")
     http_concurrency(args.requests)
 
 

@@ -11,6 +11,10 @@ Systems (``--systems``, comma list; default all): ``bm25`` (k1 1.5, b 0.75), ``b
 k = 60). Dense encodings are cached (``--cache-dir``): SciFact costs about 11 CPU-minutes per
 dense setting cold, nothing warm.
 
+A generated set whose folder carries its own corpus copy (``--remove-query``: each query's
+sentence cut from its source document) is evaluated on that copy, as its dataset.json says;
+the dense systems re-encode only the documents the copy changed.
+
     HF_HUB_OFFLINE=1 nice -n 10 python benchmarks/testset_tau.py \\
         --human example_suite/data/scifact --generated offline=/tmp/scifact-offline \\
         --cache-dir .ragmetrics/cache --json docs/tau-scifact.json
@@ -38,6 +42,7 @@ LEXICAL = ("bm25", "bm25-k0.9-b0.4", "bm25-nostem", "bm25-title")
 DENSE = ("dense", "dense-32", "rrf")
 SYSTEMS = LEXICAL + DENSE
 DEPTH = 100
+BOOTSTRAP = 1000
 Search = Callable[[Queries], Run]
 
 
@@ -78,8 +83,40 @@ def rrf(runs: Sequence[Run], k: int = 60, depth: int = DEPTH) -> Run:
     return Run.from_dict(top)
 
 
-def build_systems(corpus: Corpus, names: Sequence[str], cache: str | None) -> dict[str, Search]:
-    """Search functions by system name, over ``corpus``."""
+def dense_retriever(
+    corpus: Corpus, base: Corpus, cache: str | None, max_seq_length: int | None, name: str
+) -> Any:
+    """MiniLM over ``corpus``; when ``corpus`` is a copy of ``base`` with some texts changed,
+    the unchanged documents' embeddings are ``base``'s (cached) and only the changed ones are
+    encoded."""
+    from pytest_ragmetrics.retrievers.dense import DenseRetriever
+
+    options: dict[str, Any] = {"cache": cache, "max_seq_length": max_seq_length, "name": name}
+    if corpus is base:
+        return DenseRetriever(corpus, **options)
+    changed = [d for d, digest in corpus.doc_digests.items() if base.doc_digests[d] != digest]
+    whole = DenseRetriever(base, **options)
+    part = DenseRetriever(corpus.subset(changed), **options) if changed else None
+
+    class Patched(DenseRetriever):
+        patched: Any = None
+
+        def corpus_embeddings(self) -> Any:
+            if self.patched is None:
+                matrix = whole.corpus_embeddings().copy()
+                if part is not None:
+                    matrix[[corpus.position[d] for d in changed]] = part.corpus_embeddings()
+                self.patched = matrix
+            return self.patched
+
+    return Patched(corpus, **options)
+
+
+def build_systems(
+    corpus: Corpus, names: Sequence[str], cache: str | None, base: Corpus | None = None
+) -> dict[str, Search]:
+    """Search functions by system name, over ``corpus`` (a copy of ``base`` with some texts
+    changed, when ``base`` is given: see :func:`dense_retriever`)."""
     from pytest_ragmetrics.retrievers.bm25 import BM25Retriever
 
     found: dict[str, Search] = {}
@@ -97,12 +134,10 @@ def build_systems(corpus: Corpus, names: Sequence[str], cache: str | None) -> di
         titles = Corpus(corpus.doc_ids, corpus.titles, [""] * len(corpus))
         found["bm25-title"] = searcher(BM25Retriever(titles, name="bm25-title"))
     if any(n in names for n in DENSE):
-        from pytest_ragmetrics.retrievers.dense import DenseRetriever
-
-        dense = DenseRetriever(corpus, cache=cache)
-        found["dense"] = searcher(dense)
+        origin = corpus if base is None else base
+        found["dense"] = searcher(dense_retriever(corpus, origin, cache, None, "dense"))
         if "dense-32" in names:
-            short = DenseRetriever(corpus, cache=cache, max_seq_length=32, name="dense-32")
+            short = dense_retriever(corpus, origin, cache, 32, "dense-32")
             found["dense-32"] = searcher(short)
     if "rrf" in names:
         bm25, dense_search = found["bm25"], found["dense"]
@@ -110,43 +145,116 @@ def build_systems(corpus: Corpus, names: Sequence[str], cache: str | None) -> di
     return {n: found[n] for n in names}
 
 
-def scores_on(dataset: Dataset, systems: dict[str, Search]) -> dict[str, dict[str, float]]:
-    """system -> metric -> mean over the dataset's queries."""
+# metric -> (queries x systems) values, the systems in the study's order
+PerQuery = dict[str, Any]
+
+
+def scores_on(
+    dataset: Dataset, systems: dict[str, Search]
+) -> tuple[dict[str, dict[str, float]], PerQuery]:
+    """system -> metric -> mean over the dataset's queries, and the per-query values."""
+    import numpy as np
+
     out: dict[str, dict[str, float]] = {}
+    columns: dict[str, list[Any]] = {m: [] for m in METRICS}
     for name, search in systems.items():
         started = time.perf_counter()
         run = search(dataset.queries)
-        mean = evaluate(dataset.qrels, run, list(METRICS)).mean
-        out[name] = {m: round(float(mean[m]), 4) for m in METRICS}
+        evaluation = evaluate(dataset.qrels, run, list(METRICS))
+        out[name] = {m: round(float(evaluation.mean[m]), 4) for m in METRICS}
+        for m in METRICS:
+            columns[m].append(evaluation.column(m))
         seconds = time.perf_counter() - started
         print(f"  {dataset.name:<12} {name:<16} {out[name]}  ({seconds:.1f} s)", file=sys.stderr)
-    return out
+    return out, {m: np.stack(c, axis=1) for m, c in columns.items()}
+
+
+def bootstrap_taus(
+    values: Any, reference: Sequence[float], rounds: int = BOOTSTRAP, seed: int = 0
+) -> list[float]:
+    """Kendall's tau between ``reference`` and the system means over ``rounds`` resamples of
+    the queries (rows of ``values``, drawn with replacement; seeded). Over a set's own
+    reference, the spread is its ordering's noise: the human set's is the ceiling a generated
+    set can be expected to reach."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = values.shape[0]
+    taus = []
+    for _ in range(rounds):
+        means = np.nanmean(values[rng.integers(0, n, n)], axis=0)
+        tau = kendall_tau(list(reference), [round(float(x), 4) for x in means])
+        if tau == tau:  # NaN when every system ties
+            taus.append(tau)
+    return taus
+
+
+def spread(taus: Sequence[float]) -> dict[str, float]:
+    """Mean and the 5th and 95th percentiles of bootstrap taus."""
+    ordered = sorted(taus)
+    if not ordered:
+        return {"mean": float("nan"), "p05": float("nan"), "p95": float("nan")}
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 4)
+
+    return {"mean": round(sum(ordered) / len(ordered), 4), "p05": at(0.05), "p95": at(0.95)}
+
+
+def source_fingerprint(data: Dataset, provenance: dict[str, Any] | None) -> str:
+    """The text fingerprint of the corpus a set was generated from: its own corpus's, or, for a
+    folder carrying a copy without the removed sentences, the source's its provenance names
+    (checked against the copy it holds)."""
+    corpus = (provenance or {}).get("corpus") or {}
+    copy = corpus.get("copy")
+    if copy is None:
+        return data.corpus.text_fingerprint
+    if copy.get("text_fingerprint") != data.corpus.text_fingerprint:
+        raise SystemExit(f"{data.name}: corpus.jsonl is not the copy its dataset.json describes")
+    return str(corpus.get("text_fingerprint"))
 
 
 def study(
-    human: Dataset, generated: dict[str, Dataset], names: Sequence[str], cache: str | None
+    human: Dataset,
+    generated: dict[str, Dataset],
+    names: Sequence[str],
+    cache: str | None,
+    provenance: dict[str, dict[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
-    """Every system on every set, and tau of each generated set's ordering with the human's."""
+    """Every system on every set (a set with its own corpus copy on that copy), and tau of each
+    generated set's ordering with the human's."""
+    provenance = provenance or {}
     for label, data in generated.items():
-        if data.corpus.text_fingerprint != human.corpus.text_fingerprint:
+        if source_fingerprint(data, provenance.get(label)) != human.corpus.text_fingerprint:
             raise SystemExit(f"{label}: generated from another corpus than {human.name}'s")
     systems = build_systems(human.corpus, names, cache)
+    table, values = {}, {}
+    table["human"], values["human"] = scores_on(human, systems)
+    for label, data in generated.items():
+        own = data.corpus.text_fingerprint != human.corpus.text_fingerprint
+        searches = build_systems(data.corpus, names, cache, human.corpus) if own else systems
+        table[label], values[label] = scores_on(data, searches)
     sets = {"human": human, **generated}
-    table = {label: scores_on(data, systems) for label, data in sets.items()}
+    reference = {m: [table["human"][s][m] for s in names] for m in METRICS}
     tau = {
         label: {
-            m: round(
-                kendall_tau(
-                    [table["human"][s][m] for s in names], [table[label][s][m] for s in names]
-                ),
-                4,
-            )
+            m: round(kendall_tau(reference[m], [table[label][s][m] for s in names]), 4)
             for m in METRICS
         }
         for label in generated
     }
+    intervals = {
+        label: {m: spread(bootstrap_taus(values[label][m], reference[m])) for m in METRICS}
+        for label in sets
+    }
     sizes = {label: len(data.queries) for label, data in sets.items()}
-    return {"systems": list(names), "queries": sizes, "scores": table, "tau": tau}
+    return {
+        "systems": list(names),
+        "queries": sizes,
+        "scores": table,
+        "tau": tau,
+        "bootstrap": intervals,
+    }
 
 
 def render(result: dict[str, Any]) -> str:
@@ -158,13 +266,34 @@ def render(result: dict[str, Any]) -> str:
         cells = [f"{result['scores'][lab][system][m]:.4f}" for lab in labels for m in METRICS]
         lines.append(f"| {system} | " + " | ".join(cells) + " |")
     lines.append("")
+    boot = result.get("bootstrap") or {}
+
+    def interval(label: str, metric: str) -> str:
+        found = (boot.get(label) or {}).get(metric)
+        return f" ({found['p05']:.2f} to {found['p95']:.2f})" if found else ""
+
+    if "human" in boot:
+        ceiling = [f"{m} {boot['human'][m]['mean']:.3f}{interval('human', m)}" for m in METRICS]
+        lines.append(
+            "Human ceiling: tau of the human set's bootstrap resamples with its own ordering, "
+            "mean (5th to 95th percentile): " + ", ".join(ceiling)
+        )
     for label, by_metric in result["tau"].items():
         lines.append(
             f"Kendall's tau vs human ({result['queries'][label]} queries): "
-            + ", ".join(f"{m} {v:.3f}" for m, v in by_metric.items())
+            + ", ".join(f"{m} {v:.3f}{interval(label, m)}" for m, v in by_metric.items())
             + f"  [{label}]"
         )
     return "\n".join(lines) + "\n"
+
+
+def read_provenance(folder: Path) -> dict[str, Any] | None:
+    """The provenance in a folder's dataset.json (None without one)."""
+    manifest = folder / "dataset.json"
+    if not manifest.is_file():
+        return None
+    found = json.loads(manifest.read_text(encoding="utf-8")).get("provenance")
+    return found if isinstance(found, dict) else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -183,11 +312,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown or len(names) < 2:
         raise SystemExit(f"--systems: give at least two of {', '.join(SYSTEMS)}")
     human = load_dataset(args.human, args.split, warn=False)
-    generated = {}
+    generated, provenance = {}, {}
     for item in args.generated:
         label, _, folder = item.partition("=")
         generated[label] = load_dataset(folder, args.split, warn=False, name=label)
-    result = study(human, generated, names, args.cache_dir)
+        provenance[label] = read_provenance(Path(folder))
+    result = study(human, generated, names, args.cache_dir, provenance)
     sys.stdout.write(render(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")

@@ -227,6 +227,56 @@ def test_holes_pool_the_generated_folder(tmp_path: Path) -> None:
     assert all(r["query"] and r["text"] for r in rows)  # what a person or judge reads
 
 
+SUPPLEMENTED_TESTS = """
+def test_bm25(rag_eval, rag_run):
+    rag_eval.retrieval(rag_run)
+"""
+
+
+def test_pooled_labels_supplement_a_generated_set_in_the_plugin(tmp_path: Path) -> None:
+    """Holes: generate -> retrieve -> pool -> judge-pool -> the plugin reports the metrics with
+    the supplementary labels beside those on the generated qrels."""
+    root = tmp_path / "project"
+    assert generate(tmp_path, "--queries", "8", "--seed", "2", out="project/gen")[0] == 0
+    folder, run_file, pool = root / "gen", tmp_path / "bm25.trec", tmp_path / "pool.jsonl"
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    code, text = run("retrieve", "--dataset", str(folder), "--retriever", "bm25", "--out",
+                     str(run_file), *cache)  # fmt: skip
+    assert code == 0, text
+    code, text = run("pool", "--dataset", str(folder), "--run", str(run_file), "--depth", "5",
+                     "--out", str(pool))  # fmt: skip
+    assert code == 0, text
+    # A person (or a judge) labels the pool: a document of the source's topic is relevant.
+    rows = [json.loads(line) for line in pool.read_text().splitlines()]
+    source = {q: next(iter(docs)) for q, docs in load_dataset(folder).qrels.to_dict().items()}
+    for row in rows:
+        row["relevant"] = row["doc_id"].split("-")[0] == source[row["query_id"]].split("-")[0]
+    assert any(r["relevant"] for r in rows) and not all(r["relevant"] for r in rows)
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, text = run("judge-pool", "--pool", str(pool), "--judge", "recorded", "--verdicts",
+                     str(labelled), "--qrels-out", str(root / "supp.qrels"), *cache)  # fmt: skip
+    assert code == 0, text
+    (root / "pyproject.toml").write_text(
+        textwrap.dedent("""
+        [tool.pytest.ini_options]
+        ragmetrics_dataset = "gen"
+        ragmetrics_retriever = "bm25"
+        ragmetrics_metrics = "precision_at_5 recall_at_10"
+        ragmetrics_supplementary_qrels = "supp.qrels"
+        """)
+    )
+    (root / "test_gen.py").write_text(textwrap.dedent(SUPPLEMENTED_TESTS))
+    result = _pytest(root, "-p", "no:xdist", "--ragmetrics-json=report.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (evaluation,) = _report(root / "report.json")["evaluations"]
+    supplemented = evaluation["supplemented"]
+    assert supplemented["labels_used"] == len(rows)
+    # The generated qrels hold one relevant document a query; the labels add its neighbours.
+    assert evaluation["metrics"]["precision_at_5"] <= 0.2
+    assert supplemented["metrics"]["precision_at_5"] > evaluation["metrics"]["precision_at_5"]
+
+
 # -- the HTTP generator -----------------------------------------------------------------------
 
 
@@ -354,3 +404,64 @@ def test_a_bad_prompt_folder_names_the_file(
     assert re.search(
         r"--prompts .*fact\.txt, line 1: unknown field \{passag\}", capsys.readouterr().err
     )
+
+
+def statement(prompt: str) -> str:
+    """Statements name the passage's first word after a lead-in the generator cuts."""
+    word = prompt.split()[0].lower()
+    if "what does this study find" in prompt:
+        return f"This study finds that {word} levels rose over ten years."
+    if "what problem does this study address" in prompt:
+        return f"This study addresses a problem related to measuring {word} in regions."
+    return "Question: What is the answer to this question?"
+
+
+def test_claim_and_topic_styles_write_statements_without_answers(tmp_path: Path) -> None:
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    styles = ["--styles", "claim,topic"]
+    with serve(answer=statement) as server:
+        code, text = generate(tmp_path, "--queries", "6", *http_args(server.url), *styles, *cache)
+        assert code == 0, text
+        assert server.count == 6  # one request a query: a statement has no reference answer
+        systems = {r["body"]["messages"][0]["content"] for r in server.requests}
+        assert systems == {"You are a helpful assistant."}
+        code, text = generate(
+            tmp_path, "--queries", "8", *http_args(server.url), *styles, *cache, "--dry-run"
+        )
+        assert "2 requests to send at most (2 questions, 0 reference answers)" in text
+    dataset = load_dataset(tmp_path / "set")
+    texts = dataset.queries.texts
+    assert all(not t.lower().startswith("this study") for t in texts)
+    assert any(t.endswith("levels rose over ten years.") for t in texts)
+    assert any(t.startswith("measuring ") for t in texts)
+    assert not (tmp_path / "set" / "answers.jsonl").exists()
+    styles_kept = json.loads((tmp_path / "set" / "dataset.json").read_text())["provenance"]
+    assert styles_kept["styles"] == {"claim": 3, "topic": 3}
+
+
+def test_a_statement_reply_without_content_drops_its_query(tmp_path: Path) -> None:
+    with serve([Reply(body=completion("This study finds that"))], answer=statement) as server:
+        outcome = _generator(server.url, styles=["claim"]).generate(corpus(), 2)
+    assert outcome.dropped == {"gen-1": "no statement in the reply"}
+    assert len(outcome.candidates) == 1
+
+
+def test_offline_remove_query_writes_the_corpus_copy(tmp_path: Path) -> None:
+    code, text = generate(
+        tmp_path, "--queries", "5", "--styles", "sentence", "--remove-query", "1",
+        "--sentence-pick", "conclusion", "--seed", "3",
+    )  # fmt: skip
+    assert code == 0, text
+    assert "corpus: a copy without the removed queries (5 documents changed)" in text
+    dataset = load_dataset(tmp_path / "set")
+    for qid, query in dataset.queries.items():
+        (doc,) = dataset.qrels.to_dict()[qid]
+        assert query not in dataset.corpus[doc].text and query in corpus()[doc].text
+    provenance = json.loads((tmp_path / "set" / "dataset.json").read_text())["provenance"]
+    generator = provenance["generator"]
+    assert (generator["remove_query"], generator["sentence_pick"]) == (1.0, "conclusion")
+
+
+def test_bad_remove_query_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert generate(tmp_path, "--queries", "3", "--remove-query", "1.5")[0] == 2
+    assert "remove_query is a share in [0, 1], got 1.5" in capsys.readouterr().err

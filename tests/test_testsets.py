@@ -263,3 +263,180 @@ def test_review_errors_name_the_line(tmp_path: Path, change: dict, message: str)
     with pytest.raises(DataFormatError) as info:
         read_review(review, corpus())
     assert message in str(info.value)
+
+
+# -- prose sentences, picks, the corpus copy without the query's sentence ---------------------
+
+WRAPPED = (
+    "flow past a flat plate .\nin the study of high-speed viscous flow past a body it\n"
+    "is usually necessary to consider a curved shock wave .  consequently, there exists an\n"
+    "inviscid rotational flow region between the shock wave and the boundary layer ."
+)
+
+
+def test_prose_sentences_join_wrapped_lines_and_split_at_free_stops() -> None:
+    from pytest_ragmetrics.testsets.sampling import prose_sentences, sentences_between
+
+    assert prose_sentences(WRAPPED) == [
+        "flow past a flat plate",
+        "in the study of high-speed viscous flow past a body it is usually necessary to "
+        "consider a curved shock wave",
+        "consequently, there exists an inviscid rotational flow region between the shock wave "
+        "and the boundary layer",
+    ]
+    assert prose_sentences("First one here. Second one there.\n\nA new paragraph.") == [
+        "First one here.",
+        "Second one there.",
+        "A new paragraph.",
+    ]
+    # The title repeated as the text's first sentence (Cranfield's habit) is no query.
+    assert sentences_between(WRAPPED, 1, 40, title="Flow past a flat plate.")[0].startswith(
+        "in the study"
+    )
+
+
+def test_without_sentence_cuts_it_whatever_the_line_breaks() -> None:
+    from pytest_ragmetrics.testsets.sampling import prose_sentences, without_sentence
+
+    middle = prose_sentences(WRAPPED)[1]
+    rest = without_sentence(WRAPPED, middle)
+    assert rest == (
+        "flow past a flat plate .\nconsequently, there exists an\n"
+        "inviscid rotational flow region between the shock wave and the boundary layer ."
+    )
+    assert without_sentence("One. Two three four. Five.", "Two three four.") == "One. Five."
+    assert without_sentence("One. Two.", "Absent words.") is None
+
+
+def test_sentence_picks() -> None:
+    import random
+
+    from pytest_ragmetrics.testsets.sampling import pick_sentence
+
+    found = ["We studied mice.", "These results suggest a role for X.", "Funding was public."]
+    rng = random.Random(0)
+    assert pick_sentence(found, "first", rng) == "We studied mice."
+    assert pick_sentence(found, "last", rng) == "Funding was public."
+    assert pick_sentence(found, "conclusion", rng) == "These results suggest a role for X."
+    assert pick_sentence(found[:1], "conclusion", rng) == "We studied mice."  # none: the last
+
+
+def test_offline_sentence_picks_take_the_first_last_or_finding() -> None:
+    from pytest_ragmetrics.data.model import Corpus
+
+    text = (
+        "Background sentence number {i} about topic {i} here. These results suggest that "
+        "topic {i} matters a great deal. Funding for topic {i} came from a public grant."
+    )
+    docs = Corpus.from_dict({f"d{i}": text.format(i=i) for i in range(5)})
+
+    def picked(how: str) -> set[str]:
+        made = OfflineGenerator(styles=["sentence"], sentence_pick=how, min_words=3)
+        return {c.text.split()[0] for c in made.generate(docs, 5)}
+
+    assert picked("first") == {"Background"}
+    assert picked("conclusion") == {"These"}
+    assert picked("last") == {"Funding"}
+    assert len(picked("random")) > 1
+
+
+def test_removed_sentences_are_seeded_and_leave_the_same_picks() -> None:
+    docs = corpus()
+    kept = OfflineGenerator(styles=["sentence"], seed=4).generate(docs, 20)
+    every = OfflineGenerator(styles=["sentence"], seed=4, remove_query=1.0).generate(docs, 20)
+    half = OfflineGenerator(styles=["sentence"], seed=4, remove_query=0.5).generate(docs, 20)
+    again = OfflineGenerator(styles=["sentence"], seed=4, remove_query=0.5).generate(docs, 20)
+    assert [c.text for c in kept] == [c.text for c in every] == [c.text for c in half]
+    assert all(c.removed is None for c in kept) and all(c.removed == c.text for c in every)
+    assert half == again and 0 < sum(c.removed is not None for c in half) < 20
+
+
+def test_the_folder_carries_a_corpus_copy_without_the_removed_sentences(tmp_path: Path) -> None:
+    from pytest_ragmetrics.testsets.model import normalised
+
+    docs = corpus()
+    cands = OfflineGenerator(styles=["sentence"], seed=1, remove_query=1.0).generate(docs, 5)
+    testset = build_testset(
+        cands, 5, docs, FilterSettings(), generator={"generator": "offline"}, corpus_source="toy"
+    )
+    out = tmp_path / "set"
+    write_testset(out, docs, testset)
+    dataset = load_dataset(out)
+    assert dataset.corpus.text_fingerprint != docs.text_fingerprint
+    for c in cands:
+        assert normalised(c.text) in normalised(docs[c.source].text)
+        assert normalised(c.text) not in normalised(dataset.corpus[c.source].text)
+    sources = {c.source for c in cands}
+    untouched = [d for d in docs.doc_ids.tolist() if d not in sources]
+    assert all(dataset.corpus[d].text == docs[d].text for d in untouched)
+    recorded = json.loads((out / "dataset.json").read_text())["provenance"]["corpus"]
+    assert recorded["text_fingerprint"] == docs.text_fingerprint  # the source's
+    assert recorded["copy"]["text_fingerprint"] == dataset.corpus.text_fingerprint
+    assert recorded["copy"]["documents_changed"] == 5
+    rows = [json.loads(line) for line in (out / "review.jsonl").read_text().splitlines()]
+    assert rows[0]["removed_from_source"] == cands[0].text
+    assert normalised(cands[0].text) not in normalised(rows[0]["documents"][0]["text"])
+
+
+def test_only_kept_queries_cut_their_sentence(tmp_path: Path) -> None:
+    docs = corpus()
+    cands = OfflineGenerator(styles=["sentence"], seed=1, remove_query=1.0).generate(docs, 4)
+    cands.append(cands[0].with_id("gen-dup"))  # removed by the duplicate filter
+    testset = build_testset(
+        cands, 2, docs, FilterSettings(), generator={"generator": "offline"}, corpus_source="toy"
+    )
+    assert testset.corpus is not None
+    changed = [d for d in docs.doc_ids.tolist() if testset.corpus[d].text != docs[d].text]
+    assert sorted(changed) == sorted(c.source for c in testset.queries)
+
+
+def test_keyphrase_common_uses_no_word_of_one_document_alone() -> None:
+    from pytest_ragmetrics.data.model import Corpus
+    from pytest_ragmetrics.testsets.sampling import CorpusText
+
+    # Each document: words of its topic (three documents share them) and a name of its own.
+    names = ["zircon", "quartz", "basalt", "gneiss", "schist", "marble"]
+    docs = Corpus.from_dict(
+        {
+            f"d{i}": f"{name} {name} lava crater ash {'plume' if i < 3 else 'ridge'} flow"
+            for i, name in enumerate(names)
+        }
+    )
+    stats = CorpusText(docs)
+    for row in range(len(docs)):
+        common = stats.keyphrase_terms(row, 4, "common")
+        assert common and all(len(stats.postings[t]) >= 2 for t in common)
+    rare = [stats.keyphrase_terms(row, 4) for row in range(len(docs))]
+    assert any(len(stats.postings[t]) == 1 for terms in rare for t in terms)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"remove_query": 1.5}, "remove_query is a share in"),
+        ({"sentence_pick": "middle"}, "sentence_pick must be one of random, first, last"),
+        ({"keyphrase_pick": "odd"}, "keyphrase_pick must be one of rare, common"),
+    ],
+)
+def test_offline_refuses_bad_options(options: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        OfflineGenerator(**options)
+
+
+def test_a_removed_title_leaves_the_title_field_and_the_text_start() -> None:
+    from pytest_ragmetrics.data.model import Corpus
+    from pytest_ragmetrics.testsets.sampling import corpus_without_removed
+
+    title = "flow past a flat plate at small viscosity"
+    docs = Corpus.from_dict(
+        {
+            "wrapped": {"title": title, "text": f"{title} .\n" + WRAPPED.split(".\n", 1)[1]},
+            "plain": {"title": "Lava flows downhill fast", "text": "Lava is hot. It flows."},
+        }
+    )
+    cands = OfflineGenerator(styles=["title"], remove_query=1.0).generate(docs, 2)
+    assert {c.removed for c in cands} == {title, "Lava flows downhill fast"}
+    copy = corpus_without_removed(docs, cands)
+    assert copy is not None and copy.titles == ["", ""]
+    assert copy["wrapped"].text.startswith("in the study of high-speed")
+    assert copy["plain"].text == "Lava is hot. It flows."  # the text does not hold the title

@@ -30,7 +30,10 @@ if TYPE_CHECKING:
 GENERATORS = ("offline", "http")
 # Options that only one generator reads (the other refuses them).
 _GENERATOR_OPTIONS = {
-    "offline": ("min_words", "max_words", "keyphrase_terms"),
+    "offline": (
+        "min_words", "max_words", "keyphrase_terms", "sentence_pick", "remove_query",
+        "keyphrase_pick",
+    ),
     "http": (
         "url", "model", "api_key_env", "timeout", "attempt_timeout", "concurrency", "prompts",
         "temperature", "max_tokens", "no_answers", "max_passage_chars", "budget",
@@ -60,7 +63,7 @@ def add_parser(sub: Subparsers) -> None:
     add(p, "--seed", "document order and sampling (default 0)")
     add(p, "--generator")
     add(p, "--styles", "offline: sentence,title,keyphrase (default all); http: "
-        "fact,paraphrase,multi")  # fmt: skip
+        "fact,paraphrase,multi (default), claim, topic")  # fmt: skip
     add(p, "--split", "the split the qrels are (default test)", metavar="SPLIT", setting=None)
     add(p, "--name", "the dataset's name (default: the folder's)")
     add(p, "--format", "of the summary", choices=("table", "json"))
@@ -81,12 +84,19 @@ def _add_generator_options(p: argparse.ArgumentParser) -> None:
     add(off, "--min-words", "sentence queries: fewest words (default 6)")
     add(off, "--max-words", "sentence queries: most words (default 40)")
     add(off, "--keyphrase-terms", "keyphrase queries: words (default 4)")
+    add(off, "--sentence-pick", "sentence queries: which sentence (default random; conclusion: "
+        "the last stating a finding, claim-like)")  # fmt: skip
+    add(off, "--remove-query", "sentence and title queries: this share (0-1, seeded) are cut "
+        "from their document in the folder's own corpus copy (inverse cloze; Lee et al. 2019 "
+        "use 0.9)")  # fmt: skip
+    add(off, "--keyphrase-pick", "keyphrase queries: rare (default: highest tf-idf) or common "
+        "(words in at least 1%% of the documents only)")  # fmt: skip
     web = p.add_argument_group("http generator")
     add_endpoint_options(web, "RAGMETRICS_GENERATOR", "request", 120, settings=False)
     add(web, "--model", "model name (or RAGMETRICS_GENERATOR_MODEL)", setting=None)
     add(web, "--prompts", "prompt folder: system.txt, fact.txt, paraphrase.txt, multi.txt, "
-        "answer.txt, answer_system.txt (a missing file keeps the built-in prompt)",
-        setting=None)  # fmt: skip
+        "claim.txt, topic.txt, statement_system.txt, answer.txt, answer_system.txt (a missing "
+        "file keeps the built-in prompt)", setting=None)  # fmt: skip
     add(web, "--temperature", "sampling temperature (default 0)", setting=None)
     add(web, "--max-tokens", "tokens per reply (default 64)")
     add(web, "--no-answers", "no reference answers")
@@ -373,6 +383,12 @@ def _summary(args: argparse.Namespace, testset: TestSet, out: TextIO) -> None:
     out.write(f"wrote {args.out}: {len(testset)} queries")
     references = provenance.get("references") or 0
     out.write(f", {references} reference answers\n" if references else "\n")
+    copy = (provenance.get("corpus") or {}).get("copy")
+    if copy:
+        out.write(
+            "  corpus: a copy without the removed queries "
+            f"({copy['documents_changed']} documents changed)\n"
+        )
     dropped = provenance.get("dropped_by_generator") or {}
     if dropped:
         out.write(f"  generator: dropped {len(dropped)} (empty or unusable replies)\n")

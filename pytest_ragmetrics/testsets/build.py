@@ -11,6 +11,7 @@ from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.testsets import filters
 from pytest_ragmetrics.testsets.folder import CREATED_BY
 from pytest_ragmetrics.testsets.model import Candidate, FilterReport, TestSet
+from pytest_ragmetrics.testsets.sampling import corpus_without_removed
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.judges.relevance import RelevanceJudge
@@ -87,6 +88,7 @@ def build_testset(
     """Filter ``candidates``, keep the first ``count`` survivors, and record how."""
     kept, reports = apply_filters(candidates, corpus, settings, advance=advance)
     final = tuple(kept[:count])
+    copy = corpus_without_removed(corpus, final)
     styles: dict[str, int] = {}
     for c in final:
         styles[c.style] = styles.get(c.style, 0) + 1
@@ -96,12 +98,7 @@ def build_testset(
         "name": name,
         "generator": dict(generator),
         "seed": generator.get("seed"),
-        "corpus": {
-            "source": corpus_source,
-            "documents": len(corpus),
-            "fingerprint": corpus.fingerprint,
-            "text_fingerprint": corpus.text_fingerprint,
-        },
+        "corpus": _corpus_provenance(corpus, corpus_source, copy),
         "requested": count,
         "candidates": len(candidates),
         "dropped_by_generator": dict(dropped or {}),
@@ -113,4 +110,26 @@ def build_testset(
         "cost": dict(cost or {}),
         "review": None,
     }
-    return TestSet(final, provenance)
+    return TestSet(final, provenance, copy)
+
+
+def _corpus_provenance(corpus: Corpus, source: str, copy: Corpus | None) -> dict[str, Any]:
+    """The source corpus's fingerprints and, when the folder carries a copy without the
+    queries' removed sentences, the copy's: the systems are evaluated on the copy."""
+    found: dict[str, Any] = {
+        "source": source,
+        "documents": len(corpus),
+        "fingerprint": corpus.fingerprint,
+        "text_fingerprint": corpus.text_fingerprint,
+    }
+    if copy is not None:
+        changed = sum(1 for a, b in zip(corpus.texts, copy.texts, strict=True) if a != b)
+        found["copy"] = {
+            "about": "corpus.jsonl is the source corpus with each removed query (a sentence "
+            "or a title) cut from its source document (inverse cloze, Lee et al. 2019); "
+            "evaluate systems on it, not on the source corpus",
+            "documents_changed": changed,
+            "fingerprint": copy.fingerprint,
+            "text_fingerprint": copy.text_fingerprint,
+        }
+    return found

@@ -1,6 +1,7 @@
 """The dataset folder a test set is written to, in BEIR layout with a ``dataset.json``::
 
-    corpus.jsonl        the corpus the queries were made from (so the folder stands alone)
+    corpus.jsonl        the corpus the queries were made from (so the folder stands alone);
+                        with removed sentences (inverse cloze), the copy that lacks them
     queries.jsonl       {"_id", "text"}
     qrels/<split>.tsv   query-id, corpus-id, score (each query's source document(s), grade 1)
     answers.jsonl       reference answers, where the generator gave them
@@ -142,8 +143,12 @@ def existing_decisions(path: Path) -> int:
 def write_testset(
     out: Path, corpus: Corpus, testset: TestSet, *, split: str = "test", review: bool = True
 ) -> None:
-    """Write the folder (see the module); ``review=False`` leaves review.jsonl as it is."""
+    """Write the folder (see the module); ``review=False`` leaves review.jsonl as it is. The
+    folder's corpus is ``testset.corpus`` when it has one (the copy without the removed
+    sentences), else ``corpus``."""
     check_candidates(testset.queries, f"test set for {out}")
+    if testset.corpus is not None:
+        corpus = testset.corpus
     decided = existing_decisions(out / REVIEW) if review else 0
     if decided:
         raise ConfigError(

@@ -5,9 +5,13 @@ environment variable, retries, ``concurrency`` in flight, a token budget, dry ru
 
 Styles, taken in turn over the documents of a seeded order: ``fact`` (a question the passage
 answers), ``paraphrase`` (one that avoids the passage's words), ``multi`` (one that needs the
-passage and a related document: both are relevant). Each question is followed by a second
-request for its reference answer, from the source passage(s). Prompts are templates, one file
-per role in a prompt folder (:data:`TESTSET_ROLES`), as the judges' are.
+passage and a related document: both are relevant); and two statement styles, not in the default
+set, that small models write more reliably than questions: ``claim`` (the passage's main finding
+in one sentence, as SciFact's claims are) and ``topic`` (the problem the passage addresses, as
+Cranfield's queries ask). Each question is followed by a second request for its reference
+answer, from the source passage(s); a statement has none. A statement's lead-in ("This study
+finds that ...") is cut. Prompts are templates, one file per role in a prompt folder
+(:data:`TESTSET_ROLES`), as the judges' are.
 
 Replies are cached per request (kind ``testset-replies``, keyed by the generator's identity and
 the messages): a rerun sends nothing. An empty reply is never cached; its query is dropped and
@@ -27,7 +31,13 @@ from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import GeneratorError
 from pytest_ragmetrics.generation import ENV_API_KEY, ENV_MODEL, ENV_URL
 from pytest_ragmetrics.prompts import Role, prompt_keywords
-from pytest_ragmetrics.testsets.model import HTTP_STYLES, Candidate, words
+from pytest_ragmetrics.testsets.model import (
+    HTTP_DEFAULT_STYLES,
+    HTTP_STYLES,
+    STATEMENT_STYLES,
+    Candidate,
+    words,
+)
 from pytest_ragmetrics.testsets.offline import check_styles
 from pytest_ragmetrics.testsets.sampling import CorpusText, cycle_styles, document_order
 from pytest_ragmetrics.transport import Budget, ChatClient, Cost, Endpoint, Meter, Naming
@@ -43,6 +53,9 @@ TESTSET_PARAPHRASE = Role("paraphrase", "paraphrase_template", ("passage",), ("p
 TESTSET_MULTI = Role(
     "multi", "multi_template", ("passage", "other"), ("passage", "title", "other", "other_title")
 )
+TESTSET_CLAIM = Role("claim", "claim_template", ("passage",), ("passage", "title"))
+TESTSET_TOPIC = Role("topic", "topic_template", ("passage",), ("passage", "title"))
+TESTSET_STATEMENT_SYSTEM = Role("statement_system", "statement_system_prompt")
 TESTSET_ANSWER = Role("answer", "answer_template", ("question", "passage"), ("question", "passage"))
 TESTSET_ANSWER_SYSTEM = Role("answer_system", "answer_system_prompt")
 TESTSET_ROLES: tuple[Role, ...] = (
@@ -50,6 +63,9 @@ TESTSET_ROLES: tuple[Role, ...] = (
     TESTSET_FACT,
     TESTSET_PARAPHRASE,
     TESTSET_MULTI,
+    TESTSET_CLAIM,
+    TESTSET_TOPIC,
+    TESTSET_STATEMENT_SYSTEM,
     TESTSET_ANSWER,
     TESTSET_ANSWER_SYSTEM,
 )
@@ -70,19 +86,48 @@ MULTI_TEMPLATE = (
     "Passage 1:\n{passage}\n\nPassage 2:\n{other}\n\nWrite one short question whose answer "
     "needs both passages.\nQuestion:"
 )
+# Statements: worded as SmolLM2-135M answers best (it repeats a generic question to the
+# question prompts; docs/measurements/testsets-tau.md).
+STATEMENT_SYSTEM_PROMPT = "You are a helpful assistant."
+CLAIM_TEMPLATE = (
+    "{passage}\n\nIn one short sentence, what does this study find? Reply with the finding only."
+)
+TOPIC_TEMPLATE = (
+    "{passage}\n\nIn one short sentence, what problem does this study address? Reply with the "
+    "problem only."
+)
 ANSWER_SYSTEM_PROMPT = "You answer questions using only the passage you are given."
 ANSWER_TEMPLATE = (
     "Passage:\n{passage}\n\nQuestion: {question}\n\nAnswer the question in one sentence, using "
     "only the passage.\nAnswer:"
 )
-_LEAD = re.compile(r"^\W*(?:(?:question|q|answer|a)\s*\d*\s*[:.)-]\s*|\d+\s*[.)]\s*)", re.I)
+_LEAD = re.compile(
+    r"^\W*(?:(?:question|q|answer|a|claim|finding|problem|title)\s*\d*\s*[:.)-]\s*"
+    r"|\d+\s*[.)]\s*)",
+    re.I,
+)
+# "This study finds that", "The main finding of this abstract is that", "This study addresses a
+# problem related to": what a statement says before its content.
+_STATEMENT_LEAD = re.compile(
+    r"^(?:in (?:short|summary|conclusion),?\s+)?(?:the main finding (?:of|in) )?(?:this|the) "
+    r"(?:study|paper|abstract|passage|article|review|research|report|work|trial)"
+    r"(?:\s+(?:also|here|mainly|primarily))?\s+(?:finds|found|shows|showed|suggests|"
+    r"suggested|reports|reported|demonstrates|demonstrated|concludes|concluded|addresses|"
+    r"addressed|examines|investigates|discusses|"
+    r"is that|was that)"
+    r"(?:\s+(?:a|the)(?:\s+\w+)?\s+problem\s+(?:related to|of|concerning|in))?(?:\s+that)?\s+",
+    re.I,
+)
 
 
-def clean_reply(text: str) -> str:
+def clean_reply(text: str, *, statement: bool = False) -> str:
     """A reply's first non-empty line, without a "Question:"/"Answer:" or number lead-in and
-    surrounding quotes; "" when no word is left."""
+    surrounding quotes (and, for a ``statement``, without "This study finds that" and its
+    like); "" when no word is left."""
     for line in text.splitlines():
         line = _LEAD.sub("", line.strip(), count=1).strip().strip("\"'`*").strip()
+        if statement:
+            line = _STATEMENT_LEAD.sub("", line, count=1).strip()
         if line:
             return line if words(line) else ""
     return ""
@@ -142,7 +187,7 @@ class HttpTestsetGenerator:
         self,
         endpoint: Endpoint | None = None,
         *,
-        styles: Sequence[str] = HTTP_STYLES,
+        styles: Sequence[str] = HTTP_DEFAULT_STYLES,
         prompts: Mapping[str, str] | None = None,
         seed: int = 0,
         temperature: float = 0.0,
@@ -227,8 +272,9 @@ class HttpTestsetGenerator:
             other = job.rows[1]
             fields.update(other=self._passage(corpus, other), other_title=corpus.titles[other])
         prompt = self.prompts[f"{job.style}_template"].format(**fields)
+        system = "statement_system_prompt" if job.style in STATEMENT_STYLES else "system_prompt"
         return [
-            {"role": "system", "content": self.prompts["system_prompt"]},
+            {"role": "system", "content": self.prompts[system]},
             {"role": "user", "content": prompt},
         ]
 
@@ -272,14 +318,16 @@ class HttpTestsetGenerator:
 
     def _write(self, corpus: Corpus, job: Job) -> Candidate | str:
         """The candidate of one job, or why it was dropped."""
+        statement = job.style in STATEMENT_STYLES
         try:
-            question = clean_reply(self._ask(self.question_messages(corpus, job)))
+            reply = self._ask(self.question_messages(corpus, job))
         except _EmptyReply:
             return "empty reply"
+        question = clean_reply(reply, statement=statement)
         if len(words(question)) < 3:
-            return "no question in the reply"
+            return "no statement in the reply" if statement else "no question in the reply"
         answer = None
-        if self.answers:
+        if self.answers and not statement:
             try:
                 answer = clean_reply(self._ask(self.answer_messages(corpus, job, question))) or None
             except _EmptyReply:
@@ -318,10 +366,12 @@ class HttpTestsetGenerator:
             reply = self._cached(self.question_messages(corpus, job))
             if reply is None:
                 questions += 1
-                answers += int(self.answers)
+                answers += int(self.answers and job.style not in STATEMENT_STYLES)
+                continue
+            if not self.answers or job.style in STATEMENT_STYLES:
                 continue
             question = clean_reply(reply)
-            if self.answers and len(words(question)) >= 3:
+            if len(words(question)) >= 3:
                 answers += int(self._cached(self.answer_messages(corpus, job, question)) is None)
         return GenerationPlan(len(jobs), questions, answers)
 
@@ -332,6 +382,9 @@ def _default(role: Role) -> str:
         "fact": FACT_TEMPLATE,
         "paraphrase": PARAPHRASE_TEMPLATE,
         "multi": MULTI_TEMPLATE,
+        "claim": CLAIM_TEMPLATE,
+        "topic": TOPIC_TEMPLATE,
+        "statement_system": STATEMENT_SYSTEM_PROMPT,
         "answer": ANSWER_TEMPLATE,
         "answer_system": ANSWER_SYSTEM_PROMPT,
     }[role.name]

@@ -6,13 +6,20 @@ import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_ragmetrics.errors import DataFormatError
 
-STYLES = ("sentence", "title", "keyphrase", "fact", "paraphrase", "multi")
+if TYPE_CHECKING:
+    from pytest_ragmetrics.data.model import Corpus
+
+STYLES = ("sentence", "title", "keyphrase", "fact", "paraphrase", "multi", "claim", "topic")
 OFFLINE_STYLES = ("sentence", "title", "keyphrase")
-HTTP_STYLES = ("fact", "paraphrase", "multi")
+HTTP_STYLES = ("fact", "paraphrase", "multi", "claim", "topic")
+# The HTTP styles used unless --styles says otherwise: questions, each with a reference answer.
+HTTP_DEFAULT_STYLES = ("fact", "paraphrase", "multi")
+# HTTP styles whose query is a statement, not a question: no reference answer is asked for.
+STATEMENT_STYLES = ("claim", "topic")
 _WORD = re.compile(r"\w+")
 
 
@@ -29,13 +36,16 @@ def normalised(text: str) -> str:
 @dataclass(frozen=True)
 class Candidate:
     """One generated query: its text, the documents it was made from (the relevant ones,
-    graded), the style that made it, and a reference answer when the generator gives one."""
+    graded), the style that made it, a reference answer when the generator gives one, and the
+    sentence taken out of its source document when the query is that sentence and the test set's
+    corpus copy lacks it (inverse cloze as Lee et al. 2019 train it)."""
 
     query_id: str
     text: str
     relevant: tuple[tuple[str, int], ...]
     style: str
     answer: str | None = None
+    removed: str | None = None
 
     @property
     def source(self) -> str:
@@ -46,13 +56,16 @@ class Candidate:
         return replace(self, query_id=query_id)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "query_id": self.query_id,
             "query": self.text,
             "relevant": dict(self.relevant),
             "style": self.style,
             "answer": self.answer,
         }
+        if self.removed is not None:
+            data["removed_from_source"] = self.removed
+        return data
 
 
 @dataclass(frozen=True)
@@ -94,12 +107,15 @@ class FilterReport:
 
 @dataclass(frozen=True)
 class TestSet:
-    """The queries kept, in order, and the provenance that ``dataset.json`` records."""
+    """The queries kept, in order, the provenance that ``dataset.json`` records, and the
+    corpus the folder carries when it is not the source corpus (a copy without the queries'
+    removed sentences; None: the source corpus as it is)."""
 
     __test__ = False  # not a pytest test class
 
     queries: tuple[Candidate, ...]
     provenance: Mapping[str, Any]
+    corpus: Corpus | None = None
 
     def __iter__(self) -> Iterator[Candidate]:
         return iter(self.queries)

@@ -3,11 +3,21 @@
 Three styles, taken in turn over the documents of a seeded order (a style a document cannot
 give is skipped for the next one):
 
-- ``sentence``: one sentence of the document's text (inverse cloze, Lee et al. 2019), the
-  document its relevant answer. The sentence stays in the document, so the query's words are
-  all in it: lexical overlap favours BM25 (docs/testsets.md measures how much).
+- ``sentence``: one prose sentence of the document's text (inverse cloze, Lee et al. 2019), the
+  document its relevant answer. ``sentence_pick`` says which: ``random`` (seeded), ``first``,
+  ``last`` or ``conclusion`` (the last sentence stating a finding: claim-like, as SciFact's
+  queries are).
 - ``title``: the document's title, where it has one of at least three words.
-- ``keyphrase``: the document's ``keyphrase_terms`` words of highest tf-idf, in text order.
+- ``keyphrase``: the document's ``keyphrase_terms`` words of highest tf-idf, in text order;
+  ``keyphrase_pick="common"`` takes them among words found in at least 1% of the documents
+  only (no word that names this document alone).
+
+With ``remove_query`` p > 0, that share (seeded) of the sentence and title queries are cut from
+their source document in the test set's own corpus copy, as Lee et al. train (p = 0.9 there): a
+sentence from the text, a title from the title field (and from the text's start, where the
+corpus repeats it there, as Cranfield's does). The systems are evaluated on that copy. Kept in
+the document, the query's words are all in it and lexical overlap favours BM25
+(docs/measurements/testsets-tau.md measures how much, and what removing it changes).
 
 No reference answers: nothing here knows what answers a query.
 """
@@ -16,19 +26,24 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.testsets.model import OFFLINE_STYLES, Candidate, words
 from pytest_ragmetrics.testsets.sampling import (
+    KEYPHRASE_PICKS,
+    SENTENCE_PICKS,
     CorpusText,
     cycle_styles,
     document_order,
+    pick_sentence,
     sentences_between,
+    without_sentence,
 )
 
-VERSION = "1"
+VERSION = "2"  # 2: prose sentences (no line fragments, no title repeated), picks, removal
 
 
 def check_styles(styles: Sequence[str], allowed: Sequence[str], who: str) -> tuple[str, ...]:
@@ -44,11 +59,26 @@ def check_styles(styles: Sequence[str], allowed: Sequence[str], who: str) -> tup
     return chosen
 
 
+def _check_choice(label: str, value: str, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise ConfigError(
+            f"offline generator: {label} must be one of {', '.join(allowed)}, got {value!r}"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class _Query:
+    text: str
+    removed: str | None = None
+
+
 class OfflineGenerator:
     """Queries from the documents' own sentences, titles and keyphrases (see the module)."""
 
     name = "offline"
 
+    # Long only because it checks and keeps its options, one line each.
     def __init__(
         self,
         styles: Sequence[str] = OFFLINE_STYLES,
@@ -57,6 +87,9 @@ class OfflineGenerator:
         min_words: int = 6,
         max_words: int = 40,
         keyphrase_terms: int = 4,
+        sentence_pick: str = "random",
+        remove_query: float = 0.0,
+        keyphrase_pick: str = "rare",
     ) -> None:
         self.styles = check_styles(styles, OFFLINE_STYLES, "offline generator")
         for label, value in (
@@ -68,10 +101,17 @@ class OfflineGenerator:
                 raise ConfigError(f"offline generator: {label} must be a positive integer")
         if min_words > max_words:
             raise ConfigError("offline generator: min_words is above max_words")
+        if isinstance(remove_query, bool) or not 0.0 <= float(remove_query) <= 1.0:
+            raise ConfigError(
+                f"offline generator: remove_query is a share in [0, 1], got {remove_query!r}"
+            )
         self.seed = int(seed)
         self.min_words = min_words
         self.max_words = max_words
         self.keyphrase_terms = keyphrase_terms
+        self.sentence_pick = _check_choice("sentence_pick", sentence_pick, SENTENCE_PICKS)
+        self.remove_query = float(remove_query)
+        self.keyphrase_pick = _check_choice("keyphrase_pick", keyphrase_pick, KEYPHRASE_PICKS)
 
     def __repr__(self) -> str:
         return f"OfflineGenerator(styles={self.styles}, seed={self.seed})"
@@ -86,6 +126,9 @@ class OfflineGenerator:
             "min_words": self.min_words,
             "max_words": self.max_words,
             "keyphrase_terms": self.keyphrase_terms,
+            "sentence_pick": self.sentence_pick,
+            "remove_query": self.remove_query,
+            "keyphrase_pick": self.keyphrase_pick,
         }
 
     def generate(
@@ -94,28 +137,55 @@ class OfflineGenerator:
         """Up to ``count`` candidates (fewer when the corpus runs out of usable documents)."""
         stats = CorpusText(corpus)
         rng = random.Random(self.seed)
+        # Its own stream: the same sentences are picked whatever the share removed.
+        removal = random.Random(f"remove-query:{self.seed}")
         found: list[Candidate] = []
         for row in document_order(corpus, self.seed):
             if len(found) >= count:
                 break
             for style in cycle_styles(self.styles, len(found)):
-                text = self._query(style, row, corpus, stats, rng)
-                if text:
+                query = self._query(style, row, corpus, stats, rng, removal)
+                if query is not None:
                     doc_id = str(corpus.doc_ids[row])
-                    found.append(Candidate(f"gen-{len(found) + 1}", text, ((doc_id, 1),), style))
+                    qid = f"gen-{len(found) + 1}"
+                    found.append(
+                        Candidate(qid, query.text, ((doc_id, 1),), style, removed=query.removed)
+                    )
                     if advance is not None:
                         advance(1)
                     break
         return found
 
     def _query(
-        self, style: str, row: int, corpus: Corpus, stats: CorpusText, rng: random.Random
-    ) -> str | None:
+        self,
+        style: str,
+        row: int,
+        corpus: Corpus,
+        stats: CorpusText,
+        rng: random.Random,
+        removal: random.Random,
+    ) -> _Query | None:
+        title = corpus.titles[row].strip()
         if style == "title":
-            title = corpus.titles[row].strip()
-            return title if len(words(title)) >= 3 and title != corpus.texts[row].strip() else None
+            if len(words(title)) < 3 or title == corpus.texts[row].strip():
+                return None
+            return _Query(title, corpus.titles[row] if self._cut(removal) else None)
         if style == "sentence":
-            sentences = sentences_between(corpus.texts[row], self.min_words, self.max_words)
-            return rng.choice(sentences) if sentences else None
-        terms = stats.keyphrase_terms(row, self.keyphrase_terms)
-        return " ".join(terms) if len(terms) >= min(2, self.keyphrase_terms) else None
+            return self._sentence(corpus.texts[row], title, rng, removal)
+        terms = stats.keyphrase_terms(row, self.keyphrase_terms, self.keyphrase_pick)
+        return _Query(" ".join(terms)) if len(terms) >= min(2, self.keyphrase_terms) else None
+
+    def _sentence(
+        self, text: str, title: str, rng: random.Random, removal: random.Random
+    ) -> _Query | None:
+        sentences = sentences_between(text, self.min_words, self.max_words, title=title)
+        if not sentences:
+            return None
+        sentence = pick_sentence(sentences, self.sentence_pick, rng)
+        # A document whose text is this one sentence keeps it: cut, nothing would be left.
+        rest = without_sentence(text, sentence) if self._cut(removal) else None
+        return _Query(sentence, sentence if rest and words(rest) else None)
+
+    def _cut(self, removal: random.Random) -> bool:
+        """Whether this query is cut from its document (drawn for every sentence or title)."""
+        return self.remove_query > 0 and removal.random() < self.remove_query

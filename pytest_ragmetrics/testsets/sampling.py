@@ -1,11 +1,13 @@
 """Which documents a test set is made from, in a seeded order, and what generators read of a
-document: its sentences, its keyphrases (tf-idf), a related document (for two-document
-questions). No model: plain word statistics over the corpus."""
+document: its sentences (prose sentences, whatever the line breaks), its keyphrases (tf-idf), a
+related document (for two-document questions). No model: plain word statistics over the
+corpus."""
 
 from __future__ import annotations
 
 import math
 import random
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -13,7 +15,7 @@ from functools import cached_property
 
 from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.judges.base import split_sentences
-from pytest_ragmetrics.testsets.model import words
+from pytest_ragmetrics.testsets.model import Candidate, normalised, words
 
 # Common English function words: never a keyphrase term.
 _STOPWORD_TEXT = """a about above after again against all also am an and any are as at be
@@ -36,13 +38,96 @@ def document_order(corpus: Corpus, seed: int) -> list[int]:
     return rows
 
 
-def sentences_between(text: str, min_words: int, max_words: int) -> list[str]:
-    """The sentences of ``text`` with ``min_words`` to ``max_words`` words."""
-    return [s for s in split_sentences(text) if min_words <= len(words(s)) <= max_words]
+# A full stop standing alone between spaces (tokenised text, as Cranfield's "slab . the") ends
+# a sentence even before a lower-case word, which the judges' splitter waits for.
+_FREE_STOP = re.compile(r"\s[.!?]+(?=\s|$)")
+_PARAGRAPH = re.compile(r"\n\s*\n")
+# Words that mark a sentence stating a finding (an abstract's conclusion).
+_CONCLUSION = re.compile(
+    r"\b(?:conclu\w*|suggest\w*|indicat\w*|demonstrat\w*|reveal\w*|implicat\w*|"
+    r"we (?:found|find|show\w*|report\w*)|(?:these|our) (?:results|findings|data))\b",
+    re.I,
+)
+SENTENCE_PICKS = ("random", "first", "last", "conclusion")
+KEYPHRASE_PICKS = ("rare", "common")
+
+
+def prose_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` as prose: a line break inside a paragraph is a space (abstracts
+    wrapped at a fixed width, as Cranfield's, are not split into line fragments), a blank line
+    ends a paragraph, and a free-standing full stop ends a sentence."""
+    found: list[str] = []
+    for paragraph in _PARAGRAPH.split(text):
+        flat = " ".join(paragraph.split())
+        for piece in _FREE_STOP.split(flat):
+            if piece.strip():
+                found += split_sentences(piece.strip())
+    return found
+
+
+def sentences_between(text: str, min_words: int, max_words: int, *, title: str = "") -> list[str]:
+    """The prose sentences of ``text`` with ``min_words`` to ``max_words`` words, without the
+    title repeated as the text's first sentence (Cranfield's texts open with it)."""
+    heading = normalised(title)
+    return [
+        s
+        for s in prose_sentences(text)
+        if min_words <= len(words(s)) <= max_words and normalised(s) != heading
+    ]
+
+
+def pick_sentence(sentences: Sequence[str], how: str, rng: random.Random) -> str:
+    """One of ``sentences`` (not empty): ``random`` (seeded), ``first``, ``last``, or
+    ``conclusion`` (the last sentence with a finding's words — "suggest", "conclude", "these
+    results" —, else the last one)."""
+    if how == "first":
+        return sentences[0]
+    if how == "last":
+        return sentences[-1]
+    if how == "conclusion":
+        stated = [s for s in sentences if _CONCLUSION.search(s)]
+        return (stated or list(sentences))[-1]
+    return rng.choice(list(sentences))
+
+
+def without_sentence(text: str, sentence: str) -> str | None:
+    """``text`` with ``sentence`` (as :func:`prose_sentences` gave it: spacing may differ) and
+    its full stop cut out; None when it is not found."""
+    chars = [re.escape(ch) for ch in sentence if not ch.isspace()]
+    if not chars:
+        return None
+    match = re.search(r"\s*".join(chars) + r"(?:\s*[.!?]+)?", text)
+    if match is None:
+        return None
+    left, right = text[: match.start()].rstrip(" \t"), text[match.end() :].lstrip(" \t")
+    joint = "" if not left or not right or left.endswith("\n") or right.startswith("\n") else " "
+    return (left + joint + right).strip()
 
 
 def _content(term: str) -> bool:
     return len(term) > 2 and term not in STOPWORDS and not term.isdigit()
+
+
+def corpus_without_removed(corpus: Corpus, queries: Sequence[Candidate]) -> Corpus | None:
+    """A copy of ``corpus`` in which each query's source document lacks the text the query
+    removed from it: its title (blanked, and cut from the text's start where the text repeats
+    it) or a sentence of its text. None when no query removed anything."""
+    cut = {c.source: c.removed for c in queries if c.removed is not None}
+    if not cut:
+        return None
+    titles, texts = list(corpus.titles), list(corpus.texts)
+    for doc_id, removed in cut.items():
+        row = corpus.position[doc_id]
+        if removed == titles[row]:
+            titles[row] = ""
+            if normalised(texts[row]).startswith(normalised(removed)):
+                texts[row] = without_sentence(texts[row], removed) or texts[row]
+            continue
+        rest = without_sentence(texts[row], removed)
+        if rest is None:
+            raise ValueError(f"document {doc_id!r} does not hold its query's removed sentence")
+        texts[row] = rest
+    return Corpus(corpus.doc_ids, titles, texts)
 
 
 @dataclass
@@ -75,12 +160,22 @@ class CorpusText:
                 found.setdefault(t, []).append(row)
         return found
 
-    def keyphrase_terms(self, row: int, count: int) -> list[str]:
-        """The ``count`` terms of the document with the highest tf-idf, in text order."""
+    @cached_property
+    def common_idf(self) -> float:
+        """The idf of a term found in 1% of the documents (at least two): ``common`` keyphrases
+        use no rarer term."""
+        n = len(self.terms)
+        return math.log((n + 1) / (max(2, n // 100) + 0.5))
+
+    def keyphrase_terms(self, row: int, count: int, pick: str = "rare") -> list[str]:
+        """The ``count`` terms of the document with the highest tf-idf, in text order; with
+        ``pick="common"`` only among terms found in at least 1% of the documents (no term that
+        names this document alone)."""
         terms = self.terms[row]
         tf = Counter(terms)
         idf = self.idf
-        best = sorted(tf, key=lambda t: (-tf[t] * idf[t], t))[:count]
+        pool = [t for t in tf if idf[t] <= self.common_idf] if pick == "common" else list(tf)
+        best = sorted(pool, key=lambda t: (-tf[t] * idf[t], t))[:count]
         chosen = set(best)
         return [t for t in dict.fromkeys(terms) if t in chosen]
 
