@@ -70,6 +70,7 @@ def test_naming_the_kinds_imports_nothing_else() -> None:
         "['pytest_ragmetrics',",
         "'pytest_ragmetrics._lazy',",
         "'pytest_ragmetrics._version',",
+        "'pytest_ragmetrics.controls',",
         "'pytest_ragmetrics.errors',",
         "'pytest_ragmetrics.judges',",
         "'pytest_ragmetrics.retrievers',",

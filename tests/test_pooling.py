@@ -378,8 +378,9 @@ def test_plugin_reports_metrics_with_labels_and_trusted_labels_decide(
     # + labels: d4 and d5 are relevant too (R grows), the new ranking finds one of two at rank 1
     assert evaluation["supplemented"]["metrics"]["recall_at_1"] == 0.75
     assert evaluation["supplemented"]["labels_used"] == 2
-    # Below the kappa bound the labels are shown, not used: the drop fails again.
-    gated = pytester.runpytest(*xdist, "-o", "ragmetrics_min_judge_kappa=0.5")
+    # Below the kappa bound the labels are shown, not used: the drop fails again (-v: the full
+    # message, which has the labels' line).
+    gated = pytester.runpytest(*xdist, "-v", "-o", "ragmetrics_min_judge_kappa=0.5")
     gated.assert_outcomes(failed=1)
     gated.stdout.fnmatch_lines(["*· + judge labels*0.9649*0.7500*1.0000*shown only"])
     gated.stdout.fnmatch_lines(
