@@ -302,7 +302,7 @@ class SystemsComparison:
             holes_lines,
             lost_lines,
         )
-        from pytest_ragmetrics.report.escaping import for_terminal as one_line
+        from pytest_ragmetrics.controls import show_controls as one_line
 
         reference = one_line(self.reference.label)
         if versus.verdict.status == "not comparable":
