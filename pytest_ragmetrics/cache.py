@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_ragmetrics.default_cache import DEFAULT_FOLDER as DEFAULT_FOLDER
-from pytest_ragmetrics.default_cache import default_cache as default_cache
+from pytest_ragmetrics.default_cache import default_cache_provider
 from pytest_ragmetrics.default_cache import use_default_cache as use_default_cache
 from pytest_ragmetrics.errors import CacheError, CacheWarning, OutputError, how_to_silence
 from pytest_ragmetrics.fileio import atomic_write_text, cannot_write, exclusive_lock
@@ -520,6 +520,21 @@ class Cache:
                 with contextlib.suppress(OSError):
                     (kind_dir / COMPUTE_LOG).unlink()
         return report
+
+
+def default_cache() -> Cache:
+    """The cache ``cache=True`` means: the pytest session's (ragmetrics_cache_dir, off with
+    --ragmetrics-no-cache) while one runs, else ``.ragmetrics/cache`` in the current folder."""
+    provider = default_cache_provider()
+    if provider is None:
+        return Cache(DEFAULT_FOLDER)
+    cache = provider()
+    if not isinstance(cache, Cache):
+        raise TypeError(
+            f"the provider given to use_default_cache returned a {type(cache).__name__}, "
+            "not a pytest_ragmetrics.cache.Cache"
+        )
+    return cache
 
 
 class CacheWriteError(CacheError, OutputError):

@@ -1,39 +1,34 @@
-"""Which cache ``cache=True`` means: the pytest session's while one runs, else
-``.ragmetrics/cache`` in the current folder.
+"""Which cache ``cache=True`` means while a pytest session runs: the session registers a
+provider of its cache here, and :func:`pytest_ragmetrics.cache.default_cache` asks it.
 
-Apart from :mod:`pytest_ragmetrics.cache` (which imports numpy) because the plugin sets it at
-start-up, where nothing heavy may be imported.
+Apart from :mod:`pytest_ragmetrics.cache` (which imports numpy) because the plugin registers
+the provider at start-up, where nothing heavy may be imported. This module imports nothing of
+ours: the cache depends on it, never the other way round.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pytest_ragmetrics.cache import Cache
 
 DEFAULT_FOLDER = Path(".ragmetrics/cache")
-_default: list[Callable[[], Cache]] = []
+"""Where ``cache=True`` caches outside a pytest session (relative to the current folder)."""
+
+_providers: list[Callable[[], object]] = []
 
 
-def default_cache() -> Cache:
-    """The cache ``cache=True`` means: the pytest session's (ragmetrics_cache_dir, off with
-    --ragmetrics-no-cache) while one runs, else ``.ragmetrics/cache`` in the current folder."""
-    if _default:
-        return _default[-1]()
-    from pytest_ragmetrics.cache import Cache
-
-    return Cache(DEFAULT_FOLDER)
+def default_cache_provider() -> Callable[[], object] | None:
+    """The provider registered last and not yet withdrawn, or None outside a session."""
+    return _providers[-1] if _providers else None
 
 
-def use_default_cache(provider: Callable[[], Cache]) -> Callable[[], None]:
-    """Make ``provider()`` the :func:`default_cache` until the returned function is called."""
-    _default.append(provider)
+def use_default_cache(provider: Callable[[], object]) -> Callable[[], None]:
+    """Make ``provider()`` (returning a :class:`~pytest_ragmetrics.cache.Cache`) the default
+    cache until the returned function is called."""
+    _providers.append(provider)
 
     def restore() -> None:
-        if provider in _default:
-            _default.remove(provider)
+        if provider in _providers:
+            _providers.remove(provider)
 
     return restore

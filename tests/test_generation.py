@@ -299,7 +299,9 @@ def test_budget_stops_before_it_is_exceeded(tmp_path: Path) -> None:
 
 
 def test_budget_is_a_positive_number() -> None:
-    with pytest.raises(BudgetError, match="positive number of tokens"):
+    with pytest.raises(
+        BudgetError, match=r"budget \(a number of tokens\) must be a positive integer"
+    ):
         Budget(0)
 
 

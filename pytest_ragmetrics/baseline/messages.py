@@ -20,8 +20,8 @@ from pytest_ragmetrics.baseline.verdicts import (
     failure_subject,
     moved,
 )
+from pytest_ragmetrics.controls import show_controls as one_line
 from pytest_ragmetrics.deltas import delta_text
-from pytest_ragmetrics.report.escaping import for_terminal as one_line
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.records import EvaluationRecord

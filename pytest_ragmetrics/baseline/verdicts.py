@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_ragmetrics.baseline.store import UPDATE_HINT
+from pytest_ragmetrics.controls import show_controls as one_line
 from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.records import round_values
-from pytest_ragmetrics.report.escaping import for_terminal as one_line
 from pytest_ragmetrics.stats import PairedComparison
 
 if TYPE_CHECKING:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_ragmetrics.comparison.inputs import Input, InputKind, Judgments, records_of, where
+from pytest_ragmetrics.controls import show_controls as one_line
 from pytest_ragmetrics.deltas import change, delta_text
 from pytest_ragmetrics.deltas import delta as delta_of
 from pytest_ragmetrics.errors import BaselineError, ConfigError, MetricError
@@ -302,7 +303,6 @@ class SystemsComparison:
             holes_lines,
             lost_lines,
         )
-        from pytest_ragmetrics.report.escaping import for_terminal as one_line
 
         reference = one_line(self.reference.label)
         if versus.verdict.status == "not comparable":

@@ -162,21 +162,28 @@ def read_answers(path: PathLike) -> list[GeneratedAnswer]:
     """Generated answers from JSONL, in file order; a query id twice is an error naming both
     lines."""
     p = resolve(path)
+    found = answers_of(read_jsonl(p), p)
+    if not found:
+        raise DataFormatError("no answers in the file (it is empty)", p)
+    return found
+
+
+def answers_of(lines: Iterable[tuple[int, dict[str, Any]]], path: Path) -> list[GeneratedAnswer]:
+    """The answers of ``(line number, JSON object)`` pairs read from ``path``, in order; a
+    query id answered twice is an error naming both lines."""
     found: list[GeneratedAnswer] = []
     first: dict[str, int] = {}
-    for line, record in read_jsonl(p):
-        answer = GeneratedAnswer.from_dict(record, p, line)
+    for line, record in lines:
+        answer = GeneratedAnswer.from_dict(record, path, line)
         if answer.query_id in first:
             raise DataFormatError(
                 f"query id {answer.query_id!r} already answered on line "
                 f"{first[answer.query_id]}; keep one answer per query",
-                p,
+                path,
                 line,
             )
         first[answer.query_id] = line
         found.append(answer)
-    if not found:
-        raise DataFormatError("no answers in the file (it is empty)", p)
     return found
 
 

@@ -43,18 +43,6 @@ _DEFAULT_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 _REQUIRED = ("format", "documents", "queries", "qrels")
-_OPTIONAL = (
-    "name",
-    "about",
-    "qrels_columns",
-    "query_ids",
-    "grades",
-    "title_fields",
-    "text_fields",
-    "query_fields",
-    "encoding",
-    "provenance",
-)
 # What only the classic formats need: how to read their fields, ids and grades.
 _CLASSIC_ONLY = (
     "qrels_columns",
@@ -65,6 +53,7 @@ _CLASSIC_ONLY = (
     "query_fields",
     "encoding",
 )
+_OPTIONAL = ("name", "about", *_CLASSIC_ONLY, "provenance")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pytest_ragmetrics.data.answers import GeneratedAnswer
+from pytest_ragmetrics.data.answers import GeneratedAnswer, answers_of
 from pytest_ragmetrics.data.textfile import PathLike, read_jsonl, resolve
 from pytest_ragmetrics.errors import DataFormatError
 
@@ -82,28 +82,11 @@ def read_recording(path: PathLike, pair: Pair | None = None) -> tuple[list[Gener
             "with --ragmetrics-record-answers",
             p,
         )
-    answers = _answers(chosen, p)
+    answers = answers_of(chosen, p)
     digest = hashlib.sha256(
         "".join(json.dumps(r, sort_keys=True) + "\n" for _, r in chosen).encode("utf-8")
     ).hexdigest()
     return answers, digest
-
-
-def _answers(lines: list[tuple[int, dict[str, Any]]], path: Path) -> list[GeneratedAnswer]:
-    found: list[GeneratedAnswer] = []
-    first: dict[str, int] = {}
-    for line, record in lines:
-        answer = GeneratedAnswer.from_dict(record, path, line)
-        if answer.query_id in first:
-            raise DataFormatError(
-                f"query id {answer.query_id!r} already answered on line "
-                f"{first[answer.query_id]}; keep one answer per query",
-                path,
-                line,
-            )
-        first[answer.query_id] = line
-        found.append(answer)
-    return found
 
 
 def write_recording(

@@ -17,6 +17,7 @@ from pytest_ragmetrics.data.answers import GeneratedAnswer
 from pytest_ragmetrics.errors import GeneratorError
 from pytest_ragmetrics.generation.generators import FunctionGenerator, Generator, NamedFunction
 from pytest_ragmetrics.transport.client import ChatReply
+from pytest_ragmetrics.values import positive_int
 
 Contexts = Sequence[tuple[str, str]]
 
@@ -57,8 +58,7 @@ class RetrieveThenGenerate:
         max_context_chars: int | None = None,
     ) -> None:
         for label, value in (("top_n", top_n), ("max_context_chars", max_context_chars or 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise GeneratorError(f"pipeline: {label} must be a positive integer, got {value!r}")
+            positive_int(value, f"pipeline: {label}", GeneratorError)
         self.max_context_chars = max_context_chars
         self.retriever = retriever
         self.corpus = corpus

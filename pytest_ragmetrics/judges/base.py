@@ -15,6 +15,7 @@ from pytest_ragmetrics.cache import Cache, canonical_json
 from pytest_ragmetrics.data.assessments import AnswerAssessment
 from pytest_ragmetrics.errors import JudgeError
 from pytest_ragmetrics.judges.protocols import Contexts
+from pytest_ragmetrics.values import positive_int
 
 CacheLike = Cache | str | os.PathLike[str] | None
 T = TypeVar("T")
@@ -99,9 +100,7 @@ def naming_query(query_id: str) -> contextlib.AbstractContextManager[None]:
 def check_repeats(repeats: object) -> int:
     """``repeats`` if it is a positive integer (how many times judging is repeated to measure
     the judge's noise), else a JudgeError."""
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise JudgeError(f"repeats must be a positive integer, got {repeats!r}")
-    return repeats
+    return positive_int(repeats, "repeats", JudgeError)
 
 
 def check_text(value: object, what: str) -> str:

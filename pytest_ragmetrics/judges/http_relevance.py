@@ -26,6 +26,7 @@ from pytest_ragmetrics.prompts import prompt_set
 from pytest_ragmetrics.transport.budget import Budget
 from pytest_ragmetrics.transport.client import ChatClient, EndpointUser, Meter
 from pytest_ragmetrics.transport.endpoint import Endpoint, Sampling
+from pytest_ragmetrics.values import positive_int
 
 DEFAULT_MAX_PASSAGE_CHARS = 4000
 LABEL = "HTTP relevance judge"
@@ -67,14 +68,7 @@ class HttpRelevanceJudge(EndpointUser):
         texts = prompt_set("judge", prompts, what=LABEL, error=JudgeError)
         self._system, self._template = texts["context_system"], texts["context"]
         self._unparseable: Unparseable = check_unparseable(unparseable, LABEL)
-        if (
-            isinstance(max_passage_chars, bool)
-            or not isinstance(max_passage_chars, int)
-            or max_passage_chars < 1
-        ):
-            raise JudgeError(
-                f"{LABEL}: max_passage_chars must be a positive integer, got {max_passage_chars!r}"
-            )
+        positive_int(max_passage_chars, f"{LABEL}: max_passage_chars", JudgeError)
         if isinstance(endpoint, ChatClient):
             if budget is not None:
                 raise JudgeError(f"{LABEL}: a shared client spends from its own budget")

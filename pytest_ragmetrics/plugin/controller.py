@@ -286,6 +286,6 @@ class XdistControllerHooks:
 
 
 def _version() -> str:
-    from pytest_ragmetrics import __version__
+    from pytest_ragmetrics._version import __version__
 
     return __version__

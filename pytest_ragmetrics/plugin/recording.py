@@ -101,6 +101,21 @@ class RagEval:
             names += [spec.name for spec in parse_metrics(extra)]
         return list(dict.fromkeys(names))
 
+    def _new_record(
+        self, name: str, evaluation: Evaluation, identity: dict[str, Any], **fields: Any
+    ) -> EvaluationRecord:
+        """This test's record ``name`` of ``evaluation``, with the test's thresholds of the
+        metrics it measured."""
+        thresholds = {m: v for m, v in self._thresholds.items() if m in evaluation.metrics}
+        return EvaluationRecord(
+            test=self.test,
+            name=name,
+            evaluation=evaluation,
+            identity=identity,
+            thresholds=thresholds,
+            **fields,
+        )
+
     def _name(self, name: str | None, default: str) -> str:
         if name is not None and not isinstance(name, str):
             raise ConfigError(
@@ -158,14 +173,8 @@ class RagEval:
             evaluation.notes.extend(supplement.notes)
         identity, k = _source_of(run_obj, retriever)
         evaluation.notes.extend(_run_notes(run_obj, evaluation, identity, sources.get("dataset")))
-        recorded = EvaluationRecord(
-            test=self.test,
-            name=self._name(name, "retrieval"),
-            evaluation=evaluation,
-            identity=identity,
-            dataset=dataset_info,
-            k=k,
-            thresholds={m: v for m, v in self._thresholds.items() if m in evaluation.metrics},
+        recorded = self._new_record(
+            self._name(name, "retrieval"), evaluation, identity, dataset=dataset_info, k=k
         )
         if "dataset" in sources:
             self._texts[recorded.name] = sources["dataset"].queries
@@ -241,14 +250,8 @@ class RagEval:
             # judged of each answer, and the pipeline that answered: a change to any of them
             # shows as a configuration change, and each question has its own kappa gate.
             identity.update(judged.identity(evaluation.metrics))
-        recorded = EvaluationRecord(
-            test=self.test,
-            name=self._name(name, "answers"),
-            evaluation=evaluation,
-            identity=identity,
-            dataset=None,
-            thresholds={m: v for m, v in self._thresholds.items() if m in evaluation.metrics},
-            report_fields=fields,
+        recorded = self._new_record(
+            self._name(name, "answers"), evaluation, identity, dataset=None, report_fields=fields
         )
         self._texts[recorded.name] = {
             str(item.query_id): item.query for item in items if getattr(item, "query", "")

@@ -42,6 +42,7 @@ from pytest_ragmetrics.retrievers.faiss_search import (
     encode_texts,
     exact_top_k,
 )
+from pytest_ragmetrics.values import positive_int
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -100,9 +101,9 @@ class DenseRetriever:
     ) -> None:
         if len(corpus) == 0:
             raise RetrieverError("DenseRetriever: the corpus is empty; there is nothing to search")
-        _positive("batch_size", batch_size)
+        positive_int(batch_size, "DenseRetriever: batch_size")
         if max_seq_length is not None:
-            _positive("max_seq_length", max_seq_length)
+            positive_int(max_seq_length, "DenseRetriever: max_seq_length")
         self._set_index(index, nlist, nprobe, hnsw_m, ef_construction, ef_search)
         if devices is not None and (isinstance(devices, str) or not devices):
             raise ConfigError(
@@ -150,9 +151,9 @@ class DenseRetriever:
             ("ef_construction", ef_construction),
             ("ef_search", ef_search),
         ):
-            _positive(option, value)
+            positive_int(value, f"DenseRetriever: {option}")
         if nlist is not None:
-            _positive("nlist", nlist)
+            positive_int(nlist, "DenseRetriever: nlist")
         self.index_type: IndexType = index
         self.nlist = nlist
         self.nprobe = nprobe
@@ -399,8 +400,3 @@ class DenseRetriever:
             index.hnsw.efSearch = max(self.ef_search, depth)
         scores, indices = index.search(vectors, depth)
         return Run.from_arrays(queries.query_ids, indices, scores, self.corpus.doc_ids)
-
-
-def _positive(option: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"DenseRetriever: {option} must be a positive integer, got {value!r}")

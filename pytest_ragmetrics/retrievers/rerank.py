@@ -29,6 +29,7 @@ from pytest_ragmetrics.retrievers.base import (
     check_k,
     check_run,
 )
+from pytest_ragmetrics.values import positive_int
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -77,14 +78,9 @@ class RerankRetriever:
                 "corpus=... so the cross-encoder can read the documents"
             )
         for option, value in (("rerank_k", rerank_k), ("batch_size", batch_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(
-                    f"RerankRetriever: {option} must be a positive integer, got {value!r}"
-                )
-        if max_length is not None and (not isinstance(max_length, int) or max_length < 1):
-            raise ConfigError(
-                f"RerankRetriever: max_length must be a positive integer, got {max_length!r}"
-            )
+            positive_int(value, f"RerankRetriever: {option}")
+        if max_length is not None:
+            positive_int(max_length, "RerankRetriever: max_length")
         self.first_stage = first_stage
         self.corpus: Corpus = found_corpus
         self.source: ModelSource = resolve_model(model, revision=revision)

@@ -41,6 +41,7 @@ from pytest_ragmetrics.testsets.model import (
 from pytest_ragmetrics.testsets.offline import check_styles
 from pytest_ragmetrics.testsets.sampling import CorpusText, cycle_styles, document_order
 from pytest_ragmetrics.transport import Budget, ChatClient, Cost, Endpoint, Meter, Naming
+from pytest_ragmetrics.values import positive_int
 
 NAMING = Naming(
     "test-set generator", GeneratorError, ENV_URL, ENV_MODEL, ENV_API_KEY, timeout=120.0
@@ -203,8 +204,7 @@ class HttpTestsetGenerator:
         for role in TESTSET_ROLES:
             if role.is_template:
                 role.check(texts[role.keyword], f"test-set generator: {role.name}", GeneratorError)
-        if not isinstance(max_passage_chars, int) or max_passage_chars < 1:
-            raise GeneratorError("test-set generator: max_passage_chars must be a positive integer")
+        positive_int(max_passage_chars, "test-set generator: max_passage_chars", GeneratorError)
         self.prompts = texts
         self.client = ChatClient(endpoint or Endpoint(), NAMING, meter=Meter(budget))
         self.seed = int(seed)

@@ -42,6 +42,7 @@ from pytest_ragmetrics.testsets.sampling import (
     sentences_between,
     without_sentence,
 )
+from pytest_ragmetrics.values import positive_int
 
 VERSION = "2"  # 2: prose sentences (no line fragments, no title repeated), picks, removal
 
@@ -97,8 +98,7 @@ class OfflineGenerator:
             ("max_words", max_words),
             ("keyphrase_terms", keyphrase_terms),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"offline generator: {label} must be a positive integer")
+            positive_int(value, f"offline generator: {label}")
         if min_words > max_words:
             raise ConfigError("offline generator: min_words is above max_words")
         if isinstance(remove_query, bool) or not 0.0 <= float(remove_query) <= 1.0:

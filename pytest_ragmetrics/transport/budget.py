@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from pytest_ragmetrics.errors import BudgetError
 from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock
+from pytest_ragmetrics.values import positive_int
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.transport.costs import Usage
@@ -73,8 +74,7 @@ class Budget:
         option: str = "ragmetrics_judge_budget",
         ledger: str | Path | None = None,
     ) -> None:
-        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
-            raise BudgetError(f"{option}: the budget must be a positive number of tokens")
+        positive_int(tokens, f"{option}: the budget (a number of tokens)", BudgetError)
         self.tokens = tokens
         self.option = option
         self.ledger = None if ledger is None else Path(ledger)

@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_ragmetrics.errors import RagMetricsError
 from pytest_ragmetrics.redaction import redact_url, scrub
+from pytest_ragmetrics.values import positive_int
 
 
 class Secret:
@@ -186,11 +187,7 @@ def _check(
         )
     if endpoint.attempt_timeout is not None and not _number(endpoint.attempt_timeout) > 0:
         raise naming.error(f"{naming.label}: attempt_timeout must be > 0")
-    concurrency = endpoint.concurrency
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise naming.error(
-            f"{naming.label}: concurrency must be a positive integer, got {concurrency!r}"
-        )
+    positive_int(endpoint.concurrency, f"{naming.label}: concurrency", naming.error)
 
 
 def _number(value: object) -> float:

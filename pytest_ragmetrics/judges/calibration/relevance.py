@@ -26,6 +26,7 @@ from pytest_ragmetrics.judges.calibration.figures import (
 )
 from pytest_ragmetrics.judges.relevance import RelevanceJudge, RelevancePair, RelevanceVerdict
 from pytest_ragmetrics.progress import progress
+from pytest_ragmetrics.values import positive_int
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.data.model import Corpus, Qrels, Queries, Run
@@ -175,10 +176,8 @@ def retrieved_relevance_labels(
     left out (nothing says what is relevant to them).
     """
     for name, value, allowed in (("top", top, False), ("max_chars", max_chars, True)):
-        if value is None and allowed:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise JudgeError(f"{name} must be a positive integer, got {value!r}")
+        if value is not None or not allowed:
+            positive_int(value, name, JudgeError)
     passages = dict(zip(corpus.doc_ids.tolist(), corpus.passages(), strict=True))
     pairs, unjudged_queries = _retrieved_pairs(
         run, qrels, queries, passages, top, max_chars, relevance_level, run_name

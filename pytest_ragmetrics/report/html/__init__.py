@@ -61,6 +61,7 @@ from pytest_ragmetrics.report.html.page import (
     report_page,
     systems_page,
 )
+from pytest_ragmetrics.values import positive_int
 
 DEFAULT_WORST = 10
 DEFAULT_MAX_BARS = 100
@@ -89,8 +90,7 @@ def html_report(
     from pytest_ragmetrics.report.html.render import render
     from pytest_ragmetrics.report.html.view import page_view
 
-    if isinstance(worst, bool) or not isinstance(worst, int) or worst < 1:
-        raise ConfigError(f"worst={worst!r}: give a positive number of queries")
+    positive_int(worst, "worst (the queries shown in detail per metric)")
     if isinstance(max_bars, bool) or not isinstance(max_bars, int) or max_bars < 10:
         raise ConfigError(f"max_bars={max_bars!r}: give an integer of at least 10")
     return render("page.html.j2", view=page_view(page, worst=worst, max_bars=max_bars))
