@@ -223,3 +223,13 @@ def test_the_fixtures_table_gives_each_fixture_its_type(page: str) -> None:
     text = (ROOT / page).read_text(encoding="utf-8")
     rows = re.findall(r"^\| `(\w+)` \| (?:session|function) \| `(\w+)` \|", text, re.M)
     assert dict(rows) == fixture_types()
+
+
+def test_the_glossary_defines_each_word_once_and_names_public_classes() -> None:
+    text = (ROOT / "docs" / "reference" / "glossary.md").read_text(encoding="utf-8")
+    words = re.findall(r"^\| \*\*(.+?)\*\* \|", text, re.M)
+    assert len(words) == len(set(words)) >= 20
+    classes = set(re.findall(r"`([A-Z][A-Za-z]+)`", text))
+    internal = {"BaselineVerdict", "MetricVerdict"}  # read in reports, not built by users
+    assert classes - internal <= set(PUBLIC)
+    assert {"Verdict", "BaselineVerdict", "Claim", "Retriever", "Pipeline"} <= classes
