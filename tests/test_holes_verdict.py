@@ -14,7 +14,7 @@ from plugin_project import make_project
 
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
 from pytest_ragmetrics.baseline.tolerances import Tolerances
-from pytest_ragmetrics.baseline.verdicts import Verdict, failure_message
+from pytest_ragmetrics.baseline.verdicts import BaselineVerdict, failure_message
 from pytest_ragmetrics.errors import BaselineError, ReportError
 from pytest_ragmetrics.metrics.evaluation import Supplemented
 from pytest_ragmetrics.metrics.retrieval import evaluate
@@ -109,7 +109,7 @@ def test_an_older_baseline_without_counts_is_still_compared() -> None:
 def test_holes_survive_the_xdist_hand_off() -> None:
     verdict = compare_to_baseline(record(HOLES), entry(BASE), Tolerances())
     data = json.loads(json.dumps(verdict.to_dict()))
-    back = Verdict.from_dict(data)
+    back = BaselineVerdict.from_dict(data)
     assert back.to_dict() == verdict.to_dict()
     assert data["metrics"][0]["holes"]["explained"] is True
 

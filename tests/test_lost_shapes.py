@@ -16,7 +16,7 @@ from plugin_project import OVERLAP_RETRIEVER, make_project, write_beir
 
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
 from pytest_ragmetrics.baseline.tolerances import parse_tolerances
-from pytest_ragmetrics.baseline.verdicts import Verdict, failure_message
+from pytest_ragmetrics.baseline.verdicts import BaselineVerdict, failure_message
 from pytest_ragmetrics.errors import MetricError
 from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.metrics.names import families, register_metric, unregister_metric
@@ -271,7 +271,7 @@ def test_a_k_below_a_metrics_cutoff_says_the_depth_differs() -> None:
         "k 100 → 10: recall_at_100 counts only the top 10 documents now, where the baseline "
         "counted deeper: its value is not over the same depth"
     )
-    assert Verdict.from_dict(verdict.to_dict()).depth_note == verdict.depth_note
+    assert BaselineVerdict.from_dict(verdict.to_dict()).depth_note == verdict.depth_note
     assert "k: 100 → 10" in verdict.identity_change
     # A cutoff the new depth still reaches is the same metric: nothing to say.
     entry = _retrieval(values, 100, "ndcg_at_10").baseline_entry("test")
@@ -292,7 +292,7 @@ def declared() -> Any:
     unregister_metric("vague")
 
 
-def _verdict(metric: str, before: float, after: float, n: int = 3) -> Verdict:
+def _verdict(metric: str, before: float, after: float, n: int = 3) -> BaselineVerdict:
     def record(value: float) -> EvaluationRecord:
         evaluation = Evaluation.from_per_query({f"q{i}": {metric: value} for i in range(n)})
         return EvaluationRecord("t.py::t", "r", evaluation)

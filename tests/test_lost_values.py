@@ -14,7 +14,7 @@ from plugin_project import make_project
 
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
 from pytest_ragmetrics.baseline.tolerances import parse_tolerances
-from pytest_ragmetrics.baseline.verdicts import MetricVerdict, Verdict, failure_message
+from pytest_ragmetrics.baseline.verdicts import BaselineVerdict, MetricVerdict, failure_message
 from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.records import EvaluationRecord
 from pytest_ragmetrics.stats import min_attainable_p, queries_needed, randomization_p_value
@@ -198,7 +198,7 @@ def _record(values: Mapping[str, float | None], metric: str = "groundedness") ->
 
 def _compare(
     before: Mapping[str, float | None], after: Mapping[str, float | None], **kw: Any
-) -> Verdict:
+) -> BaselineVerdict:
     entry = _record(before).baseline_entry("test")
     return compare_to_baseline(_record(after), entry, parse_tolerances("0.01"), **kw)
 
@@ -224,7 +224,7 @@ def test_lost_values_are_counted_per_query_not_per_key() -> None:
     )
     again = MetricVerdict.from_dict(metric.to_dict())
     assert again.to_dict() == metric.to_dict()
-    assert Verdict.from_dict(verdict.to_dict()).lost == {"groundedness": 1}
+    assert BaselineVerdict.from_dict(verdict.to_dict()).lost == {"groundedness": 1}
     text = failure_message(_record({}), verdict, "b.json")
     assert "groundedness: lost: 1 of 3 queries had a value in the baseline" in text
 

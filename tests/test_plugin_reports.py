@@ -163,11 +163,11 @@ def _checked(test: str, dataset: str, values: dict, verdict=None, thresholds=())
 
 
 def test_markdown_report_cells_have_delta_marks_and_one_table_per_dataset() -> None:
-    from pytest_ragmetrics.baseline.verdicts import MetricVerdict, Verdict
+    from pytest_ragmetrics.baseline.verdicts import BaselineVerdict, MetricVerdict
     from pytest_ragmetrics.report.markdown import markdown_report
     from pytest_ragmetrics.report.outcome import SessionOutcome, ThresholdResult
 
-    regressed = Verdict(
+    regressed = BaselineVerdict(
         "regressed",
         [
             MetricVerdict("ndcg_at_10", 0.8, 0.6, -0.2, "0.01", 0.01, "regressed"),

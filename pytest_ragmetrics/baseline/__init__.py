@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.baseline.tolerances import Tolerance, Tolerances, parse_tolerances
     from pytest_ragmetrics.baseline.verdicts import (
         Against,
+        BaselineVerdict,
         MetricVerdict,
         Status,
-        Verdict,
         failure_message,
     )
 
@@ -55,7 +55,7 @@ _EXPORTS = {
     "Against": "pytest_ragmetrics.baseline.verdicts",
     "MetricVerdict": "pytest_ragmetrics.baseline.verdicts",
     "Status": "pytest_ragmetrics.baseline.verdicts",
-    "Verdict": "pytest_ragmetrics.baseline.verdicts",
+    "BaselineVerdict": "pytest_ragmetrics.baseline.verdicts",
     "failure_message": "pytest_ragmetrics.baseline.verdicts",
 }
 __all__ = [
@@ -63,11 +63,11 @@ __all__ = [
     "UPDATE_HINT",
     "Against",
     "BaselineStore",
+    "BaselineVerdict",
     "MetricVerdict",
     "Status",
     "Tolerance",
     "Tolerances",
-    "Verdict",
     "compare_evaluations",
     "compare_files",
     "compare_to_baseline",

@@ -27,10 +27,10 @@ from pytest_ragmetrics.baseline.verdicts import (
     FAILED_METRIC,
     LOST_SHOWN,
     NOT_COMPUTED,
+    BaselineVerdict,
     Holes,
     MetricVerdict,
     Status,
-    Verdict,
 )
 from pytest_ragmetrics.deltas import delta as delta_of
 from pytest_ragmetrics.deltas import delta_text, deltas
@@ -54,7 +54,7 @@ def compare_to_baseline(
     dataset_change: Mapping[str, str] | None = None,
     unjudged_drops: str = "fail",
     not_enforced: Mapping[str, str] | None = None,
-) -> Verdict:
+) -> BaselineVerdict:
     """Compare one recorded evaluation with its baseline entry.
 
     ``dataset_change`` maps a dataset part to a human description of how it changed (built by
@@ -72,7 +72,9 @@ def compare_to_baseline(
         )
     if entry is None:
         # Nothing to compare yet, but a gate that can never work is said from the first run.
-        return Verdict("new", alpha_note=alpha_unreachable(_valued_queries(recorded), alpha, seed))
+        return BaselineVerdict(
+            "new", alpha_note=alpha_unreachable(_valued_queries(recorded), alpha, seed)
+        )
     # Both sides at the stored precision (deltas.py), so an unchanged run has Δ exactly 0 even
     # when the "baseline" is a JSON report holding unrounded values.
     current = recorded.compared_form()
@@ -106,7 +108,7 @@ def compare_to_baseline(
 
 
 def _metric_verdicts(
-    pairs: _Pairs, verdict: Verdict, tolerances: Tolerances, gates: Gates
+    pairs: _Pairs, verdict: BaselineVerdict, tolerances: Tolerances, gates: Gates
 ) -> list[MetricVerdict]:
     """Every metric of the entry with a value, compared (or lost); metrics the entry has no
     value of are not compared: there is nothing to lose or compare with."""
@@ -131,13 +133,13 @@ def _metric_verdicts(
     return out + _not_computed(entry, current, pairs, tolerances)
 
 
-def _verdict_frame(entry: dict[str, Any], current: Mapping[str, Any]) -> Verdict:
+def _verdict_frame(entry: dict[str, Any], current: Mapping[str, Any]) -> BaselineVerdict:
     """The verdict before any metric is compared: the configuration change and the queries
     only one side holds (``entry`` gets empty ``metrics`` and ``per_query`` when it has none)."""
     entry["metrics"] = entry.get("metrics") or {}
     entry["per_query"] = entry.get("per_query") or {}
     base_pq, cur_pq = entry["per_query"], current["per_query"]
-    return Verdict(
+    return BaselineVerdict(
         "ok",
         identity_change=_identity_change(
             {"k": entry.get("k"), **(entry.get("identity") or {})},
@@ -229,7 +231,7 @@ def _paired_verdict(
     metric: str,
     before: float,
     now: float | None,
-    verdict: Verdict,
+    verdict: BaselineVerdict,
     tolerance: Tolerance,
     gates: Gates,
 ) -> MetricVerdict | None:
@@ -569,7 +571,7 @@ def compare_files(
     *,
     alpha: float | None = None,
     unjudged_drops: str = "fail",
-) -> list[tuple[EvaluationRecord, Verdict]]:
+) -> list[tuple[EvaluationRecord, BaselineVerdict]]:
     """Verdicts for every evaluation of ``after`` against ``before`` (missing ones are new)."""
     return compare_evaluations(
         load_evaluations(before),
@@ -587,7 +589,7 @@ def compare_evaluations(
     *,
     alpha: float | None = None,
     unjudged_drops: str = "fail",
-) -> list[tuple[EvaluationRecord, Verdict]]:
+) -> list[tuple[EvaluationRecord, BaselineVerdict]]:
     """:func:`compare_files` on evaluations already read with :func:`load_evaluations`."""
     results = []
     for key in sorted(new):

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from pytest_ragmetrics.baseline.verdicts import (
     WORDS,
     Against,
+    BaselineVerdict,
     MetricVerdict,
-    Verdict,
     advice,
     failure_message,
     failure_subject,
@@ -36,7 +36,7 @@ MORE = (
 
 def compact_message(
     recorded: EvaluationRecord,
-    verdict: Verdict,
+    verdict: BaselineVerdict,
     baseline_path: str,
     *,
     texts: Mapping[str, str] | None = None,

@@ -16,7 +16,7 @@ from pytest_ragmetrics.records import label
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.baseline.tolerances import Tolerances
-    from pytest_ragmetrics.baseline.verdicts import Verdict
+    from pytest_ragmetrics.baseline.verdicts import BaselineVerdict
     from pytest_ragmetrics.records import EvaluationRecord
 
 SHOWN = 10  # queries named per evaluation (the JSON form lists them all)
@@ -54,12 +54,12 @@ class PairComparison:
 
     before: str
     after: str
-    results: list[tuple[EvaluationRecord, Verdict]]
+    results: list[tuple[EvaluationRecord, BaselineVerdict]]
     missing: list[tuple[str, str, str]] = field(default_factory=list)
     strict: bool = False
 
     @property
-    def failed(self) -> list[tuple[EvaluationRecord, Verdict]]:
+    def failed(self) -> list[tuple[EvaluationRecord, BaselineVerdict]]:
         return [(r, v) for r, v in self.results if v.status in ("regressed", "not comparable")]
 
     @property
@@ -165,7 +165,7 @@ class PairComparison:
         }
 
 
-def not_compared_notes(run: str, verdict: Verdict) -> list[str]:
+def not_compared_notes(run: str, verdict: BaselineVerdict) -> list[str]:
     """Comparing runs: the reference's metrics and queries that ``run`` lacks, in words."""
     out = []
     if verdict.metrics_not_compared:

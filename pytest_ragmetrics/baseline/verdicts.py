@@ -156,6 +156,9 @@ HOLES_ADVICE = (
 
 @dataclass
 class MetricVerdict:
+    """One metric's part of a :class:`BaselineVerdict`: its baseline and current values, the
+    change, the tolerance and paired comparison it was judged by, and its status."""
+
     metric: str
     baseline: float
     current: float
@@ -254,7 +257,12 @@ def _float(value: Any) -> float:
 
 
 @dataclass
-class Verdict:
+class BaselineVerdict:
+    """The outcome of comparing one evaluation with its baseline entry (``ok``, ``improved``,
+    ``regressed``, ``new``, ``not comparable``) with each metric's :class:`MetricVerdict`.
+    Not the judge's :class:`~pytest_ragmetrics.data.assessments.Verdict` (a yes/no on one
+    subject of an answer)."""
+
     status: Status
     metrics: list[MetricVerdict] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
@@ -304,7 +312,7 @@ class Verdict:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
+    def from_dict(cls, data: Mapping[str, Any]) -> BaselineVerdict:
         """Rebuild from :meth:`to_dict` (the xdist hand-off): ``to_dict`` gives ``data`` back."""
         return cls(
             data["status"],
@@ -388,7 +396,7 @@ def holes_lines(metric: MetricVerdict, against: Against) -> list[str]:
     return metric.holes.lines(metric.metric, WORDS[against])
 
 
-def holes_advice(verdict: Verdict) -> list[str]:
+def holes_advice(verdict: BaselineVerdict) -> list[str]:
     """The advice on judging the holes, when some failed metric's drop they explain."""
     if any(m.holes is not None and m.holes.explained for m in verdict.failed_metrics):
         return [HOLES_ADVICE]
@@ -435,7 +443,7 @@ def advice(against: Against, status: str, path: str) -> str:
 
 def failure_message(
     recorded: EvaluationRecord,
-    verdict: Verdict,
+    verdict: BaselineVerdict,
     baseline_path: str,
     *,
     against: Against = "baseline",
@@ -524,7 +532,7 @@ def lost_lines(metric: MetricVerdict, words: Mapping[str, str]) -> list[str]:
     ]
 
 
-def lost_advice(verdict: Verdict, words: Mapping[str, str]) -> list[str]:
+def lost_advice(verdict: BaselineVerdict, words: Mapping[str, str]) -> list[str]:
     """The advice on lost values: a missing value is a failure, never a skipped metric."""
     if not verdict.lost:
         return []
@@ -536,7 +544,7 @@ def lost_advice(verdict: Verdict, words: Mapping[str, str]) -> list[str]:
     ]
 
 
-def _query_set_lines(verdict: Verdict, words: Mapping[str, str]) -> list[str]:
+def _query_set_lines(verdict: BaselineVerdict, words: Mapping[str, str]) -> list[str]:
     lines = []
     named = {m.metric for m in verdict.metrics if not m.computed}  # already said: lost
     not_compared = [m for m in verdict.metrics_not_compared if m not in named]

@@ -31,7 +31,7 @@ from pytest_ragmetrics.stats import DEFAULT_SEED
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.baseline.tolerances import Tolerances
-    from pytest_ragmetrics.baseline.verdicts import Verdict
+    from pytest_ragmetrics.baseline.verdicts import BaselineVerdict
     from pytest_ragmetrics.data.model import Run
     from pytest_ragmetrics.metrics.semantics import MetricSemantics
     from pytest_ragmetrics.records import EvaluationRecord
@@ -263,7 +263,7 @@ class Versus:
     ties as queries worse / better / same) and the queries that changed most per metric."""
 
     system: System
-    verdict: Verdict
+    verdict: BaselineVerdict
     most_changed: Mapping[str, tuple[QueryChange, ...]]
     notes: tuple[str, ...] = ()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,11 @@ from pytest_ragmetrics.transport.client import ChatReply
 from pytest_ragmetrics.values import positive_int
 
 Contexts = Sequence[tuple[str, str]]
+
+Pipeline = Callable[[str], "tuple[str, Sequence[Any]]"]
+"""The pipeline under test (the ``rag_pipeline`` fixture): ``pipeline(query) -> (answer,
+contexts)``, the contexts as texts or ``(id, text)`` pairs; an ``identity()`` method, when it
+has one, keys its cached answers."""
 
 
 class FunctionPipeline(NamedFunction):
@@ -199,6 +204,7 @@ class RecordedAnswers:
 __all__ = [
     "FunctionPipeline",
     "GenerationStage",
+    "Pipeline",
     "RecordedAnswers",
     "RetrieveThenGenerate",
     "pipeline_identity",

@@ -14,11 +14,18 @@ from pytest_ragmetrics.plugin.state import RAG_EVAL_KEY, rag_session, thresholds
 from pytest_ragmetrics.report.escaping import for_junit, for_terminal
 
 if TYPE_CHECKING:
+    from pytest_ragmetrics.cache import Cache
+    from pytest_ragmetrics.data.answers import References
     from pytest_ragmetrics.data.judged import JudgedRankings
     from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries, Run
+    from pytest_ragmetrics.generation.answering import AnswerSet
+    from pytest_ragmetrics.generation.generators import Generator
+    from pytest_ragmetrics.generation.pipelines import Pipeline
+    from pytest_ragmetrics.judges.protocols import Judge
     from pytest_ragmetrics.plugin.per_query import RagQuery
     from pytest_ragmetrics.plugin.recording import RagEval
     from pytest_ragmetrics.plugin.settings import Settings
+    from pytest_ragmetrics.retrievers.base import Retriever
 
 T = TypeVar("T")
 
@@ -26,7 +33,7 @@ RETRIEVER_HINT = """rag_retriever is not configured. Override it in your conftes
 
     @pytest.fixture(scope="session")
     def rag_retriever(rag_corpus):
-        from pytest_ragmetrics.retrievers import from_function
+        from pytest_ragmetrics import from_function
         return from_function(my_search, corpus=rag_corpus)  # my_search(text) -> [doc_id, ...]
 
 or use a built-in one: ragmetrics_retriever = dense (or bm25) in your pytest configuration."""
@@ -93,20 +100,20 @@ def rag_qrels(rag_dataset: Dataset) -> Qrels:
 
 
 @pytest.fixture(scope="session")
-def rag_cache(request: pytest.FixtureRequest) -> Any:
+def rag_cache(request: pytest.FixtureRequest) -> Cache:
     """The cache (ragmetrics_cache_dir) for your own retrievers and judges."""
     return rag_session(request.config).cache()
 
 
 @pytest.fixture(scope="session")
-def rag_retriever(request: pytest.FixtureRequest, rag_corpus: Corpus) -> Any:
+def rag_retriever(request: pytest.FixtureRequest, rag_corpus: Corpus) -> Retriever:
     """The retriever under test: override it in conftest.py, or set ragmetrics_retriever."""
     session = rag_session(request.config)
     kind = session.settings.retriever
     if kind is None:
         pytest.fail(RETRIEVER_HINT, pytrace=False)
 
-    def build() -> Any:
+    def build() -> Retriever:
         from pytest_ragmetrics.retrievers import build_retriever
 
         options: dict[str, Any] = {"cache": session.cache()}
@@ -120,7 +127,7 @@ def rag_retriever(request: pytest.FixtureRequest, rag_corpus: Corpus) -> Any:
 
 
 @pytest.fixture(scope="session")
-def rag_judge(request: pytest.FixtureRequest) -> Any:
+def rag_judge(request: pytest.FixtureRequest) -> Judge:
     """The answer-layer judge: override it in conftest.py, or set ragmetrics_judge."""
     session = rag_session(request.config)
     if session.settings.judge is None:
@@ -130,7 +137,7 @@ def rag_judge(request: pytest.FixtureRequest) -> Any:
     )
 
 
-def configured_judge(settings: Settings, cache: Any = None, budget: Any = None) -> Any:
+def configured_judge(settings: Settings, cache: Any = None, budget: Any = None) -> Judge:
     """The judge the ragmetrics_judge* settings describe (the rag_judge fixture's default):
     for http its prompts, temperature and seed too; for embedding and http its repeats."""
     from pytest_ragmetrics.judges.factory import build_judge
@@ -166,12 +173,12 @@ OpenAI-compatible chat endpoint, or override it (or rag_pipeline) in your confte
 
     @pytest.fixture(scope="session")
     def rag_generator():
-        from pytest_ragmetrics.generation import FunctionGenerator
+        from pytest_ragmetrics import FunctionGenerator
         return FunctionGenerator(my_generate, name="my-llm", version="1")  # (query, contexts)"""
 
 
 @pytest.fixture(scope="session")
-def rag_generator(request: pytest.FixtureRequest) -> Any:
+def rag_generator(request: pytest.FixtureRequest) -> Generator:
     """The generator of the default rag_pipeline: an OpenAI-compatible chat endpoint
     (ragmetrics_generator_url/_model, with ragmetrics_generator_prompts, _temperature, _seed
     and _max_tokens), or your override."""
@@ -183,7 +190,7 @@ def rag_generator(request: pytest.FixtureRequest) -> Any:
     return without_traceback(lambda: configured_generator(settings, session.budget()))
 
 
-def configured_generator(settings: Settings, budget: Any = None) -> Any:
+def configured_generator(settings: Settings, budget: Any = None) -> Generator:
     """The chat generator the ragmetrics_generator_* settings describe (the rag_generator
     fixture's default)."""
     from pytest_ragmetrics.generation import ChatGenerator
@@ -218,7 +225,7 @@ def recorded_pair(request: pytest.FixtureRequest, dataset: Dataset) -> tuple[str
 
 
 @pytest.fixture(scope="session")
-def rag_pipeline(request: pytest.FixtureRequest, rag_dataset: Dataset) -> Any:
+def rag_pipeline(request: pytest.FixtureRequest, rag_dataset: Dataset) -> Pipeline:
     """The pipeline under test, query -> (answer, contexts), one per (dataset, split) pair:
     the recorded answers of ragmetrics_answers when that file exists (unless recording),
     else rag_retriever's top ragmetrics_top_n documents (each cut after
@@ -236,7 +243,7 @@ def rag_pipeline(request: pytest.FixtureRequest, rag_dataset: Dataset) -> Any:
     corpus = request.getfixturevalue("rag_corpus")
     generator = request.getfixturevalue("rag_generator")
 
-    def build() -> Any:
+    def build() -> Pipeline:
         from pytest_ragmetrics.generation import RetrieveThenGenerate
 
         return RetrieveThenGenerate(
@@ -252,8 +259,11 @@ def rag_pipeline(request: pytest.FixtureRequest, rag_dataset: Dataset) -> Any:
 
 @pytest.fixture(scope="session")
 def rag_answers(
-    request: pytest.FixtureRequest, rag_pipeline: Any, rag_queries: Queries, rag_dataset: Dataset
-) -> Any:
+    request: pytest.FixtureRequest,
+    rag_pipeline: Pipeline,
+    rag_queries: Queries,
+    rag_dataset: Dataset,
+) -> AnswerSet:
     """Every query's answer from rag_pipeline, computed once per session (per worker under
     xdist, the answers shared through the cache), an :class:`AnswerSet` with its cost. With
     --ragmetrics-dry-run, answers still to generate skip the tests using it, saying how many
@@ -268,7 +278,7 @@ def rag_answers(
     recording = settings.answers if settings.record_answers else None
     hint = "pass --ragmetrics-answers=FILE to record them elsewhere"
 
-    def run() -> Any:
+    def run() -> AnswerSet:
         from pytest_ragmetrics.fileio import check_writable
         from pytest_ragmetrics.generation import answer_all
 
@@ -283,7 +293,7 @@ def rag_answers(
 
 
 @pytest.fixture(scope="session")
-def rag_references(request: pytest.FixtureRequest, rag_dataset: Dataset) -> Any:
+def rag_references(request: pytest.FixtureRequest, rag_dataset: Dataset) -> References:
     """The dataset's reference answers (``answers.jsonl``, or ``{split}_answers.jsonl`` in
     the FlagEmbedding layout), by query id."""
     session = rag_session(request.config)
@@ -291,7 +301,7 @@ def rag_references(request: pytest.FixtureRequest, rag_dataset: Dataset) -> Any:
     if pair is None:
         pytest.fail("rag_references: no dataset is configured (ragmetrics_dataset)", pytrace=False)
 
-    def load() -> Any:
+    def load() -> References | None:
         from pytest_ragmetrics.data.answers import load_references
 
         return load_references(pair.path, pair.split)
@@ -309,7 +319,10 @@ def rag_references(request: pytest.FixtureRequest, rag_dataset: Dataset) -> Any:
 
 @pytest.fixture(scope="session")
 def rag_run(
-    request: pytest.FixtureRequest, rag_retriever: Any, rag_queries: Queries, rag_dataset: Dataset
+    request: pytest.FixtureRequest,
+    rag_retriever: Retriever,
+    rag_queries: Queries,
+    rag_dataset: Dataset,
 ) -> Run:
     """``rag_retriever`` searched over ``rag_queries`` at ragmetrics_k, once per session (and
     dataset). Where identical ids are dropped, one more document is searched, as BEIR does,

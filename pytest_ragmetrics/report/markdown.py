@@ -19,7 +19,7 @@ from pytest_ragmetrics.report.terminal import LAYER_TITLES, columns
 from pytest_ragmetrics.vocabulary import LAYERS
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.baseline.verdicts import Against, MetricVerdict, Verdict
+    from pytest_ragmetrics.baseline.verdicts import Against, BaselineVerdict, MetricVerdict
     from pytest_ragmetrics.records import EvaluationRecord
     from pytest_ragmetrics.report.outcome import Checked, SessionOutcome
 
@@ -185,7 +185,7 @@ def message_markdown(message: str) -> str:
 
 
 def failures_markdown(
-    failed: Sequence[tuple[EvaluationRecord, Verdict]], before: str, *, against: Against
+    failed: Sequence[tuple[EvaluationRecord, BaselineVerdict]], before: str, *, against: Against
 ) -> str:
     """The details under ``compare BASELINE_OR_REPORT REPORT --format markdown``'s table."""
     from pytest_ragmetrics.baseline.verdicts import failure_message

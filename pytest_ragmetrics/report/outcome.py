@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_ragmetrics.vocabulary import Layer
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.baseline.verdicts import Verdict
+    from pytest_ragmetrics.baseline.verdicts import BaselineVerdict
     from pytest_ragmetrics.cache import ClearReport
     from pytest_ragmetrics.records import EvaluationRecord
 
@@ -62,7 +62,7 @@ class EvaluationOutcome:
     """
 
     thresholds: tuple[ThresholdResult, ...] = ()
-    baseline: Verdict | None = None
+    baseline: BaselineVerdict | None = None
     gate: str = ""
     update: str = ""
     not_enforced: Mapping[str, str] = field(default_factory=dict)
@@ -111,12 +111,12 @@ class EvaluationOutcome:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvaluationOutcome:
-        from pytest_ragmetrics.baseline.verdicts import Verdict
+        from pytest_ragmetrics.baseline.verdicts import BaselineVerdict
 
         baseline = data.get("baseline")
         return cls(
             tuple(ThresholdResult.from_dict(t) for t in data.get("thresholds", [])),
-            None if baseline is None else Verdict.from_dict(baseline),
+            None if baseline is None else BaselineVerdict.from_dict(baseline),
             data.get("gate", ""),
             data.get("update", ""),
             dict(data.get("not_enforced") or {}),

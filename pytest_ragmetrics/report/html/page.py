@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_ragmetrics.report.outcome import Checked, EvaluationOutcome, ThresholdResult
 
 if TYPE_CHECKING:
-    from pytest_ragmetrics.baseline.verdicts import Verdict
+    from pytest_ragmetrics.baseline.verdicts import BaselineVerdict
     from pytest_ragmetrics.comparison import SystemsComparison
     from pytest_ragmetrics.records import EvaluationRecord
     from pytest_ragmetrics.report.outcome import SessionOutcome
@@ -153,7 +153,7 @@ _BASELINE_KEYS = ("baseline_ranking", "baseline_answer", "baseline_claims")
 def comparison_page(
     before: Mapping[tuple[str, str], Mapping[str, Any]],
     after: Mapping[tuple[str, str], Mapping[str, Any]],
-    verdicts: Mapping[tuple[str, str], Verdict],
+    verdicts: Mapping[tuple[str, str], BaselineVerdict],
     *,
     header: Mapping[str, Any],
     compared: Compared,
@@ -167,7 +167,7 @@ def comparison_page(
     report's). Threshold results recorded in the after report are kept; its own baseline
     outcome, κ gate and baseline fields are replaced, since they were about another baseline.
     """
-    from pytest_ragmetrics.baseline.verdicts import Verdict
+    from pytest_ragmetrics.baseline.verdicts import BaselineVerdict
     from pytest_ragmetrics.records import EvaluationRecord
 
     evaluations = []
@@ -180,7 +180,7 @@ def comparison_page(
         )
         outcome = EvaluationOutcome(
             tuple(ThresholdResult.from_dict(t) for t in thresholds),
-            verdicts.get(key) or Verdict("new"),
+            verdicts.get(key) or BaselineVerdict("new"),
         )
         evaluations.append(Checked(record, outcome))
     settings = header.get("settings") or {}

@@ -13,7 +13,7 @@ from pytest_ragmetrics.deltas import delta_text
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from pytest_ragmetrics.baseline.verdicts import MetricVerdict, Verdict
+    from pytest_ragmetrics.baseline.verdicts import BaselineVerdict, MetricVerdict
     from pytest_ragmetrics.report.outcome import Checked
 
 # category: (label, symbol); the symbol and the label carry the meaning, colour only helps.
@@ -132,12 +132,12 @@ class Shown:
         means: Mapping[str, float | None] | None = None,
     ) -> Shown:
         """``means``: as a report holds them, when it was read from one."""
-        from pytest_ragmetrics.baseline.verdicts import Verdict
+        from pytest_ragmetrics.baseline.verdicts import BaselineVerdict
 
         evaluation = checked.record.evaluation
         verdict = checked.outcome.baseline
         if verdict is not None:  # its numbers as the JSON report holds them (rounded)
-            verdict = Verdict.from_dict(verdict.to_dict())
+            verdict = BaselineVerdict.from_dict(verdict.to_dict())
         bounds = {
             t.metric: Bound(t.metric, t.threshold, t.value, t.passed)
             for t in checked.outcome.thresholds
@@ -164,7 +164,7 @@ class Shown:
         return self.checked.layer
 
     @property
-    def verdict(self) -> Verdict | None:
+    def verdict(self) -> BaselineVerdict | None:
         return self.checked.outcome.baseline
 
     @property
