@@ -142,7 +142,9 @@ def test_a_set_with_its_own_corpus_copy_is_evaluated_on_the_copy(
     lines = (cut / "corpus.jsonl").read_text().splitlines()
     (cut / "corpus.jsonl").write_text("\n".join(lines[1:]) + "\n")
     with pytest.raises(SystemExit, match=r"not the copy its dataset\.json describes"):
-        tau.main(["--human", str(human), "--generated", f"cut={cut}", "--systems", "bm25"])
+        tau.main(
+            ["--human", str(human), "--generated", f"cut={cut}", "--systems", "bm25,bm25-title"]
+        )
 
 
 def test_bootstrap_taus_are_seeded_and_spread_with_noise(tau: ModuleType) -> None:
