@@ -440,3 +440,24 @@ def test_a_removed_title_leaves_the_title_field_and_the_text_start() -> None:
     assert copy is not None and copy.titles == ["", ""]
     assert copy["wrapped"].text.startswith("in the study of high-speed")
     assert copy["plain"].text == "Lava is hot. It flows."  # the text does not hold the title
+
+
+def test_a_cut_title_counts_as_a_changed_document(tmp_path: Path) -> None:
+    # SciFact's texts do not repeat their titles: cutting the title changes the title field
+    # only, and dataset.json must still count the document as changed.
+    from pytest_ragmetrics.data.model import Corpus
+
+    docs = Corpus.from_dict(
+        {
+            "a": {"title": "Lava flows downhill fast", "text": "Lava is hot. It flows."},
+            "b": {"title": "Ice sheets melt from below", "text": "Ice is cold. It melts."},
+            "c": {"title": "Sand dunes move with the wind", "text": "Sand is dry. It moves."},
+        }
+    )
+    cands = OfflineGenerator(styles=["title"], remove_query=1.0).generate(docs, 2)
+    testset = build_testset(
+        cands, 2, docs, FilterSettings(), generator={"generator": "offline"}, corpus_source="toy"
+    )
+    write_testset(tmp_path / "set", docs, testset)
+    manifest = json.loads((tmp_path / "set" / "dataset.json").read_text())
+    assert manifest["provenance"]["corpus"]["copy"]["documents_changed"] == 2

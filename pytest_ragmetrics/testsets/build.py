@@ -123,7 +123,8 @@ def _corpus_provenance(corpus: Corpus, source: str, copy: Corpus | None) -> dict
         "text_fingerprint": corpus.text_fingerprint,
     }
     if copy is not None:
-        changed = sum(1 for a, b in zip(corpus.texts, copy.texts, strict=True) if a != b)
+        before, after = corpus.doc_digests, copy.doc_digests  # a cut title is a change too
+        changed = sum(1 for d, digest in after.items() if before[d] != digest)
         found["copy"] = {
             "about": "corpus.jsonl is the source corpus with each removed query (a sentence "
             "or a title) cut from its source document (inverse cloze, Lee et al. 2019); "
