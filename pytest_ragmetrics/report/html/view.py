@@ -213,7 +213,10 @@ def facts(page: ReportPage) -> list[Fact]:
         out.append([(f"pytest-ragmetrics {page.plugin_version}", False)])
     compared = page.compared
     if compared is not None and compared.of_runs:
-        out.append([("verdicts of every run against ", False), (compared.reference, True)])
+        what = "system" if compared.pairs else "run"
+        out.append([(f"verdicts of every {what} against ", False), (compared.reference, True)])
+        if compared.pairs:
+            out[-1].append((", dataset by dataset", False))
     elif compared is not None:
         out.append(
             [
