@@ -338,6 +338,39 @@ def check_compare_runs(root: Path, text: str, fmt: str) -> None:
     check_output(fmt, out, rename[next(iter(hostile.qrels))])
 
 
+def check_compare_datasets(root: Path, text: str, fmt: str) -> None:
+    """``compare --dataset one=DIR --dataset two=DIR A B --format fmt``: ``text`` as a query's
+    text and id (as far as TREC allows) on two datasets, and in the names of the systems'
+    folders of runs, which label them; the second system regresses on both."""
+    import shutil
+
+    from plugin_project import write_beir
+
+    qid = trec_id(text)
+    other = "other" if qid != "other" else "another"
+    for name in ("one", "two"):
+        write_beir(root / name, {"d1": "judged", "d2": "not judged"}, {qid: text, other: "x"})
+    name = re.sub("[/=\x00\ud800-\udfff]", "_", text)[:40]
+    systems = []
+    for label, first in (("a", "d1"), ("b", "d2")):
+        folder = root / f"{label}-{name}"
+        folder.mkdir()
+        for pair in ("one-test", "two-test"):
+            lines = [f"{q} Q0 {d} {i} {3 - i} t\n" for q in (qid, other) for i, d in
+                     enumerate((first, "d2" if first == "d1" else "d1"), start=1)]  # fmt: skip
+            (folder / f"{pair}.trec").write_text("".join(lines), encoding="utf-8")
+        systems.append(folder.name)
+    try:
+        args = ("--dataset", "one=one", "--dataset", "two=two", *systems, "--format", fmt)
+        code, out, err = cli(root, "compare", *args)
+    finally:
+        for path in (*systems, "one", "two"):
+            shutil.rmtree(root / path)
+    assert code == 1, err
+    assert not terminal_problems(err), terminal_problems(err)
+    check_output(fmt, out, systems[1])
+
+
 # -- the plugin --------------------------------------------------------------------------------
 
 PLUGIN_TESTS = """

@@ -120,7 +120,11 @@ def test_runs_given_as_pair_equals_run_are_named_by_their_tag(
     [
         (["alpha", "planets"], "planets: a folder of runs holds one file per pair named by"),
         (["alpha"], "compare needs at least two systems"),
-        (["alpha", "beta", "--format", "html"], "--format html: not yet over several datasets"),
+        (["alpha", "beta", "--out", "x.html"], "--out: only with --format html"),
+        (
+            ["alpha", "beta", "--format", "html", "--out", "beta/animals-test.trec"],
+            "--out beta/animals-test.trec: that is the run beta/animals-test.trec file",
+        ),
         (["alpha", "animals-test=alpha/animals-test.trec"], "'alpha' already has a run on"),
         (["alpha", "alpha/animals-test.trec"], "alpha/animals-test.trec: with several datasets"),
     ],
@@ -131,3 +135,57 @@ def test_what_cannot_be_compared_is_named(
     code, out, err = cli([*setup, *extra], capsys)
     assert (code, out) == (2, "")
     assert message in err
+
+
+# -- HTML -----------------------------------------------------------------------------------------
+
+
+def html_tables(page: str) -> list[list[list[str]]]:
+    """The page's tables of typed cells (class "grid"): rows of cells as HTML text."""
+    import re
+
+    tables = re.findall(r'<table class="grid sortable">(.*?)</table>', page, re.S)
+    return [
+        [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row) for row in re.findall(r"<tr>(.*?)</tr>", t)]
+        for t in tables
+    ]
+
+
+def test_html_draws_the_systems_by_pairs_table_with_bold_best_and_a_dash(
+    setup: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = cli([*setup, "alpha", "beta", "--format", "html", "--out", "c.html"], capsys)
+    assert code == 0, err
+    assert out == "2 systems on 2 pairs, 0 failed; wrote c.html\n"
+    page = (tmp_path / "c.html").read_text(encoding="utf-8")
+    summary, verdicts = html_tables(page)
+    bdi = "<bdi>{}</bdi>".format
+    assert summary[0] == [bdi(h) for h in ("mrr", "animals-test", "planets-test", "mean")]
+    # Bold only where a column has two values; beta has no run on planets: "-", no mean.
+    assert summary[1] == [bdi("alpha"), bdi("0.6250"), bdi("0.6667"), bdi("0.6458")]
+    assert summary[2] == [bdi("beta"), '<b><bdi>1.0000</bdi></b> <span class="d">(+0.3750)</span>',
+                          bdi("-"), bdi("-")]  # fmt: skip
+    assert "Best value per column in bold; - means no value on that pair;" in page
+    assert verdicts[1:] == [
+        [bdi("alpha"), bdi("reference"), bdi("reference")],
+        [bdi("beta"), bdi("improved"), bdi("-")],
+    ]
+    # Every system's evaluation on every pair below, the reference marked on each pair.
+    for label in ("alpha [animals-test]", "alpha [planets-test]", "beta [animals-test]"):
+        assert f"<bdi>{label}</bdi>" in page.replace("<wbr>", "")
+    assert "2 systems compared with alpha on 2 datasets" in page
+
+
+def test_html_lists_a_system_that_failed_on_a_pair(
+    setup: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = cli([*setup, "beta", "alpha", "--format", "html"], capsys)
+    assert code == 1, err
+    verdicts = html_tables(out)[1]
+    assert verdicts[2] == ["<bdi>alpha</bdi>", "<bdi>regressed</bdi>", "<bdi>not compared</bdi>"]
+    assert "1 failed." in out
+    problems = out[out.index('<ul class="problems">') : out.index("</header>")]
+    assert "alpha [animals-test]" in problems.replace("<wbr>", "")
+    assert "<b>mrr</b> 1.0000 → 0.6250" in problems
+    # planets has no run of the reference beta: its systems are shown, not compared.
+    assert "planets-test: the reference beta has no run here" in out

@@ -9,11 +9,13 @@ Display sinks show the text, neutralised; JSON keeps it exactly.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hostile_renderers import (
     HOSTILE,
+    check_compare_datasets,
     check_compare_reports,
     check_compare_runs,
     check_plugin,
@@ -85,10 +87,14 @@ def test_compare_reports_neutralises_hostile_names(text: str, fmt: str, tmp_path
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "json", "html"])
 @pytest.mark.parametrize("text", CASES)
+@pytest.mark.parametrize(
+    "check", [check_compare_runs, check_compare_datasets], ids=["runs", "datasets"]
+)
 def test_compare_runs_neutralises_hostile_ids_and_file_names(
-    text: str, fmt: str, tmp_path: Path
+    check: Callable[[Path, str, str], None], text: str, fmt: str, tmp_path: Path
 ) -> None:
-    check_compare_runs(tmp_path, text, fmt)
+    """Runs on one set of judgments, and systems (folders of runs) over two datasets."""
+    check(tmp_path, text, fmt)
 
 
 def test_cli_errors_neutralise_what_they_quote(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ from typing import Any
 import pytest
 from hostile_renderers import (
     HOSTILE,
+    check_compare_datasets,
     check_compare_reports,
     check_compare_runs,
     check_renderers,
@@ -441,6 +442,7 @@ def test_fuzz_compare(text: str, fmt: str) -> None:
     with tempfile.TemporaryDirectory(prefix="fuzz-") as folder:
         check_compare_reports(Path(folder), text, fmt)
         check_compare_runs(Path(folder), text, fmt)
+        check_compare_datasets(Path(folder), text, fmt)
 
 
 @settings(FAST, max_examples=3)
@@ -457,6 +459,7 @@ def test_fuzz_renderers_long(text: str, fmt: str) -> None:
     with tempfile.TemporaryDirectory(prefix="fuzz-") as folder:
         check_compare_reports(Path(folder), text, fmt)
         check_compare_runs(Path(folder), text, fmt)
+        check_compare_datasets(Path(folder), text, fmt)
 
 
 @pytest.mark.fuzz

@@ -318,7 +318,9 @@ def test_a_row_missing_a_pair_shows_a_dash_and_no_mean(pytester: pytest.Pytester
     """The issue's case: an evaluation on one of two datasets. Its mean over the one it has
     (here 0.5655) would sit beside the two-dataset mean as if it compared with it."""
     project(pytester, TWO, PARTIAL_TESTS)
-    result = pytester.runpytest("--ragmetrics-json=report.json", "--ragmetrics-markdown=r.md")
+    result = pytester.runpytest(
+        "--ragmetrics-json=report.json", "--ragmetrics-markdown=r.md", "--ragmetrics-html=r.html"
+    )
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
         [
@@ -339,3 +341,18 @@ def test_a_row_missing_a_pair_shows_a_dash_and_no_mean(pytester: pytest.Pytester
     assert "| test_rag.py::test_animals_only [overlap] | **0.5655** | - | - |" in markdown
     assert "| test_rag.py::test_retrieval [overlap] | **0.5655** | 1.0000 | 0.7827 |" in markdown
     assert "Best value per column in bold; - means no value on that pair;" in markdown
+    # The HTML report has the same table (and so does a page drawn from the JSON report).
+    from html_documents import ParsedPage, cell_texts
+
+    from pytest_ragmetrics.report.html import html_report, read_report_page
+
+    for page in (
+        (pytester.path / "r.html").read_text(encoding="utf-8"),
+        html_report(read_report_page(pytester.path / "report.json")),
+    ):
+        rows = cell_texts(ParsedPage(page), "grid")
+        assert ["test_rag.py::test_animals_only [overlap]", "0.5655", "-", "-"] in rows
+        assert ["test_rag.py::test_retrieval [overlap]", "0.5655", "1.0000", "0.7827"] in rows
+        assert "<b><bdi>0.5655</bdi></b>" in page
+        assert '<a href="#tables1">Per dataset</a>' in page
+        assert "Best value per column in bold; - means no value on that pair;" in page

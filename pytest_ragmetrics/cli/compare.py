@@ -26,6 +26,7 @@ from pytest_ragmetrics.vocabulary import DEFAULT_METRICS
 if TYPE_CHECKING:
     from pytest_ragmetrics.baseline.verdicts import Against
     from pytest_ragmetrics.comparison import Input, Judgments
+    from pytest_ragmetrics.comparison.datasets import DatasetsComparison
     from pytest_ragmetrics.data.selection import DatasetSelection
 
 DESCRIPTION = """\
@@ -43,8 +44,8 @@ Three forms.
     The same over several (dataset, split) pairs. A system is a folder of runs named by pair
     (A-test.trec, ...: what 'ragmetrics retrieve' writes for several pairs) or PAIR=RUN values
     (a system per run tag). Prints per metric a systems x pairs table with the mean (none for
-    a system missing a pair; Markdown: the best of each column in bold), then each system's
-    verdict against the reference on each pair.
+    a system missing a pair; Markdown and HTML: the best of each column in bold), then each
+    system's verdict against the reference on each pair.
 
   ragmetrics compare BASELINE_OR_REPORT REPORT
     The plugin's verdicts outside pytest: each evaluation of a JSON report (--ragmetrics-json)
@@ -96,7 +97,7 @@ def add_parser(sub: Subparsers) -> None:
     add(p, "--alpha")
     add(p, "--unjudged-drops", default=SETTING)
     add(p, "--format", "html: one self-contained page (see 'ragmetrics report'), on stdout or "
-        "--out (not yet over several datasets)")  # fmt: skip
+        "--out")  # fmt: skip
     add(p, "--out", "with --format html: write the page here", metavar="OUT.html")
     add(p, "--worst", "with --format html: queries shown in detail per metric (default 10)")
     add(p, "--strict", "two-argument form: fail (exit code 1) when an evaluation, metric or "
@@ -329,13 +330,13 @@ def _compare_datasets(
     for flag, name in (("--evaluation", "evaluation"), ("--strict", "strict")):
         if given(args, name):
             raise ConfigError(f"{flag}: not with several datasets (their systems are runs)")
-    if args.format == "html":
-        raise ConfigError(
-            "--format html: not yet over several datasets; use table, markdown or json"
-        )
-    require_positive(args, "most_changed")
+    require_positive(args, "most_changed", "worst")
+    runs = system_runs(args.inputs, pairs)
+    if args.format == "html" and args.out is not None:
+        files = {f"run {path}": path for by_pair in runs.values() for path in by_pair.values()}
+        refuse_overwriting(args.out, "--out", files=dict(files))
     comparison = compare_datasets(
-        system_runs(args.inputs, pairs),
+        runs,
         pairs,
         metric_names(args.metrics, bool(args.judged_docs_only)),
         semantics_of(args),
@@ -345,14 +346,26 @@ def _compare_datasets(
         unjudged_drops=args.unjudged_drops,
         most_changed=args.most_changed or MOST_CHANGED,
     )
+    _write_datasets(args, out, comparison)
+    return EXIT_FAILED if comparison.failed else EXIT_OK
+
+
+def _write_datasets(args: argparse.Namespace, out: TextIO, comparison: DatasetsComparison) -> None:
+    """A comparison over several pairs in the format asked for."""
     if args.format == "json":
         from pytest_ragmetrics.report.datasets import comparison_summaries
 
         document = comparison.to_dict()
         document["by_dataset"] = {s.metric: s.to_dict() for s in comparison_summaries(comparison)}
         write_json(out, document)
+    elif args.format == "html":
+        from pytest_ragmetrics.cli.report import write_page
+        from pytest_ragmetrics.report.html.datasets import datasets_page
+
+        summary = f"{len(comparison.labels)} systems on {len(comparison.pairs)} pairs, "
+        summary += f"{len(comparison.failed)} failed"
+        write_page(args, out, datasets_page(comparison), args.inputs[0], summary)
     else:
         from pytest_ragmetrics.report.comparison import datasets_document
 
         out.write(datasets_document(comparison, markdown=args.format == "markdown"))
-    return EXIT_FAILED if comparison.failed else EXIT_OK

@@ -251,16 +251,20 @@ def datasets_document(comparison: DatasetsComparison, *, markdown: bool) -> str:
     parts += [render(summary_grid(s)).rstrip("\n") + "\n" for s in comparison_summaries(comparison)]
     verdicts = render(status_grid(comparison)).rstrip("\n")
     parts.append(f"Verdicts against {reference}:\n\n{verdicts}\n" if markdown else f"{verdicts}\n")
-    notes = list(comparison.notes) + [
-        f"{p.pair}: {n}" for p in comparison.pairs if p.comparison for n in _notes(p.comparison)
-    ]
-    parts += _failures(comparison, notes, markdown=markdown)
+    parts += _failures(comparison, pair_notes(comparison), markdown=markdown)
     parts.append(
         f"{len(comparison.labels)} systems on {len(comparison.pairs)} pairs, each against "
         f"{escape(comparison.reference)}: {len(comparison.failed)} failed\n"
     )
     text = "\n".join(parts)
     return within_limit(text) if markdown else text
+
+
+def pair_notes(comparison: DatasetsComparison) -> list[str]:
+    """The notes of a comparison over several pairs, then each pair's (named by the pair)."""
+    return list(comparison.notes) + [
+        f"{p.pair}: {n}" for p in comparison.pairs if p.comparison for n in _notes(p.comparison)
+    ]
 
 
 def _failures(comparison: DatasetsComparison, notes: list[str], *, markdown: bool) -> list[str]:

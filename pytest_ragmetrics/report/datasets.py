@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.report.outcome import Checked
 
 
+SUMMARY_NOTE = "mean over datasets; Δ to the baseline in brackets"
 PARTIAL_LEGEND = (
     "- means no value on that pair; a row with one has no mean (a mean over fewer pairs would "
     "not compare with the others)"

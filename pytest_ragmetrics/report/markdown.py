@@ -45,11 +45,11 @@ def markdown_report(outcome: SessionOutcome, *, title: str = "pytest-ragmetrics"
         notes = outcome.notes(layer)
         if notes:
             parts.append(notes_markdown(notes))
-    from pytest_ragmetrics.report.datasets import dataset_summaries, summary_table
+    from pytest_ragmetrics.report.datasets import SUMMARY_NOTE, dataset_summaries, summary_table
 
     summaries = dataset_summaries(outcome.evaluations, outcome.metrics, outcome.dataset_order)
     if summaries:
-        parts.append("### Per dataset\n\nMean over datasets; Δ to the baseline in brackets.\n")
+        parts.append(f"### Per dataset\n\n{SUMMARY_NOTE[0].upper()}{SUMMARY_NOTE[1:]}.\n")
         parts += [summary_table(s, "github") + "\n" for s in summaries]
     lost = outcome.lost_entries_lines()
     if lost:

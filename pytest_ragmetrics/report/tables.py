@@ -113,7 +113,7 @@ def text_table(table: Table) -> str:
         disable_numparse=True,
         colalign=table.align,
     )
-    legend = _legend(table, bold=False)
+    legend = legend_of(table, bold=False)
     return text + ("\n\n" + "\n".join(map(for_terminal, legend)) if legend else "")
 
 
@@ -126,7 +126,7 @@ def markdown_table(table: Table) -> str:
         "|" + "|".join(rule[a] for a in table.align) + "|",
     ]
     lines += ["| " + " | ".join(_markdown_cell(c) for c in row) + " |" for row in table.rows]
-    legend = _legend(table, bold=True)
+    legend = legend_of(table, bold=True)
     if legend:
         sentence = "; ".join(legend)
         lines += ["", for_markdown(sentence[0].upper() + sentence[1:] + ".", starts_line=True)]
@@ -140,5 +140,7 @@ def _markdown_cell(cell: Cell) -> str:
     return f"{text} {for_markdown(cell.suffix)}" if cell.suffix else text
 
 
-def _legend(table: Table, *, bold: bool) -> list[str]:
+def legend_of(table: Table, *, bold: bool) -> list[str]:
+    """The sentences shown under ``table``: what bold means (where the sink draws it), then
+    its own legend."""
     return ([BOLD_LEGEND] if bold and table.has_best else []) + list(table.legend)

@@ -11,12 +11,13 @@ BaselineError for a baseline file) naming the file and the field.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_ragmetrics.report.outcome import Checked, EvaluationOutcome, ThresholdResult
+from pytest_ragmetrics.report.tables import Table
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.baseline.verdicts import BaselineVerdict
@@ -29,8 +30,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Compared:
     """What a ``ragmetrics compare --format html`` page compared: two reports (``before``,
-    ``after``) or runs against the first (``reference``, ``runs``, ``reference_key``: the
-    reference's evaluation)."""
+    ``after``) or runs against the first (``reference``, ``runs``, ``reference_keys``: the
+    reference's evaluations, one per (dataset, split) pair in ``pairs`` when there are
+    several)."""
 
     before: str = ""
     after: str = ""
@@ -43,7 +45,8 @@ class Compared:
     # What was not compared, as ``PairComparison.not_compared()["lines"]`` says it (indented
     # lines are the items of the line before).
     not_compared: tuple[str, ...] = ()
-    reference_key: tuple[str, str] | None = None
+    reference_keys: tuple[tuple[str, str], ...] = ()
+    pairs: tuple[str, ...] = ()
 
     @property
     def of_runs(self) -> bool:
@@ -55,6 +58,7 @@ class Compared:
             return [
                 ("reference", self.reference),
                 ("runs", list(self.runs)),
+                *([("datasets", list(self.pairs))] if self.pairs else []),
                 ("judgments", self.judgments),
                 ("tolerance", list(self.tolerance)),
                 ("alpha", self.alpha),
@@ -66,6 +70,32 @@ class Compared:
             ("alpha", self.alpha),
             ("strict", self.strict),
         ]
+
+
+@dataclass(frozen=True)
+class TableGroup:
+    """Typed tables shown together before the layers, under ``title``: the per-dataset
+    summary (a table per metric), the verdicts of ``compare`` over several datasets. ``notes``
+    follow the tables."""
+
+    title: str
+    intro: str
+    tables: tuple[Table, ...]
+    notes: tuple[str, ...] = ()
+
+
+def dataset_tables(
+    evaluations: Sequence[Checked], metrics: Sequence[str], order: Sequence[str] = ()
+) -> tuple[TableGroup, ...]:
+    """The per-dataset summary of a run's retrieval evaluations, when they ran on several
+    (dataset, split) pairs (else none), as the terminal and Markdown reports show it."""
+    from pytest_ragmetrics.report.datasets import SUMMARY_NOTE, dataset_summaries, summary_grid
+
+    summaries = dataset_summaries(evaluations, metrics, order)
+    if not summaries:
+        return ()
+    intro = SUMMARY_NOTE[0].upper() + SUMMARY_NOTE[1:] + "."
+    return (TableGroup("Per dataset", intro, tuple(summary_grid(s) for s in summaries)),)
 
 
 @dataclass(frozen=True)
@@ -86,6 +116,7 @@ class ReportPage:
     # The means a report holds, by evaluation (test, name): shown as they are written there
     # (recomputed from its per-query values, one may differ in the last digit).
     means: Mapping[tuple[str, str], Mapping[str, float | None]] = field(default_factory=dict)
+    tables: tuple[TableGroup, ...] = ()
 
     @classmethod
     def of_outcome(cls, outcome: SessionOutcome, *, created: str = "") -> ReportPage:
@@ -101,10 +132,11 @@ class ReportPage:
             created,
             update,
             tuple(outcome.stale),
+            tables=dataset_tables(outcome.evaluations, outcome.metrics, outcome.dataset_order),
         )
 
     def is_reference(self, checked: Checked) -> bool:
-        return self.compared is not None and self.compared.reference_key == checked.record.key
+        return self.compared is not None and checked.record.key in self.compared.reference_keys
 
 
 def read_report_page(path: str | Path) -> ReportPage:
@@ -130,20 +162,31 @@ def page_of_document(document: Document) -> ReportPage:
     evaluations = tuple(Checked.from_dict(e) for e in entries.values())
     means = {key: entry["metrics"] for key, entry in entries.items()}
     if document.kind == "baseline":
-        return ReportPage(evaluations, means=means)
+        return ReportPage(evaluations, means=means, tables=dataset_tables(evaluations, ()))
     data = document.data
     settings = data.get("settings") or {}
     summary = data.get("summary") or {}
+    metrics = tuple(settings.get("metrics") or ())
     return ReportPage(
         evaluations,
-        tuple(settings.get("metrics") or ()),
+        metrics,
         settings,
         data.get("plugin_version", ""),
         data.get("created", ""),
         summary.get("baseline_update"),
         tuple((test, name) for test, name in summary.get("stale_baseline_entries") or ()),
         means=means,
+        tables=dataset_tables(evaluations, metrics, _pair_order(summary)),
     )
+
+
+def _pair_order(summary: Mapping[str, Any]) -> list[str]:
+    """The (dataset, split) pairs in the order the run configured them, as its per-dataset
+    summary wrote them (none when it has none, or not as written)."""
+    tables = summary.get("by_dataset")
+    first = next(iter(tables.values()), None) if isinstance(tables, dict) else None
+    columns = first.get("columns") if isinstance(first, dict) else None
+    return [c for c in columns if isinstance(c, str)] if isinstance(columns, list) else []
 
 
 # The records' fields about their own baseline: replaced by the other report's.
@@ -255,7 +298,7 @@ def systems_page(comparison: SystemsComparison) -> ReportPage:
             judgments=None if judgments is None else judgments.description,
             tolerance=tuple(comparison.tolerance),
             alpha=comparison.alpha,
-            reference_key=evaluations[0].record.key,
+            reference_keys=(evaluations[0].record.key,),
         ),
     )
 

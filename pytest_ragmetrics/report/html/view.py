@@ -32,7 +32,8 @@ from pytest_ragmetrics.vocabulary import LAYERS
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.baseline.verdicts import MetricVerdict
-    from pytest_ragmetrics.report.html.page import ReportPage
+    from pytest_ragmetrics.report.html.page import ReportPage, TableGroup
+    from pytest_ragmetrics.report.tables import Table
 
 STALE_SHOWN = 20
 
@@ -88,6 +89,39 @@ class Layer:
     sections: list[EvaluationView]
 
 
+class Grid(NamedTuple):
+    """A typed table as drawn: its cells (the best of a column in bold) and the sentence
+    under it."""
+
+    table: Table
+    legend: str
+
+
+class Group(NamedTuple):
+    """Tables shown together before the layers (see ``TableGroup``), with their anchor."""
+
+    anchor: str
+    title: str
+    intro: str
+    grids: list[Grid]
+    notes: list[str]
+
+
+def groups(page: ReportPage) -> list[Group]:
+    """The page's groups of tables, each table with its legend as one sentence."""
+    from pytest_ragmetrics.report.tables import legend_of
+
+    def grid(table: Table) -> Grid:
+        sentence = "; ".join(legend_of(table, bold=True))
+        return Grid(table, sentence[:1].upper() + sentence[1:] + ("." if sentence else ""))
+
+    def group(i: int, found: TableGroup) -> Group:
+        grids = [grid(t) for t in found.tables]
+        return Group(f"tables{i}", found.title, found.intro, grids, list(found.notes))
+
+    return [group(i, found) for i, found in enumerate(page.tables, start=1)]
+
+
 # A fact of the header: its parts, (text, True) for text from the data (shown isolated).
 Fact = list[tuple[str, bool]]
 
@@ -100,6 +134,7 @@ class PageView:
     totals: list[Chip]
     problems: list[Problem]
     not_compared: list[tuple[str, list[str]]]
+    tables: list[Group]
     layers: list[Layer]
     run: list[tuple[str, str]]
 
@@ -138,6 +173,7 @@ def page_view(page: ReportPage, *, worst: int, max_bars: int) -> PageView:
         [chip(c, f"{counts[c]} {CATEGORIES[c][0]}") for c in CATEGORIES if c in counts],
         [_problem(s) for s in entries if s.problem],
         not_compared(page),
+        groups(page),
         layers,
         run_rows(page),
     )
@@ -158,6 +194,11 @@ def title(page: ReportPage) -> str:
     compared = page.compared
     if compared is None:
         return "ragmetrics report"
+    if compared.pairs:
+        return (
+            f"ragmetrics: {len(compared.runs)} systems compared with {compared.reference} on "
+            f"{len(compared.pairs)} datasets"
+        )
     if compared.of_runs:
         return f"ragmetrics: {len(compared.runs)} runs compared with {compared.reference}"
     return f"ragmetrics: {compared.after} compared with {compared.before}"
@@ -172,7 +213,10 @@ def facts(page: ReportPage) -> list[Fact]:
         out.append([(f"pytest-ragmetrics {page.plugin_version}", False)])
     compared = page.compared
     if compared is not None and compared.of_runs:
-        out.append([("verdicts of every run against ", False), (compared.reference, True)])
+        what = "system" if compared.pairs else "run"
+        out.append([(f"verdicts of every {what} against ", False), (compared.reference, True)])
+        if compared.pairs:
+            out[-1].append((", dataset by dataset", False))
     elif compared is not None:
         out.append(
             [
