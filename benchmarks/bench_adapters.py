@@ -37,12 +37,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from adapter_data import embed, make_corpus, make_queries
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_ragmetrics import Queries
 from pytest_ragmetrics.data.model import Run
+from tests.helpers.adapter_data import embed, make_corpus, make_queries
 
 LATENCY = 0.005
 K = 10

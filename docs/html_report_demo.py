@@ -25,9 +25,9 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
-from plugin_project import CONFTEST, write_dataset  # noqa: E402
+from tests.helpers.plugin_project import CONFTEST, write_dataset  # noqa: E402
 
 ANSWERS = """
 from pytest_ragmetrics import AnswerAssessment, Claim

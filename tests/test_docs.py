@@ -24,8 +24,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from browser import chromium, open_page, screenshot
-from readme_project import ROOT, covered, is_runnable, page_blocks, pages
+
+from tests.helpers.browser import chromium, open_page, screenshot
+from tests.helpers.readme_project import ROOT, covered, is_runnable, page_blocks, pages
 
 sys.path.insert(0, str(ROOT / "tools"))
 import docs_reference

@@ -17,8 +17,9 @@ import pytest
 
 from pytest_ragmetrics import Run, evaluate, load_dataset
 from pytest_ragmetrics.cli import main
+from tests.helpers.paths import REPO
 
-CRANFIELD = Path(__file__).resolve().parents[1] / "example_suite" / "data" / "cranfield"
+CRANFIELD = REPO / "example_suite" / "data" / "cranfield"
 METRICS = ["ndcg_at_10", "recall_at_100", "map"]
 # Measured on the commit that added Cranfield: top 1,000 per query, trec_eval semantics.
 BM25 = {"ndcg_at_10": 0.37299, "recall_at_100": 0.73810, "map": 0.31052}

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import HELPERS, REPO
+
+ROOT = REPO
 SUITE = ROOT / "example_suite"
 RECORDED = SUITE / "data" / "scifact" / "generated"
 NAME = "SmolLM2-135M claim verification"
@@ -35,7 +37,7 @@ def run(
     env.pop("RAGMETRICS_EXAMPLE_REGRESSION", None)
     if worse:
         env["RAGMETRICS_EXAMPLE_REGRESSION"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(HELPERS), env.get("PYTHONPATH", "")])
     return subprocess.run(
         [
             sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "network_guard",

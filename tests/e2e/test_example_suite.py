@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import HELPERS, REPO
+
+ROOT = REPO
 SUITE = ROOT / "example_suite"
 MTEB_MINILM = {
     "ndcg_at_10": 0.64508,
@@ -38,7 +40,7 @@ def run_suite(
     """Run the example suite in place with a private cache and report, behind the network guard."""
     environment = {**os.environ, **(env or {})}
     environment["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "tests"), environment.get("PYTHONPATH", "")]
+        [str(HELPERS), environment.get("PYTHONPATH", "")]
     ).rstrip(os.pathsep)
     environment.pop("RAGMETRICS_EXAMPLE_REGRESSION", None)
     environment.update(env or {})

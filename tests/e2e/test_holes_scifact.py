@@ -8,13 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
-from scifact_data import SCIFACT
 
 from pytest_ragmetrics.cli import main
+from tests.helpers.paths import REPO
+from tests.helpers.scifact_data import SCIFACT
 
 pytestmark = pytest.mark.slow
 
-CACHE = Path(__file__).resolve().parents[1] / "example_suite" / ".ragmetrics" / "cache"
+CACHE = REPO / "example_suite" / ".ragmetrics" / "cache"
 METRICS = ["ndcg_at_10", "map_at_100", "bpref"]
 
 

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from scifact_data import CLAIM_LABELS
 
 from pytest_ragmetrics.judges import HttpJudge, calibrate, read_claim_labels
 from pytest_ragmetrics.metrics.answer import evaluate_answers
 from pytest_ragmetrics.transport import Endpoint
+from tests.helpers.scifact_data import CLAIM_LABELS
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from readme_project import README, project_from, readme_blocks, write_project
+
+from tests.helpers.readme_project import README, project_from, readme_blocks, write_project
 
 pytestmark = pytest.mark.slow
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scifact_data import SCIFACT
 
 from pytest_ragmetrics.data.layouts import load_dataset
 from pytest_ragmetrics.data.model import Corpus, Run
 from pytest_ragmetrics.executors import RayExecutor
 from pytest_ragmetrics.retrievers.dense import DenseRetriever
+from tests.helpers.scifact_data import SCIFACT
 
 SAMPLE = 2000
 K = 100

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plugin_project import make_project
 
 from pytest_ragmetrics import Corpus, Qrels, Queries, Run, evaluate
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
 from pytest_ragmetrics.baseline.tolerances import parse_tolerances
 from pytest_ragmetrics.records import EvaluationRecord
 from pytest_ragmetrics.report.outcome import Checked, EvaluationOutcome, SessionOutcome
+from tests.helpers.plugin_project import make_project
 
 HOSTILE = {
     "esc-conceal": "\x1b[8mhidden\x1b[0m",

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import REPO
+
+ROOT = REPO
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 # The pages (and their ``##`` sections; "" is the whole page) whose blocks make the project.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import REPO
+
 _COPY = REPO / "example_suite" / "data" / "scifact"
 _SHARED = REPO.parent / "shared" / "data" / "scifact"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from plugin_project import make_project
+
+from tests.helpers.plugin_project import make_project
 
 TESTS = """
     import pytest
@@ -179,9 +180,8 @@ def test_rag_judge_recorded_from_ini(pytester: pytest.Pytester) -> None:
 def test_rag_judge_http_from_ini_and_command_line(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fake_openai import serve
-
     from pytest_ragmetrics.judges.http import ENV_API_KEY, ENV_MODEL, ENV_URL
+    from tests.helpers.fake_openai import serve
 
     for name in (ENV_URL, ENV_MODEL, ENV_API_KEY):
         monkeypatch.delenv(name, raising=False)

@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fake_openai import Reply, completion, serve
-from plugin_project import write_dataset
 
 from pytest_ragmetrics import (
     BaselineError,
@@ -52,6 +50,8 @@ from pytest_ragmetrics.retrievers import (
     short_rankings,
 )
 from pytest_ragmetrics.transport import Endpoint
+from tests.helpers.fake_openai import Reply, completion, serve
+from tests.helpers.plugin_project import write_dataset
 
 INI = """\
 [tool.pytest.ini_options]

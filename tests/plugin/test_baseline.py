@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plugin_project import XDIST_MODES, make_project, write_dataset
+
+from tests.helpers.plugin_project import XDIST_MODES, make_project, write_dataset
 
 TESTS = """
     import pytest
@@ -192,7 +193,7 @@ def test_tolerance_and_alpha_gate(
 
 def test_changed_corpus_is_not_comparable(project: pytest.Pytester) -> None:
     project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
-    from plugin_project import CORPUS
+    from tests.helpers.plugin_project import CORPUS
 
     corpus = [dict(d) for d in CORPUS]
     corpus[0]["text"] = "Cats purr."

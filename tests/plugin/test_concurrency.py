@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from plugin_project import write_dataset
 
 from pytest_ragmetrics.cache import Cache
+from tests.helpers.plugin_project import write_dataset
 
 pytest.importorskip("bm25s")
 pytest.importorskip("xdist")

@@ -6,7 +6,8 @@ import subprocess
 import sys
 
 import pytest
-from plugin_project import make_project
+
+from tests.helpers.plugin_project import make_project
 
 TESTS = """
     def test_retrieval(rag_eval, rag_run):

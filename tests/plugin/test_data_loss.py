@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from plugin_project import CONFTEST, make_project, write_dataset
 
 from pytest_ragmetrics.cache import Cache
 from pytest_ragmetrics.errors import CacheError
 from pytest_ragmetrics.fileio import atomic_append_text, atomic_write_text, exclusive_lock
+from tests.helpers.plugin_project import CONFTEST, make_project, write_dataset
 
 TESTS = """
     def test_retrieval(rag_eval, rag_run):

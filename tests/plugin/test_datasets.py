@@ -8,7 +8,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from plugin_project import OVERLAP_RETRIEVER
+
+from tests.helpers.plugin_project import OVERLAP_RETRIEVER
 
 CONFTEST = (
     """

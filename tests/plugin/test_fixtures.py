@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from plugin_project import XDIST_MODES, make_project
+
+from tests.helpers.plugin_project import XDIST_MODES, make_project
 
 
 def test_dataset_fixtures(pytester: pytest.Pytester) -> None:

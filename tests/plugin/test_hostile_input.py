@@ -9,13 +9,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from plugin_project import make_project, write_dataset
 
 from pytest_ragmetrics import Qrels, Run, evaluate, load_dataset, read_qrels, read_run
 from pytest_ragmetrics.cli import main as cli_main
 from pytest_ragmetrics.errors import MetricError
 from pytest_ragmetrics.plugin.session import RagSession
 from pytest_ragmetrics.plugin.settings import Settings
+from tests.helpers.plugin_project import make_project, write_dataset
 
 TESTS = """
     def test_retrieval(rag_eval, rag_run):

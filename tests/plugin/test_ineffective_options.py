@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from plugin_project import make_project
 
 from pytest_ragmetrics.plugin.ineffective import ineffective_options
 from pytest_ragmetrics.plugin.settings import Settings
+from tests.helpers.plugin_project import make_project
 
 ROOT = Path(".")
 

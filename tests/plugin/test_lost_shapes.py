@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from plugin_project import OVERLAP_RETRIEVER, make_project, write_beir
 
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
 from pytest_ragmetrics.baseline.tolerances import parse_tolerances
@@ -21,6 +20,7 @@ from pytest_ragmetrics.errors import MetricError
 from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.metrics.names import families, register_metric, unregister_metric
 from pytest_ragmetrics.records import EvaluationRecord
+from tests.helpers.plugin_project import OVERLAP_RETRIEVER, make_project, write_beir
 
 pytest.importorskip("xdist")
 

@@ -9,8 +9,9 @@ import json
 from typing import Any
 
 import pytest
-from fake_openai import Reply, completion, serve
-from plugin_project import make_project
+
+from tests.helpers.fake_openai import Reply, completion, serve
+from tests.helpers.plugin_project import make_project
 
 pytest.importorskip("xdist")
 
@@ -87,7 +88,7 @@ def project(
     judge: bool = True,
     tests: str = TESTS,
 ) -> None:
-    from plugin_project import CONFTEST
+    from tests.helpers.plugin_project import CONFTEST
 
     conftest = CONFTEST + conftest_extra + (words_judge_conftest() if judge else "")
     make_project(pytester, ini=ini, tests=tests, conftest=conftest)

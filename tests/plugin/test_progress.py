@@ -11,7 +11,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from plugin_project import CONFTEST, make_project
+
+from tests.helpers.plugin_project import CONFTEST, make_project
 
 SLOW_RETRIEVER = (
     CONFTEST

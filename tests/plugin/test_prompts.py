@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import FakeServer, serve
-from plugin_project import CONFTEST, make_project
+
+from tests.helpers.fake_openai import FakeServer, serve
+from tests.helpers.plugin_project import CONFTEST, make_project
 
 pytest.importorskip("xdist")
 

@@ -6,7 +6,8 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-from plugin_project import XDIST_MODES, make_project
+
+from tests.helpers.plugin_project import XDIST_MODES, make_project
 
 TESTS = """
     import pytest

@@ -14,14 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_openai import serve
-from plugin_project import make_project, write_dataset
 
 from pytest_ragmetrics.cache import Cache, identity_key
 from pytest_ragmetrics.errors import RagMetricsWarning
+from tests.helpers.fake_openai import serve
+from tests.helpers.paths import HELPERS, REPO
+from tests.helpers.plugin_project import make_project, write_dataset
 
-PACKAGE = Path(__file__).resolve().parents[1] / "pytest_ragmetrics"
-TESTS_DIR = Path(__file__).resolve().parent
+PACKAGE = REPO / "pytest_ragmetrics"
+TESTS_DIR = HELPERS  # network_guard's folder
 
 # --- (a) nothing we read executes code -------------------------------------------------------
 

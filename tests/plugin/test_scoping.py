@@ -9,9 +9,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from plugin_project import OVERLAP_RETRIEVER, write_beir
 
 from pytest_ragmetrics.data.selection import DatasetSelection, pair_key
+from tests.helpers.plugin_project import OVERLAP_RETRIEVER, write_beir
 
 pytest.importorskip("xdist")
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from plugin_project import make_project
+
+from tests.helpers.plugin_project import make_project
 
 # Matches query words (a plural "s" stripped) against title and text: each toy query finds one
 # document ("purrs" finds "Cats purr ..."), fewer than the k of 10 (or the 5 documents).

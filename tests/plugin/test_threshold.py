@@ -5,7 +5,8 @@ from __future__ import annotations
 import glob
 
 import pytest
-from plugin_project import XDIST_MODES, make_project
+
+from tests.helpers.plugin_project import XDIST_MODES, make_project
 
 
 @pytest.mark.parametrize("mode", XDIST_MODES)

@@ -8,7 +8,6 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from fake_openai import serve
 
 from pytest_ragmetrics.cache import canonical_json
 from pytest_ragmetrics.data.model import Corpus, Qrels, Queries, Run
@@ -16,6 +15,7 @@ from pytest_ragmetrics.judges import EmbeddingJudge, HttpJudge, RecordedJudge, i
 from pytest_ragmetrics.judges.http import ENV_API_KEY, ENV_MODEL, ENV_URL
 from pytest_ragmetrics.retrievers import BM25Retriever, DenseRetriever
 from pytest_ragmetrics.transport import Endpoint
+from tests.helpers.fake_openai import serve
 
 CONTEXTS = ["Cats purr when content. They sleep a lot.", "Dogs bark."]
 ANSWER = "Cats purr SUPPORTED. Cats fly."

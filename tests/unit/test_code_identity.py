@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 from pytest_ragmetrics.code_identity import code_digest, function_identity
+from tests.helpers.paths import REPO
 
 SOURCE = """
 STOP = frozenset({"the", "a", "of"})
@@ -51,7 +52,7 @@ def _digest(tmp_path: Path, source: str, expression: str, seed: str = "1") -> st
         "import usermod\nfrom pytest_ragmetrics.code_identity import code_digest\n"
         f"print(code_digest({expression}))"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": f"{folder}{os.pathsep}{root}"}
     done = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from plugin_project import CONFTEST, make_project
 
 from pytest_ragmetrics.cache import Cache
+from tests.helpers.plugin_project import CONFTEST, make_project
 
 SLOW_FSYNC = """
 import os as _os

@@ -39,18 +39,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile_renderers import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_ragmetrics.cli import main as cli_main
+from tests.helpers.hostile_renderers import (
     HOSTILE,
     check_compare_reports,
     check_compare_runs,
     check_renderers,
 )
-from hostile_renderers import check_plugin as check_plugin_sinks
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from plugin_project import CONFTEST, write_dataset
-
-from pytest_ragmetrics.cli import main as cli_main
+from tests.helpers.hostile_renderers import check_plugin as check_plugin_sinks
+from tests.helpers.plugin_project import CONFTEST, write_dataset
 
 FAST = settings(
     max_examples=30,

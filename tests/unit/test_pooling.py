@@ -10,8 +10,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from fake_openai import Reply, completion, serve
-from plugin_project import make_project
 
 from pytest_ragmetrics.cli import main
 from pytest_ragmetrics.data.model import Qrels, Run
@@ -24,6 +22,8 @@ from pytest_ragmetrics.pooling import (
     read_supplementary_qrels,
     supplement,
 )
+from tests.helpers.fake_openai import Reply, completion, serve
+from tests.helpers.plugin_project import make_project
 
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2 0 d2 1\nq2 0 d9 -1\n"
 RUN_A = "q1 Q0 d3 1 9.0 A\nq1 Q0 d1 2 8.0 A\nq1 Q0 d4 3 7.0 A\nq2 Q0 d9 1 9.0 A\nq2 Q0 d2 2 8.0 A\n"
@@ -428,7 +428,7 @@ def test_damaged_pool_files_are_named_with_their_line(
 def test_plugin_refuses_supplementary_qrels_with_several_datasets(
     pytester: pytest.Pytester,
 ) -> None:
-    from plugin_project import write_dataset
+    from tests.helpers.plugin_project import write_dataset
 
     make_project(pytester, tests=TESTS, conftest=textwrap.dedent(CONFTEST))
     write_dataset(pytester.path / "other")

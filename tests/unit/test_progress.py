@@ -279,11 +279,10 @@ def test_an_embedding_judging_of_many_texts_shows_a_bar_and_its_note() -> None:
 def test_http_judges_show_a_bar_over_their_questions() -> None:
     """Judging recorded answers with an HTTP judge was a long step with no bar: the agreement
     and relevance questions now advance one per reply, each distinct question counted once."""
-    from fake_openai import serve
-
     from pytest_ragmetrics.judges import HttpRelevanceJudge, RelevancePair
     from pytest_ragmetrics.judges.http import HttpJudge
     from pytest_ragmetrics.transport import Endpoint
+    from tests.helpers.fake_openai import serve
 
     pairs = [RelevancePair("q", f"passage {i}", "q", f"d{i}") for i in range(4)]
     with serve(answer=lambda prompt: "Yes.") as server:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import serve
 
 from pytest_ragmetrics.errors import ConfigError, GeneratorError, JudgeError
 from pytest_ragmetrics.generation import ChatGenerator
@@ -24,6 +23,7 @@ from pytest_ragmetrics.prompts import (
     read_prompts,
 )
 from pytest_ragmetrics.transport import Endpoint
+from tests.helpers.fake_openai import serve
 
 FIELDS = ("query", "contexts")
 BRACES = "to write a literal brace, double it: {{ or }}"

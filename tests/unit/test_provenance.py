@@ -11,12 +11,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from plugin_project import make_project, write_dataset
-from test_pooling import CONFTEST, JUDGE, TESTS, dataset, files, run
 
 from pytest_ragmetrics.data.layouts import load_dataset
 from pytest_ragmetrics.pooling import HEADER_PREFIX, read_supplementary_qrels
 from pytest_ragmetrics.provenance import DATASET_PREFIX
+from tests.helpers.plugin_project import make_project, write_dataset
+from tests.unit.test_pooling import CONFTEST, JUDGE, TESTS, dataset, files, run
 
 
 def judged_labels(tmp_path: Path, data: Path, capsys: pytest.CaptureFixture[str]) -> Path:

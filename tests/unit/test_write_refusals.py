@@ -23,12 +23,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from plugin_project import CONFTEST, make_project
 
 from pytest_ragmetrics.cache import Cache
 from pytest_ragmetrics.cli import EXIT_BAD_INPUT, main
 from pytest_ragmetrics.errors import CacheWarning, OutputError
 from pytest_ragmetrics.fileio import atomic_write_text, cannot_write, check_writable
+from tests.helpers.paths import REPO
+from tests.helpers.plugin_project import CONFTEST, make_project
 
 ROOT = os.geteuid() == 0
 
@@ -528,7 +529,7 @@ def _run_unprivileged(setpriv: str, home: Path) -> subprocess.CompletedProcess[s
     """This module but the test above, as uid 65534 in ``home``."""
     import sys
 
-    root = Path(__file__).resolve().parent.parent
+    root = REPO
     env = {
         **os.environ,
         "HOME": str(home),

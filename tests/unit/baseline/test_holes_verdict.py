@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plugin_project import make_project
 
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
 from pytest_ragmetrics.baseline.tolerances import Tolerances
@@ -19,6 +18,7 @@ from pytest_ragmetrics.errors import BaselineError, ReportError
 from pytest_ragmetrics.metrics.evaluation import Supplemented
 from pytest_ragmetrics.metrics.retrieval import evaluate
 from pytest_ragmetrics.records import EvaluationRecord
+from tests.helpers.plugin_project import make_project
 
 # q1 and q2 each have one relevant and one judged non-relevant document; u* are unjudged.
 QRELS = {"q1": {"r1": 1, "n1": 0}, "q2": {"r2": 1, "n2": 0}}

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from plugin_project import make_project
 
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
 from pytest_ragmetrics.baseline.tolerances import parse_tolerances
@@ -18,6 +17,7 @@ from pytest_ragmetrics.baseline.verdicts import MetricVerdict, Verdict, failure_
 from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.records import EvaluationRecord
 from pytest_ragmetrics.stats import min_attainable_p, queries_needed, randomization_p_value
+from tests.helpers.plugin_project import make_project
 
 pytest.importorskip("pytest_ragmetrics.metrics.answer")
 

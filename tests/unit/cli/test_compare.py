@@ -516,7 +516,7 @@ def test_markdown_of_runs(runs) -> None:
 
 
 def test_html_of_runs(runs) -> None:
-    from html_documents import ParsedPage
+    from tests.helpers.html_documents import ParsedPage
 
     runs["out"] = runs["tmp"] / "runs.html"
     code, text = cli("compare --qrels {qrels} {a} {b} {c} -m mrr --format html --out {out}", runs)

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from test_plugin_datasets import write_beir
 
 from pytest_ragmetrics.cli import main
+from tests.plugin.test_datasets import write_beir
 
 ALPHA_ANIMALS = (
     "q1 Q0 d1 1 2.0 alpha\nq1 Q0 d9 2 1.0 alpha\nq2 Q0 d2 1 2.0 alpha\nq2 Q0 d9 2 1.0 alpha\n"

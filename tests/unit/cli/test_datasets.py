@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from test_plugin_datasets import write_beir
 
 from pytest_ragmetrics.cli import main
+from tests.plugin.test_datasets import write_beir
 
 
 def animals_and_planets(tmp_path: Path) -> list[str]:

@@ -12,8 +12,9 @@ import pytest
 
 from pytest_ragmetrics import evaluate, read_qrels, read_run
 from pytest_ragmetrics.cli import main
+from tests.helpers.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "trec_eval"
+DATA = TEST_DATA / "trec_eval"
 QRELS = str(DATA / "qrels.test")
 RUN = str(DATA / "results.test")
 TRUNC = str(DATA / "results.trunc")
@@ -276,8 +277,8 @@ def test_supplementary_qrels_beside_qrels_alone_say_what_cannot_be_checked(
 ) -> None:
     """Labels record the corpus they were made for; --qrels names no corpus, so that cannot
     be checked: a note on stderr says so (and how to check it), the numbers still come."""
-    from test_pooling import dataset, files
-    from test_supplement_provenance import judged_labels
+    from tests.unit.test_pooling import dataset, files
+    from tests.unit.test_provenance import judged_labels
 
     labels = judged_labels(tmp_path, dataset(tmp_path), capsys)
     f = files(tmp_path)
@@ -297,9 +298,8 @@ def test_supplementary_labels_for_none_of_the_judged_queries_get_a_note(
 ) -> None:
     """A check that needs no corpus: labels on queries these qrels do not judge add nothing,
     so they were made for other qrels."""
-    from test_pooling import JUDGE, files
-
     from pytest_ragmetrics.pooling import HEADER_PREFIX
+    from tests.unit.test_pooling import JUDGE, files
 
     labels = tmp_path / "other.qrels"
     labels.write_text(HEADER_PREFIX + json.dumps(JUDGE) + "\nx1 0 d1 1\nx2 0 d3 1\n")

@@ -10,11 +10,12 @@ import re
 from pathlib import Path
 
 import pytest
-from test_cli_datasets import animals_and_planets
 
 from pytest_ragmetrics.cli import build_parser, main
+from tests.helpers.paths import REPO
+from tests.unit.cli.test_datasets import animals_and_planets
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 CLI = ROOT / "pytest_ragmetrics" / "cli"
 
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import Reply, completion, serve
-from testset_data import corpus, write_corpus
 
 from pytest_ragmetrics.cli import main
 from pytest_ragmetrics.data.layouts import load_dataset
 from pytest_ragmetrics.errors import GeneratorError
 from pytest_ragmetrics.testsets.http import HttpTestsetGenerator
+from tests.helpers.fake_openai import Reply, completion, serve
+from tests.helpers.testset_data import corpus, write_corpus
 
 FILES = ("queries.jsonl", "qrels/test.tsv", "corpus.jsonl")
 

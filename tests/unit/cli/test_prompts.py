@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import serve
-from plugin_project import write_dataset
 
 from pytest_ragmetrics.cli import main
 from pytest_ragmetrics.errors import JudgeError
@@ -24,6 +22,8 @@ from pytest_ragmetrics.judges.http import ENV_API_KEY, ENV_MODEL, ENV_URL
 from pytest_ragmetrics.plugin.fixtures import configured_judge
 from pytest_ragmetrics.plugin.settings import Settings
 from pytest_ragmetrics.prompts import JUDGE_ROLES, read_prompts
+from tests.helpers.fake_openai import serve
+from tests.helpers.plugin_project import write_dataset
 
 URL = "http://127.0.0.1:9"  # never contacted
 PROMPTS = {

@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from html_documents import (
+
+from pytest_ragmetrics.cli import main
+from tests.helpers.html_documents import (
     BASELINE_RUN,
     CURRENT_RUN,
     ParsedPage,
@@ -15,9 +17,7 @@ from html_documents import (
     hostile_document,
     run_document,
 )
-from plugin_project import make_project
-
-from pytest_ragmetrics.cli import main
+from tests.helpers.plugin_project import make_project
 
 
 def run(*args: str) -> tuple[int, str]:

@@ -30,8 +30,9 @@ from pytest_ragmetrics import (
 )
 from pytest_ragmetrics.data import read_corpus, read_qrels_jsonl, read_queries
 from pytest_ragmetrics.errors import ScoreOrderWarning, StaleLabelsWarning
+from tests.helpers.paths import TEST_DATA
 
-TREC_DATA = Path(__file__).parent / "data" / "trec_eval"
+TREC_DATA = TEST_DATA / "trec_eval"
 
 
 def jsonl(*records: dict[str, Any]) -> str:

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from plugin_project import make_project
 
 from pytest_ragmetrics import Corpus, Queries, RetrieverError, evaluate, read_run
 from pytest_ragmetrics.data.model import Run
 from pytest_ragmetrics.errors import ConfigError, DataFormatError, ScoreOrderWarning
 from pytest_ragmetrics.retrievers import from_function
+from tests.helpers.plugin_project import make_project
 
 RNG = np.random.default_rng(7)
 DOCS = [f"d{i:02d}" for i in range(60)]

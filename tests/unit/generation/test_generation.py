@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import Reply, completion, serve
 
 from pytest_ragmetrics.cache import Cache
 from pytest_ragmetrics.data.answers import GeneratedAnswer, read_answers
@@ -29,6 +28,7 @@ from pytest_ragmetrics.generation import (
 )
 from pytest_ragmetrics.retrievers import from_function
 from pytest_ragmetrics.transport import Budget, Cost, Endpoint, Sampling
+from tests.helpers.fake_openai import Reply, completion, serve
 
 QUERIES = {"q1": "what is alpha", "q2": "what is beta", "q3": "what is gamma"}
 CORPUS = Corpus(

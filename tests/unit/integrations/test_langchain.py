@@ -11,13 +11,13 @@ import warnings
 from typing import Any
 
 import pytest
-from adapter_data import by_hand, embed, make_corpus, make_queries, matching
 
 from pytest_ragmetrics import Corpus, Queries, RetrieverError
 from pytest_ragmetrics.data.model import Run
 from pytest_ragmetrics.errors import ConfigError, GeneratorError
 from pytest_ragmetrics.generation import answer_all
 from pytest_ragmetrics.metrics import evaluate
+from tests.helpers.adapter_data import by_hand, embed, make_corpus, make_queries, matching
 
 pytest.importorskip("langchain_core")
 FAISS = pytest.importorskip("langchain_community.vectorstores").FAISS

@@ -8,13 +8,13 @@ import time
 from typing import Any
 
 import pytest
-from adapter_data import by_hand, embed, make_corpus, make_queries, matching
 
 from pytest_ragmetrics import Queries, RetrieverError
 from pytest_ragmetrics.data.model import Run
 from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.generation import answer_all
 from pytest_ragmetrics.metrics import evaluate
+from tests.helpers.adapter_data import by_hand, embed, make_corpus, make_queries, matching
 
 pytest.importorskip("llama_index.core")
 from llama_index.core import VectorStoreIndex

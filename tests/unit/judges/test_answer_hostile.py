@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import Reply, serve
 
 from pytest_ragmetrics.cache import Cache
 from pytest_ragmetrics.data.answers import (
@@ -27,6 +26,7 @@ from pytest_ragmetrics.errors import DataFormatError, GeneratorError, JudgeError
 from pytest_ragmetrics.generation import ChatGenerator, RecordedAnswers, answer_all
 from pytest_ragmetrics.judges.answers import assess_answers, label_verdict
 from pytest_ragmetrics.transport import Endpoint
+from tests.helpers.fake_openai import Reply, serve
 
 
 class Lonely:

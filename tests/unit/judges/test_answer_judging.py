@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fake_openai import Reply, completion, serve
 
 from pytest_ragmetrics.baseline.compare import compare_to_baseline
 from pytest_ragmetrics.baseline.tolerances import Tolerances
@@ -41,6 +40,7 @@ from pytest_ragmetrics.metrics.semantics import MetricSemantics
 from pytest_ragmetrics.plugin.recording import RagEval
 from pytest_ragmetrics.records import EvaluationRecord
 from pytest_ragmetrics.transport import Budget, Cost, Endpoint, Sampling
+from tests.helpers.fake_openai import Reply, completion, serve
 
 LABELS = ["SUPPORT", "CONTRADICT", "NOT ENOUGH INFO"]
 

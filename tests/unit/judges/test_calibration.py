@@ -18,8 +18,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scifact_data import CLAIM_LABELS as LABELS
-from scifact_data import REPO, SCIFACT
 
 from pytest_ragmetrics.cli import main
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
@@ -43,6 +41,8 @@ from pytest_ragmetrics.judges import (
     save_calibration,
 )
 from pytest_ragmetrics.transport import Endpoint
+from tests.helpers.scifact_data import CLAIM_LABELS as LABELS
+from tests.helpers.scifact_data import REPO, SCIFACT
 
 needs_scifact = pytest.mark.skipif(not LABELS.exists(), reason="needs SciFact claim_support")
 
@@ -371,7 +371,7 @@ def test_cli_errors(
 
 
 def test_cli_http_against_a_local_server(tmp_path: Path) -> None:
-    from fake_openai import serve
+    from tests.helpers.fake_openai import serve
 
     items = [
         {"id": "a", "claim": "SUPPORTED claim", "context_sentences": ["s"], "label": "SUPPORT"},
@@ -598,7 +598,7 @@ def _agree_if_same(prompt: str) -> str:
 
 
 def test_http_judge_agreement_verdicts_are_scored_as_given(tmp_path: Path) -> None:
-    from fake_openai import serve
+    from tests.helpers.fake_openai import serve
 
     items = [
         LabelledAnswer("a", "q", "the same", "r", True, "AGREE", 1),
@@ -623,7 +623,7 @@ def test_http_judge_agreement_verdicts_are_scored_as_given(tmp_path: Path) -> No
 
 
 def test_cli_agreement_http_table_and_save(tmp_path: Path) -> None:
-    from fake_openai import serve
+    from tests.helpers.fake_openai import serve
 
     labels = _labels(
         tmp_path / "claims.jsonl",

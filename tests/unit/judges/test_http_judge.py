@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import Reply, completion, serve
 
 from pytest_ragmetrics.cache import Cache
 from pytest_ragmetrics.errors import JudgeError
@@ -24,6 +23,7 @@ from pytest_ragmetrics.judges.calibration import LabelledClaim
 from pytest_ragmetrics.judges.http import ENV_API_KEY, ENV_MODEL, ENV_URL, parse_yes_no
 from pytest_ragmetrics.metrics.answer import evaluate_answers
 from pytest_ragmetrics.transport import Endpoint, Sampling
+from tests.helpers.fake_openai import Reply, completion, serve
 
 SECRET = "sk-test-9f8e7d6c5b4a-SECRET"
 CONTEXTS = ["The Eiffel Tower is in Paris.", "It was finished in 1889."]

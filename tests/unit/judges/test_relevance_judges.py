@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fake_openai import Reply, completion, serve
 
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
 from pytest_ragmetrics.judges import (
@@ -28,6 +27,7 @@ from pytest_ragmetrics.judges.relevance import (
     token_totals,
 )
 from pytest_ragmetrics.transport import Endpoint
+from tests.helpers.fake_openai import Reply, completion, serve
 
 
 @pytest.fixture(autouse=True)

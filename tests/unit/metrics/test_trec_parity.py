@@ -11,15 +11,15 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import pytest
 
 from pytest_ragmetrics import Evaluation, Qrels, Run, evaluate, parse_metric, read_qrels, read_run
+from tests.helpers.paths import TEST_DATA
 
-DATA = Path(__file__).parent / "data" / "trec_eval"
+DATA = TEST_DATA / "trec_eval"
 TOLERANCE = 5e-5
 
 # trec_eval measure family -> our family (the measure's cutoff becomes _at_k).

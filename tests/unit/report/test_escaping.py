@@ -12,7 +12,9 @@ import json
 from pathlib import Path
 
 import pytest
-from hostile_renderers import (
+
+from pytest_ragmetrics.report.escaping import for_html, for_junit, for_markdown, for_terminal
+from tests.helpers.hostile_renderers import (
     HOSTILE,
     check_compare_reports,
     check_compare_runs,
@@ -21,8 +23,6 @@ from hostile_renderers import (
     cli,
     terminal_problems,
 )
-
-from pytest_ragmetrics.report.escaping import for_html, for_junit, for_markdown, for_terminal
 
 CASES = [pytest.param(text, id=key) for key, text in HOSTILE.items()]
 
@@ -176,7 +176,7 @@ def test_plugin_warnings_summary_neutralises_what_warnings_quote(
     """pytest prints our warnings in its own summary, which escapes nothing: a stale-labels
     warning quoting a folder, a score-order warning quoting a run file and a short-ranking
     warning quoting a retriever's name, each holding ESC, CR, an RTL override and a newline."""
-    from plugin_project import write_dataset
+    from tests.helpers.plugin_project import write_dataset
 
     hostile = "x\x1b[2K\x1b[1Gall passed\r\u202e\nmore"
     folder = pytester.path / f"data{hostile}"

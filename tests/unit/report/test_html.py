@@ -13,7 +13,16 @@ import sys
 from typing import Any
 
 import pytest
-from html_documents import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_ragmetrics.baseline.compare import compare_evaluations, load_evaluations
+from pytest_ragmetrics.baseline.tolerances import parse_tolerances
+from pytest_ragmetrics.deltas import delta_text
+from pytest_ragmetrics.errors import ConfigError, RagMetricsError, ReportError
+from pytest_ragmetrics.report.html import Compared, comparison_page, report_page
+from pytest_ragmetrics.report.html import html_report as draw
+from tests.helpers.html_documents import (
     BASELINE_RUN,
     CURRENT_RUN,
     DOC_EVIL,
@@ -29,15 +38,6 @@ from html_documents import (
     run_document,
     wide_document,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from pytest_ragmetrics.baseline.compare import compare_evaluations, load_evaluations
-from pytest_ragmetrics.baseline.tolerances import parse_tolerances
-from pytest_ragmetrics.deltas import delta_text
-from pytest_ragmetrics.errors import ConfigError, RagMetricsError, ReportError
-from pytest_ragmetrics.report.html import Compared, comparison_page, report_page
-from pytest_ragmetrics.report.html import html_report as draw
 
 
 def html_report(document: Any, **options: Any) -> str:

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import chromium, open_page, screenshot
-from html_documents import HOSTILE_TEST, QUERY_TEXT, hostile_document, wide_document
 
 from pytest_ragmetrics.deltas import delta_text
 from pytest_ragmetrics.report.html import html_report, report_page
+from tests.helpers.browser import chromium, open_page, screenshot
+from tests.helpers.html_documents import HOSTILE_TEST, QUERY_TEXT, hostile_document, wide_document
 
 
 @pytest.fixture(scope="module")

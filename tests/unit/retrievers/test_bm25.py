@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scifact_data import SCIFACT
 
 from pytest_ragmetrics import Corpus, Queries, evaluate, load_dataset
 from pytest_ragmetrics.cache import Cache
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.progress import use_reporter
 from pytest_ragmetrics.retrievers import BM25Retriever
+from tests.helpers.scifact_data import SCIFACT
 
 pytest.importorskip("bm25s")
 pytest.importorskip("Stemmer")

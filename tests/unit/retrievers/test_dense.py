@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scifact_data import SCIFACT
 
 from pytest_ragmetrics import Corpus, Queries, evaluate, load_dataset
 from pytest_ragmetrics.cache import Cache
@@ -24,6 +23,7 @@ from pytest_ragmetrics.encoders import default_model_path
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.progress import use_reporter
 from pytest_ragmetrics.retrievers import DenseRetriever, build_retriever
+from tests.helpers.scifact_data import SCIFACT
 
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("faiss")

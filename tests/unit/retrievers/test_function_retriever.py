@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from plugin_project import make_project
 
 from pytest_ragmetrics import Corpus, Queries
 from pytest_ragmetrics.cache import Cache, use_default_cache
 from pytest_ragmetrics.retrievers import from_function
 from pytest_ragmetrics.retrievers.base import rankings_note
+from tests.helpers.plugin_project import make_project
 
 CORPUS = Corpus.from_dict({f"d{i}": {"text": f"document {i}"} for i in range(40)})
 QUERIES = Queries.from_dict({"q1": "one", "q2": "two", "q3": "three"})

@@ -13,11 +13,12 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from testset_data import documents, write_corpus
 
 from pytest_ragmetrics.cli import main as ragmetrics
+from tests.helpers.paths import REPO
+from tests.helpers.testset_data import documents, write_corpus
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "testset_tau.py"
+SCRIPT = REPO / "benchmarks" / "testset_tau.py"
 
 
 @pytest.fixture(scope="module")

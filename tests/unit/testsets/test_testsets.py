@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from testset_data import corpus
 
 from pytest_ragmetrics.data.answers import load_references
 from pytest_ragmetrics.data.layouts import load_dataset
@@ -21,6 +20,7 @@ from pytest_ragmetrics.testsets.folder import write_testset
 from pytest_ragmetrics.testsets.model import Candidate
 from pytest_ragmetrics.testsets.offline import OfflineGenerator
 from pytest_ragmetrics.testsets.review import apply_review, read_review
+from tests.helpers.testset_data import corpus
 
 
 def _c(qid: str, text: str, doc: str = "d0-0", answer: str | None = None) -> Candidate:

@@ -8,11 +8,11 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
-from fake_openai import Reply, completion, serve
-from plugin_project import make_project
 
 from pytest_ragmetrics.errors import BudgetError
 from pytest_ragmetrics.transport import Budget, Usage
+from tests.helpers.fake_openai import Reply, completion, serve
+from tests.helpers.plugin_project import make_project
 
 CALL = Usage(90, 10)  # each call reports 100 tokens
 

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import Reply, completion, serve
 
 from pytest_ragmetrics.errors import ConfigError, RagMetricsError
 from pytest_ragmetrics.transport import ChatClient, ChatReply, Cost, Endpoint, Naming, Secret, Usage
 from pytest_ragmetrics.transport.client import parse_usage, retry_after_seconds
+from tests.helpers.fake_openai import Reply, completion, serve
 
 SECRET = "sk-transport-0123456789-SECRET"
 NAMING = Naming("test client", ConfigError, "TEST_CHAT_URL", "TEST_CHAT_MODEL", "TEST_CHAT_KEY")

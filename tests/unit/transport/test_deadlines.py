@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_openai import Reply, completion, serve
-from testset_data import corpus, write_corpus
 
 from pytest_ragmetrics.cli import main
 from pytest_ragmetrics.errors import ConfigError, GeneratorError, JudgeError
@@ -26,6 +24,8 @@ from pytest_ragmetrics.plugin.fixtures import configured_generator, configured_j
 from pytest_ragmetrics.plugin.settings import build_settings
 from pytest_ragmetrics.testsets.http import HttpTestsetGenerator
 from pytest_ragmetrics.transport import Endpoint
+from tests.helpers.fake_openai import Reply, completion, serve
+from tests.helpers.testset_data import corpus, write_corpus
 
 STALL = 5.0  # seconds the first reply takes: far beyond the attempt timeout, within the deadline
 ATTEMPT = 0.3

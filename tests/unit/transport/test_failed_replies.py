@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_openai import serve
 
 from pytest_ragmetrics.cache import Cache
 from pytest_ragmetrics.cli import main
@@ -19,6 +18,7 @@ from pytest_ragmetrics.generation import ChatGenerator, RetrieveThenGenerate, an
 from pytest_ragmetrics.judges.http import ENV_API_KEY, ENV_MODEL, ENV_URL, HttpJudge
 from pytest_ragmetrics.retrievers import from_function
 from pytest_ragmetrics.transport import Endpoint
+from tests.helpers.fake_openai import serve
 
 CORPUS = Corpus(["d1", "d2"], ["Alpha", "Beta"], ["alpha is first.", "beta is second."])
 QUERIES = {"q1": "what is alpha", "q2": "what is beta"}
