@@ -74,7 +74,7 @@ def test_every_runnable_block_on_every_page_is_run_or_marked() -> None:
         if is_runnable(block) and not covered(block) and block.illustrative is None
     ]
     assert not unmarked, (
-        "run these blocks (a covered page in tests/readme_project.py) or mark them "
+        "run these blocks (a covered page in tests/helpers/readme_project.py) or mark them "
         "<!-- illustrative: why -->: " + ", ".join(unmarked)
     )
 

@@ -1,5 +1,6 @@
 """Hostile strings as query ids, evaluation, test and dataset names, through every renderer,
-and the checks each display sink must pass (tests/test_escaping.py, tests/test_fuzz.py).
+and the checks each display sink must pass (tests/unit/report/test_escaping.py,
+tests/unit/test_fuzz.py).
 
 ``session(text)`` is a small session whose strings are all ``text``: the evaluation name, the
 test id, one dataset's name, a query id, a stale baseline entry; its retrieval evaluation ran

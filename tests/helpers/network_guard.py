@@ -1,9 +1,9 @@
 """pytest plugin that fails the session on any attempt to reach the network.
 
-Load it with ``-p network_guard`` (this folder, ``tests/``, must be importable: it is for the
-project's own test runs; elsewhere put it on ``PYTHONPATH``)::
+Load it with ``-p network_guard`` (this folder, ``tests/helpers/``, must be importable: it is
+for the project's own test runs; elsewhere put it on ``PYTHONPATH``)::
 
-    PYTHONPATH=tests pytest -p network_guard example_suite
+    PYTHONPATH=tests/helpers pytest -p network_guard example_suite
 
 While the session runs, ``socket.socket.connect``, ``socket.socket.connect_ex``,
 ``socket.create_connection`` and ``socket.getaddrinfo`` refuse every internet address

@@ -1,7 +1,7 @@
 """The chat transport on its own (what a judge and a generator share), against the scripted
 server on 127.0.0.1: usage counts, retries and Retry-After, the reply size limit, redirects and
 proxies, the key kept secret, concurrency with results in input order. The HTTP judge's tests
-(tests/test_http_judge.py) cover the same paths through the judge."""
+(tests/unit/judges/test_http_judge.py) cover the same paths through the judge."""
 
 from __future__ import annotations
 
