@@ -1,6 +1,6 @@
 """What the LangChain and LlamaIndex adapters cost, and what searching queries concurrently buys.
 
-A 1,000-document corpus and 300 queries (tests/adapter_data.py: random 8-word documents, a
+A 1,000-document corpus and 300 queries (tests/helpers/adapter_data.py: random 8-word documents, a
 hashed bag-of-words embedding, unit length), k=10. Every comparison is like with like: the same
 framework calls, at the same concurrency, on both sides; the direct side builds the same Run.
 
@@ -37,12 +37,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from adapter_data import embed, make_corpus, make_queries
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_ragmetrics import Queries
 from pytest_ragmetrics.data.model import Run
+from tests.helpers.adapter_data import embed, make_corpus, make_queries
 
 LATENCY = 0.005
 K = 10

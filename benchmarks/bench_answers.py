@@ -109,12 +109,11 @@ def http_concurrency(requests: int) -> None:
 
 
 def embedding_batching(pairs_wanted: int) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from scifact_data import CLAIM_LABELS
-
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from pytest_ragmetrics.encoders import load_sentence_transformer, resolve_model
     from pytest_ragmetrics.judges import EmbeddingJudge, read_claim_labels
     from pytest_ragmetrics.judges.base import split_sentences
+    from tests.helpers.scifact_data import CLAIM_LABELS
 
     pairs = read_claim_labels(CLAIM_LABELS)[: pairs_wanted or None]
     items = [(p.id, p.claim, p.claim, list(p.contexts)) for p in pairs]

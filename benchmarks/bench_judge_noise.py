@@ -29,11 +29,10 @@ MODEL = "SmolLM2-135M-Instruct.Q4_1"
 
 
 def pairs_as_answers(limit: int) -> list[Any]:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from scifact_data import CLAIM_LABELS
-
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from pytest_ragmetrics.data.answers import GeneratedAnswer
     from pytest_ragmetrics.judges import read_claim_labels
+    from tests.helpers.scifact_data import CLAIM_LABELS
 
     pairs = read_claim_labels(CLAIM_LABELS)[: limit or None]
     return [

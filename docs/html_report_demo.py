@@ -1,9 +1,9 @@
 """Make the README's HTML-report screenshot from a real regression of the toy project.
 
-In a temporary folder: the test suite's toy project (tests/plugin_project.py: five documents,
-four queries, a retriever that RAG_WORSE=1 makes worse) plus an answer-layer test; one pytest
-run records the baseline, a second with RAG_WORSE=1 writes ``--ragmetrics-json``. The optional
-per-query fields are then filled the way the plugin will fill them (``add_query_details``
+In a temporary folder: the test suite's toy project (tests/helpers/plugin_project.py: five
+documents, four queries, a retriever that RAG_WORSE=1 makes worse) plus an answer-layer test; one
+pytest run records the baseline, a second with RAG_WORSE=1 writes ``--ragmetrics-json``. The
+optional per-query fields are then filled the way the plugin will fill them (``add_query_details``
 with the runs, the dataset and the assessments), the page is built with ``html_report`` and
 headless Chromium takes the screenshot.
 
@@ -25,9 +25,9 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
-from plugin_project import CONFTEST, write_dataset  # noqa: E402
+from tests.helpers.plugin_project import CONFTEST, write_dataset  # noqa: E402
 
 ANSWERS = """
 from pytest_ragmetrics import AnswerAssessment, Claim

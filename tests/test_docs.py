@@ -24,8 +24,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from browser import chromium, open_page, screenshot
-from readme_project import ROOT, covered, is_runnable, page_blocks, pages
+
+from tests.helpers.browser import chromium, open_page, screenshot
+from tests.helpers.readme_project import ROOT, covered, is_runnable, page_blocks, pages
 
 sys.path.insert(0, str(ROOT / "tools"))
 import docs_reference
@@ -73,7 +74,7 @@ def test_every_runnable_block_on_every_page_is_run_or_marked() -> None:
         if is_runnable(block) and not covered(block) and block.illustrative is None
     ]
     assert not unmarked, (
-        "run these blocks (a covered page in tests/readme_project.py) or mark them "
+        "run these blocks (a covered page in tests/helpers/readme_project.py) or mark them "
         "<!-- illustrative: why -->: " + ", ".join(unmarked)
     )
 

@@ -27,7 +27,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from readme_project import (
+
+from tests.helpers.readme_project import (
     COVERED,
     DOCS,
     ROOT,

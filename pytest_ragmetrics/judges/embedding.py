@@ -34,12 +34,14 @@ from pytest_ragmetrics.judges.relevance import judge_context_groups
 
 # Chosen by `ragmetrics calibrate --judge embedding` on SciFact claim_support.dev (best kappa on
 # the tuning half, seed 0): on the other half kappa 0.32, accuracy 0.66 (n = 169) -- a weak
-# judge; other seeds choose 0.63-0.73 with kappa 0.29-0.38 (tests/test_calibration.py, slow).
+# judge; other seeds choose 0.63-0.73 with kappa 0.29-0.38
+# (tests/unit/judges/test_calibration.py, slow).
 DEFAULT_THRESHOLD = 0.66
-# The other two questions, by cosine of whole texts (tests/test_calibration.py, slow, measures
-# both). Agreement of an answer with its reference: `ragmetrics calibrate --question agreement`
-# on SciFact's 209 SUPPORT/CONTRADICT claim-evidence pairs tunes 0.45 (seed 0; 0.44-0.63 for seeds
-# 0-5) with held-out kappa 0.06 (0.03-0.14): no threshold tells agreement from contradiction, so
+# The other two questions, by cosine of whole texts (tests/unit/judges/test_calibration.py, slow,
+# measures both). Agreement of an answer with its reference: `ragmetrics calibrate --question
+# agreement` on SciFact's 209 SUPPORT/CONTRADICT claim-evidence pairs tunes 0.45 (seed 0; 0.44-0.63
+# for seeds 0-5) with held-out kappa 0.06 (0.03-0.14): no threshold tells agreement from
+# contradiction, so
 # 0.7 stays (kappa 0.15 on all 209). Relevance of a context to the question: `calibrate --question
 # relevance --run` on the dense top 3 of SciFact's 300 test claims (cut after 600 characters,
 # qrels as labels, unjudged = not relevant): tuning picks 0.58-0.62 (seeds 0-5, held-out kappa

@@ -1,0 +1,152 @@
+"""The rag_threshold marker: checked after the test body, validated at collection."""
+
+from __future__ import annotations
+
+import glob
+
+import pytest
+
+from tests.helpers.plugin_project import XDIST_MODES, make_project
+
+
+@pytest.mark.parametrize("mode", XDIST_MODES)
+def test_threshold_passes_and_fails(pytester: pytest.Pytester, mode: list[str]) -> None:
+    make_project(
+        pytester,
+        tests="""
+        import pytest
+
+        @pytest.mark.rag_threshold(recall_at_1=0.75, ndcg_at_10=0.9)
+        def test_good(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run, name="good")
+
+        @pytest.mark.rag_threshold(precision_at_2=0.9)
+        def test_bad(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run, name="bad")
+    """,
+    )
+    result = pytester.runpytest_subprocess(*mode)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*rag_threshold: retrieval evaluation 'bad' of test_rag.py::test_bad: precision_at_2 = "
+            "0.5000 < threshold 0.9. Improve the pipeline, or lower the threshold in "
+            "@pytest.mark.rag_threshold(...) if the bar was wrong.",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*test_bad [[]bad[]]*below threshold*"])
+
+
+def test_threshold_metric_is_computed_even_when_not_configured(pytester: pytest.Pytester) -> None:
+    make_project(
+        pytester,
+        tests="""
+        import pytest
+
+        @pytest.mark.rag_threshold(hit_rate_at_2=1.0)
+        def test_it(rag_eval, rag_run):
+            evaluation = rag_eval.retrieval(rag_run)
+            assert "hit_rate_at_2" in evaluation.metrics
+    """,
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_closest_marker_wins(pytester: pytest.Pytester) -> None:
+    make_project(
+        pytester,
+        tests="""
+        import pytest
+
+        pytestmark = pytest.mark.rag_threshold(precision_at_2=0.9)
+
+        @pytest.mark.rag_threshold(precision_at_2=0.5)
+        def test_it(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+    """,
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        (
+            "rag_threshold(recal_at_5=0.7)",
+            "rag_threshold: unknown metric 'recal_at_5'; valid metrics: precision_at_K, "
+            "recall_at_K",
+        ),
+        ("rag_threshold(ndcg_at_0=0.7)", "cutoff '0' must be a positive integer"),
+        ("rag_threshold(recall_at_5=1.5)", "rag_threshold: recall_at_5=1.5 is outside [0, 1]"),
+        ("rag_threshold(recall_at_5='high')", "recall_at_5='high' is not a number in [0, 1]"),
+        ("rag_threshold(0.7)", "give thresholds as keywords"),
+        ("rag_threshold()", "no thresholds given"),
+    ],
+)
+def test_bad_marker_is_a_collection_error(
+    pytester: pytest.Pytester, marker: str, message: str
+) -> None:
+    make_project(
+        pytester,
+        tests=f"""
+        import pytest
+
+        @pytest.mark.{marker}
+        def test_it(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+
+        def test_other():
+            pass
+    """,
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*ERROR collecting test_rag.py*", f"*test_it: *{glob.escape(message)}*"]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_threshold_without_an_evaluation_fails(pytester: pytest.Pytester) -> None:
+    make_project(
+        pytester,
+        tests="""
+        import pytest
+
+        @pytest.mark.rag_threshold(recall_at_1=0.5)
+        def test_forgot(rag_run):
+            pass
+
+        @pytest.mark.rag_threshold(groundedness=0.5)
+        def test_wrong_layer(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+    """,
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*rag_threshold(recall_at_1=0.5) is set but the test recorded no retrieval evaluation; "
+            "call rag_eval.retrieval(...) in the test*",
+            "*rag_threshold(groundedness=0.5) is set but the test recorded no answer-layer "
+            "evaluation; call rag_eval.answers(...) in the test*",
+        ]
+    )
+
+
+def test_failing_test_body_is_reported_as_such(pytester: pytest.Pytester) -> None:
+    make_project(
+        pytester,
+        tests="""
+        import pytest
+
+        @pytest.mark.rag_threshold(recall_at_1=0.5)
+        def test_it(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+            assert 1 == 2
+    """,
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*assert 1 == 2*"])
+    assert "rag_threshold:" not in result.stdout.str()

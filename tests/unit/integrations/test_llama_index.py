@@ -1,0 +1,163 @@
+"""The LlamaIndex adapter against the real package: an in-memory (SimpleVectorStore) index
+ranks as a hand computation does, retrievers run concurrently, query engines answer."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from pytest_ragmetrics import Queries, RetrieverError
+from pytest_ragmetrics.data.model import Run
+from pytest_ragmetrics.errors import ConfigError
+from pytest_ragmetrics.generation import answer_all
+from pytest_ragmetrics.metrics import evaluate
+from tests.helpers.adapter_data import by_hand, embed, make_corpus, make_queries, matching
+
+pytest.importorskip("llama_index.core")
+from llama_index.core import VectorStoreIndex
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.llms import MockLLM
+from llama_index.core.schema import TextNode
+
+from pytest_ragmetrics.integrations.llama_index import from_llama_index
+
+CORPUS = make_corpus()
+QUERIES, QRELS = make_queries(CORPUS)
+METRICS = ["ndcg_at_10", "recall_at_5", "mrr", "map"]
+
+
+class WordEmbedding(BaseEmbedding):
+    """The deterministic bag-of-words embedding of adapter_data."""
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return embed(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return embed(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return embed(text)
+
+
+def nodes(with_metadata: bool = False) -> list[TextNode]:
+    return [
+        TextNode(id_=d.id, text=d.text, metadata={"doc": d.id} if with_metadata else {})
+        for d in CORPUS
+    ]
+
+
+@pytest.fixture(scope="module")
+def index() -> Any:
+    return VectorStoreIndex(nodes(), embed_model=WordEmbedding())
+
+
+def means(run: Run) -> dict[str, float]:
+    return evaluate(QRELS, run, METRICS).mean
+
+
+def test_an_index_ranks_as_cosine_by_hand_at_any_k(index: Any) -> None:
+    retriever = from_llama_index(index, corpus=CORPUS)
+    for k in (3, 10):
+        run = retriever.search(QUERIES, k)
+        assert run.depths().tolist() == [k] * len(QUERIES)  # similarity_top_k follows k
+        expected = by_hand(CORPUS, QUERIES, k)
+        for qid in QUERIES.query_ids.tolist():
+            top = matching(expected, qid)
+        assert [d for d, _ in run.ranking(qid)][: len(top)] == top
+        assert means(run) == pytest.approx(means(expected), abs=1e-12)
+
+
+def test_adapter_and_hand_loop_give_identical_metrics(index: Any) -> None:
+    retriever = index.as_retriever(similarity_top_k=10)
+    hand = {
+        qid: {n.node.node_id: n.score for n in retriever.retrieve(text)}
+        for qid, text in QUERIES.items()
+    }
+    adapted = from_llama_index(retriever).search(QUERIES, 10)
+    assert (
+        evaluate(QRELS, adapted, METRICS).per_query
+        == evaluate(QRELS, Run.from_dict(hand), METRICS).per_query
+    )
+    assert adapted.ranking("q000") == Run.from_dict(hand).ranking("q000")
+
+
+def test_distances_are_negated_when_said(index: Any) -> None:
+    retriever = index.as_retriever(similarity_top_k=5)
+    run = from_llama_index(retriever, scores="distance").search(QUERIES, 5)
+    direct = retriever.retrieve(QUERIES["q000"])
+    assert run.ranking("q000")[0] == (direct[-1].node.node_id, -direct[-1].score)
+
+
+def test_the_id_comes_from_the_metadata_key() -> None:
+    built = VectorStoreIndex(nodes(with_metadata=True), embed_model=WordEmbedding())
+    run = from_llama_index(built, id_key="doc").search(QUERIES, 3)
+    assert set(run.doc_ids.tolist()) <= set(CORPUS.doc_ids.tolist())
+    with pytest.raises(RetrieverError, match=r"no 'missing' in its metadata \(its keys: doc\)"):
+        from_llama_index(built, id_key="missing").search(QUERIES, 3)
+
+
+def test_retrievers_run_concurrently_and_async(index: Any) -> None:
+    active, peak = [0], [0]
+    lock = threading.Lock()
+    inner = index.as_retriever(similarity_top_k=3)
+
+    class Slow:
+        def retrieve(self, text: str) -> Any:
+            with lock:
+                active[0] += 1
+                peak[0] = max(peak[0], active[0])
+            time.sleep(0.01)
+            with lock:
+                active[0] -= 1
+            return inner.retrieve(text)
+
+    from pytest_ragmetrics.integrations.llama_index import LlamaIndexRetriever
+
+    slow = LlamaIndexRetriever(
+        Slow(), id_key="id", name="slow", concurrency=4, corpus=None, parameters=None
+    )
+    slow.search(QUERIES, 3)
+    assert peak[0] == 4
+    asynchronous = from_llama_index(inner, use_async=True).search(QUERIES, 3)
+    assert asynchronous.ranking("q001") == from_llama_index(inner).search(QUERIES, 3).ranking(
+        "q001"
+    )
+
+
+def test_the_identity_names_the_retriever_and_its_model(index: Any) -> None:
+    identity = from_llama_index(index.as_retriever(similarity_top_k=4)).identity()
+    assert identity["class"].endswith("VectorIndexRetriever")
+    assert identity["embed_model"].endswith("WordEmbedding")
+    assert identity["similarity_top_k"] == 4
+
+
+def test_a_query_engines_answers_and_sources_reach_the_answer_layer(index: Any) -> None:
+    engine = index.as_query_engine(llm=MockLLM(max_tokens=4), similarity_top_k=2)
+    pipeline = from_llama_index(engine, name="engine")
+    answers = answer_all(pipeline, dict(QUERIES.items()))
+    first = answers["q000"]
+    top = [d for d, _ in by_hand(CORPUS, QUERIES, 2).ranking("q000")]
+    assert [cid for cid, _ in first.contexts] == top
+    assert first.contexts[0][1] == CORPUS[top[0]].text
+    assert isinstance(first.answer, str) and first.answer
+    assert pipeline.identity()["class"].endswith("RetrieverQueryEngine")
+
+
+def test_not_a_llama_index_object_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"retriever, index or query engine"):
+        from_llama_index(object())
+    with pytest.raises(ConfigError, match="scores must be one of"):
+        from_llama_index(
+            VectorStoreIndex([], embed_model=WordEmbedding()),
+            scores="backwards",  # type: ignore[arg-type]
+        )
+
+
+def test_an_empty_index_gives_empty_rankings() -> None:
+    empty = VectorStoreIndex([], embed_model=WordEmbedding())
+    with pytest.warns(Warning, match="returned nothing"):
+        run = from_llama_index(empty).search(Queries.from_dict({"q": "w01"}), 3)
+    assert run.depths().tolist() == [0]

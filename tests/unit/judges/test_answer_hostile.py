@@ -1,0 +1,144 @@
+"""Hostile input to the answer layer end to end (issue 13): text that is not Unicode from a
+generator or a model, context ids given twice, recordings of another question, labels that
+differ only in spelling or hold no word, and judges that return the wrong number of verdicts.
+Each gets a clear error naming the file and line, the query or the judge, or is repaired
+where nothing is lost; none ends in a bare traceback or a silently wrong verdict."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ragmetrics.cache import Cache
+from pytest_ragmetrics.data.answers import (
+    GeneratedAnswer,
+    Reference,
+    References,
+    read_answers,
+    read_references,
+)
+from pytest_ragmetrics.data.assessments import Verdict
+from pytest_ragmetrics.errors import DataFormatError, GeneratorError, JudgeError
+from pytest_ragmetrics.generation import ChatGenerator, RecordedAnswers, answer_all
+from pytest_ragmetrics.judges.answers import assess_answers, label_verdict
+from pytest_ragmetrics.transport import Endpoint
+from tests.helpers.fake_openai import Reply, serve
+
+
+class Lonely:
+    """A pipeline whose answers and contexts hold lone surrogates (as JSON "\\ud800" gives)."""
+
+    def __call__(self, query: str) -> tuple[str, list[str]]:
+        return "bad \ud800 answer", ["a context \udfff"]
+
+    def identity(self) -> dict[str, Any]:
+        return {"pipeline": "lonely"}
+
+
+def test_lone_surrogates_from_a_pipeline_are_repaired_cached_and_recorded(
+    tmp_path: Path,
+) -> None:
+    cache = Cache(tmp_path / "cache")
+    answers = answer_all(Lonely(), {"q1": "what?"}, cache=cache)
+    assert answers["q1"].answer == "bad \ufffd answer"
+    assert answers["q1"].contexts == (("0", "a context \ufffd"),)
+    answers.write(tmp_path / "answers.jsonl")
+    assert read_answers(tmp_path / "answers.jsonl")[0].answer == "bad \ufffd answer"
+    assert answer_all(Lonely(), {"q1": "what?"}, cache=cache).cost.cache_hits == 1
+
+
+def test_lone_surrogates_from_an_endpoint_are_repaired(tmp_path: Path) -> None:
+    raw = '{"choices": [{"message": {"role": "assistant", "content": "yes \\ud800 no"}}]}'
+    with serve([Reply(body=raw)]) as server:
+        reply = ChatGenerator(Endpoint(server.url, "tiny")).generate("q", ["c"])
+    assert reply.text == "yes \ufffd no"
+
+
+def test_a_query_that_is_not_unicode_is_named(tmp_path: Path) -> None:
+    with pytest.raises(GeneratorError, match=r"query 'q7' holds a lone surrogate"):
+        answer_all(Lonely(), {"q7": "bad \ud800"}, cache=Cache(tmp_path))
+
+
+def line(**fields: Any) -> str:
+    return json.dumps(fields) + "\n"
+
+
+def test_a_context_id_given_twice_is_an_error_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "answers.jsonl"
+    path.write_text(
+        line(query_id="q1", query="x", answer="a", contexts=[{"id": "d1", "text": "t"}])
+        + line(
+            query_id="q2",
+            query="y",
+            answer="b",
+            contexts=[{"id": "d1", "text": "t"}, {"id": "d1", "text": "u"}],
+        )
+    )
+    with pytest.raises(DataFormatError, match=r"answers\.jsonl:2: query 'q2': context id 'd1'"):
+        read_answers(path)
+    with pytest.raises(DataFormatError, match="appears twice"):
+        GeneratedAnswer("q1", "x", "a", (("d1", "t"), ("d1", "u")))
+
+
+def test_a_recording_of_another_question_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "answers.jsonl"
+    path.write_text(
+        line(query_id="q1", query="Do cats purr?", answer="yes", contexts=[])
+        + line(query_id="q2", query="Do dogs bark?", answer="yes", contexts=[])
+    )
+    recorded = RecordedAnswers(path)
+    assert len(recorded.answers_for({"q1": "Do cats purr?", "q2": "Do dogs bark?"})) == 2
+    with pytest.raises(
+        GeneratorError,
+        match=r"answers\.jsonl: 1 of 2 recorded answers were given to another question .*"
+        r"query 'q2' recorded 'Do dogs bark\?', now 'Do dogs meow\?'.*regenerate",
+    ):
+        answer_all(recorded, {"q1": "Do cats purr?", "q2": "Do dogs meow?"})
+
+
+def test_labels_spelt_differently_are_one_label() -> None:
+    labels = ["Not enough info", "SUPPORT"]
+    verdict = label_verdict(
+        "NOT ENOUGH INFO. Nothing.", Reference("1", label="Not-Enough-Info"), labels
+    )
+    assert verdict.value is True
+    assert label_verdict("SUPPORT.", Reference("1", label="support"), labels).value is True
+    assert label_verdict("SUPPORT.", Reference("1", label="Not enough info"), labels).value is False
+
+
+def test_a_label_without_a_word_is_an_error_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "answers.jsonl"
+    path.write_text(line(query_id="1", label="SUPPORT") + line(query_id="2", label="???"))
+    with pytest.raises(DataFormatError, match=r"answers\.jsonl:2: query '2': label '\?\?\?'"):
+        read_references(path)
+
+
+class Miscounting:
+    """A context judge that drops the last verdict of every answer."""
+
+    name = "miscounting"
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def judge_contexts(self, items: Sequence[tuple[str, Any]]) -> list[list[Verdict]]:
+        return [[Verdict(str(i), True) for i, _ in enumerate(c)][:-1] for _, c in items]
+
+
+def test_a_judge_returning_too_few_verdicts_is_named() -> None:
+    answers = [GeneratedAnswer("q1", "x", "a", (("d1", "t"), ("d2", "u")))]
+    with pytest.raises(
+        JudgeError,
+        match=r"judge 'miscounting': judge_contexts returned 1 verdicts for the 2 "
+        r"contexts of query 'q1'",
+    ):
+        assess_answers(
+            Miscounting(),  # type: ignore[arg-type]
+            answers,
+            metrics=["context_relevance"],
+            references=References([]),
+        )

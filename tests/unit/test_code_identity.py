@@ -1,0 +1,157 @@
+"""The code digest: the same code gives the same digest in every process; an edit of the body,
+of a helper it calls, of a constant or of a closure value gives another."""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from pytest_ragmetrics.code_identity import code_digest, function_identity
+from tests.helpers.paths import REPO
+
+SOURCE = """
+STOP = frozenset({"the", "a", "of"})
+LIMIT = 10
+
+
+def clean(word):
+    return word.lower().strip(".,")
+
+
+def search(text, k=LIMIT):
+    words = [clean(w) for w in text.split()]
+    return [w for w in words if w not in STOP][:k]
+
+
+def make(prefix):
+    def generate(query, contexts):
+        return prefix + clean(query)
+    return generate
+
+
+square = lambda x: x * x
+
+
+class Index:
+    def lookup(self, text):
+        return clean(text)
+"""
+
+
+def _digest(tmp_path: Path, source: str, expression: str, seed: str = "1") -> str:
+    """The digest of ``expression`` (over module ``usermod`` holding ``source``), computed in a
+    fresh interpreter with its own hash seed."""
+    folder = tmp_path / f"src{abs(hash((source, expression, seed)))}"
+    folder.mkdir()
+    (folder / "usermod.py").write_text(textwrap.dedent(source))
+    script = (
+        "import usermod\nfrom pytest_ragmetrics.code_identity import code_digest\n"
+        f"print(code_digest({expression}))"
+    )
+    root = REPO
+    env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": f"{folder}{os.pathsep}{root}"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_the_same_function_has_the_same_digest_in_another_process(tmp_path: Path) -> None:
+    first = _digest(tmp_path, SOURCE, "usermod.search", seed="1")
+    assert first == _digest(tmp_path, SOURCE, "usermod.search", seed="2")
+    assert len(first) == 64
+
+
+def test_a_body_edit_changes_the_digest(tmp_path: Path) -> None:
+    edited = SOURCE.replace("[:k]", "[: k + 1]")
+    assert _digest(tmp_path, SOURCE, "usermod.search") != _digest(
+        tmp_path, edited, "usermod.search"
+    )
+
+
+def test_an_edit_of_a_called_helper_changes_the_digest(tmp_path: Path) -> None:
+    edited = SOURCE.replace('strip(".,")', 'strip(".,;")')
+    for expression in ("usermod.search", "usermod.make('x')", "usermod.Index().lookup"):
+        assert _digest(tmp_path, SOURCE, expression) != _digest(tmp_path, edited, expression)
+
+
+def test_a_changed_constant_or_global_value_changes_the_digest(tmp_path: Path) -> None:
+    base = _digest(tmp_path, SOURCE, "usermod.search")
+    assert base != _digest(tmp_path, SOURCE.replace("LIMIT = 10", "LIMIT = 20"), "usermod.search")
+    assert base != _digest(tmp_path, SOURCE.replace('"of"}', '"an"}'), "usermod.search")
+    # A list may be a memo the function fills: its content does not count.
+    memo = SOURCE.replace("LIMIT = 10", "LIMIT = 10\nMEMO = []").replace(
+        "words = [", "MEMO.append(text)\n    words = ["
+    )
+    assert _digest(tmp_path, memo, "usermod.search") == _digest(
+        tmp_path, memo.replace("MEMO = []", "MEMO = [1, 2]"), "usermod.search"
+    )
+
+
+def test_closure_values_count() -> None:
+    def make(prefix: object):  # type: ignore[no-untyped-def]
+        def generate(query: str, contexts: list[str]) -> str:
+            return str(prefix) + query
+
+        return generate
+
+    assert code_digest(make("a")) == code_digest(make("a"))
+    assert code_digest(make("a")) != code_digest(make("b"))
+    assert code_digest(make(("x", 1))) != code_digest(make(("x", 2)))
+
+
+def test_objects_that_describe_themselves_count_by_their_identity() -> None:
+    from pytest_ragmetrics import Corpus
+    from pytest_ragmetrics.retrievers import from_function
+
+    def over(corpus: Corpus):  # type: ignore[no-untyped-def]
+        retriever = from_function(lambda text: [], name="inner", parameters={"v": 1})
+
+        def pipeline(query: str) -> tuple[str, list[str]]:
+            return str(len(corpus)) + str(retriever), []
+
+        return pipeline
+
+    one = Corpus.from_dict({"d1": {"text": "a"}})
+    two = Corpus.from_dict({"d1": {"text": "b"}})
+    assert code_digest(over(one)) == code_digest(over(one))
+    assert code_digest(over(one)) != code_digest(over(two))
+
+
+def test_an_edit_elsewhere_in_the_module_changes_nothing(tmp_path: Path) -> None:
+    edited = SOURCE + "\n\ndef unrelated():\n    return 42\n"
+    assert _digest(tmp_path, SOURCE, "usermod.search") == _digest(
+        tmp_path, edited, "usermod.search"
+    )
+
+
+def test_lambdas_builtins_methods_and_partials_have_digests() -> None:
+    first = lambda text: text.split()  # noqa: E731
+    second = lambda text: text.split(",")  # noqa: E731
+    assert code_digest(first) != code_digest(second)
+    for thing in (len, str.upper, "x".upper, sorted, functools.partial(sorted, reverse=True)):
+        assert code_digest(thing) == code_digest(thing)
+    assert code_digest(functools.partial(sorted, reverse=True)) != code_digest(
+        functools.partial(sorted, reverse=False)
+    )
+
+    class Ranker:
+        def __call__(self, text: str) -> list[str]:
+            return [text]
+
+    assert code_digest(Ranker()) == code_digest(Ranker())
+
+
+def test_function_identity_names_the_function_and_its_version() -> None:
+    def search(text: str) -> list[str]:
+        return [text]
+
+    identity = function_identity(search, version=3)
+    assert identity["function"].endswith("search")
+    assert identity["version"] == "3"
+    assert len(identity["code"]) == 20
+    assert "version" not in function_identity(search)

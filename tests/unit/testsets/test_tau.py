@@ -1,0 +1,179 @@
+"""The tau study script (benchmarks/testset_tau.py) on a small fixture: lexical systems over the
+small test-set corpus, its human-like qrels and a generated set."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import math
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from pytest_ragmetrics.cli import main as ragmetrics
+from tests.helpers.paths import REPO
+from tests.helpers.testset_data import documents, write_corpus
+
+SCRIPT = REPO / "benchmarks" / "testset_tau.py"
+
+
+@pytest.fixture(scope="module")
+def tau() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("testset_tau", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["testset_tau"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _human(tmp_path: Path) -> Path:
+    """Human-like queries: a topic word and a measurement, each judged against its document."""
+    human = write_corpus(tmp_path / "human")
+    (human / "qrels").mkdir()
+    queries = {f"h{i}": d["text"].split(".")[1] for i, d in enumerate(documents())}
+    (human / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items())
+    )
+    (human / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n"
+        + "".join(f"h{i}\t{d['_id']}\t1\n" for i, d in enumerate(documents()))
+    )
+    return human
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ([1, 2, 3, 4], [10, 20, 30, 40], 1.0),
+        ([1, 2, 3, 4], [4, 3, 2, 1], -1.0),
+        ([1, 2, 3], [1, 3, 2], 1 / 3),
+        ([1, 1, 2], [1, 2, 3], 2 / 6**0.5),  # tau-b: a tie in one list only
+    ],
+)
+def test_kendall_tau(tau: ModuleType, a: list[float], b: list[float], expected: float) -> None:
+    assert tau.kendall_tau(a, b) == pytest.approx(expected)
+
+
+def test_rrf_sums_reciprocal_ranks(tau: ModuleType) -> None:
+    from pytest_ragmetrics.data.model import Run
+
+    one = Run.from_dict({"q": {"a": 3.0, "b": 2.0}})
+    two = Run.from_dict({"q": {"b": 9.0, "c": 1.0}})
+    fused = tau.rrf([one, two], k=60)
+    assert [d for d, _ in fused.ranking("q")] == ["b", "a", "c"]
+    assert fused.ranking("q")[0][1] == pytest.approx(1 / 62 + 1 / 61)
+
+
+def test_the_study_on_a_small_fixture(tau: ModuleType, tmp_path: Path) -> None:
+    human = _human(tmp_path)
+    generated = tmp_path / "offline"
+    out = io.StringIO()
+    code = ragmetrics(
+        ["generate", "--corpus", str(human), "--out", str(generated), "--queries", "12"], out=out
+    )
+    assert code == 0, out.getvalue()
+    figures = tmp_path / "tau.json"
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        tau.main(
+            ["--human", str(human), "--generated", f"offline={generated}", "--systems",
+             "bm25,bm25-k0.9-b0.4,bm25-nostem,bm25-title", "--json", str(figures)]
+        )  # fmt: skip
+    result = json.loads(figures.read_text())
+    assert result["systems"] == ["bm25", "bm25-k0.9-b0.4", "bm25-nostem", "bm25-title"]
+    kept = json.loads((generated / "dataset.json").read_text())["provenance"]["queries"]
+    assert result["queries"] == {"human": 24, "offline": kept} and kept >= 10
+    for label in ("human", "offline"):
+        for system in result["systems"]:
+            assert set(result["scores"][label][system]) == {"ndcg_at_10", "recall_at_100"}
+    tau_value = result["tau"]["offline"]["ndcg_at_10"]
+    assert math.isnan(tau_value) or -1.0 <= tau_value <= 1.0  # NaN: every system tied
+    assert f"ndcg_at_10 {tau_value:.3f}" in printed.getvalue()
+    assert "| bm25-title |" in printed.getvalue()
+
+
+def test_a_set_from_another_corpus_is_refused(tau: ModuleType, tmp_path: Path) -> None:
+    from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries
+
+    def dataset(text: str) -> Dataset:
+        return Dataset(
+            Corpus(["d"], [""], [text]), Queries(["q"], ["x"]), Qrels.from_dict({"q": {"d": 1}})
+        )
+
+    with pytest.raises(SystemExit, match="generated from another corpus"):
+        tau.study(dataset("a"), {"gen": dataset("b")}, ["bm25", "bm25-title"], None)
+
+
+def test_a_set_with_its_own_corpus_copy_is_evaluated_on_the_copy(
+    tau: ModuleType, tmp_path: Path
+) -> None:
+    from pytest_ragmetrics.data.layouts import load_dataset
+    from pytest_ragmetrics.metrics.retrieval import evaluate
+    from pytest_ragmetrics.retrievers.bm25 import BM25Retriever
+
+    human = _human(tmp_path)
+    cut = tmp_path / "cut"
+    code = ragmetrics(
+        ["generate", "--corpus", str(human), "--out", str(cut), "--queries", "10", "--styles",
+         "sentence", "--remove-query", "1"], out=io.StringIO(),
+    )  # fmt: skip
+    assert code == 0
+    figures = tmp_path / "tau.json"
+    with redirect_stdout(io.StringIO()):
+        tau.main(
+            ["--human", str(human), "--generated", f"cut={cut}", "--systems", "bm25,bm25-title",
+             "--json", str(figures)]
+        )  # fmt: skip
+    result = json.loads(figures.read_text())
+    data = load_dataset(cut)
+
+    def ndcg(corpus: object) -> float:
+        run = BM25Retriever(corpus).search(data.queries, 100)
+        return round(float(evaluate(data.qrels, run, ["ndcg_at_10"]).mean["ndcg_at_10"]), 4)
+
+    human_corpus = load_dataset(human).corpus
+    assert result["scores"]["cut"]["bm25"]["ndcg_at_10"] == ndcg(data.corpus)
+    assert ndcg(data.corpus) < ndcg(human_corpus)  # the words left with the sentence
+    # The copy must be the one dataset.json describes.
+    lines = (cut / "corpus.jsonl").read_text().splitlines()
+    (cut / "corpus.jsonl").write_text("\n".join(lines[1:]) + "\n")
+    with pytest.raises(SystemExit, match=r"not the copy its dataset\.json describes"):
+        tau.main(
+            ["--human", str(human), "--generated", f"cut={cut}", "--systems", "bm25,bm25-title"]
+        )
+
+
+def test_bootstrap_taus_are_seeded_and_spread_with_noise(tau: ModuleType) -> None:
+    import numpy as np
+
+    steady = np.tile([0.9, 0.6, 0.3], (50, 1))  # every query orders the systems alike
+    assert set(tau.bootstrap_taus(steady, [3, 2, 1], rounds=20)) == {1.0}
+    noisy = np.random.default_rng(1).random((12, 3)) + np.array([0.1, 0.05, 0.0])
+    first = tau.bootstrap_taus(noisy, [3, 2, 1], rounds=200)
+    assert first == tau.bootstrap_taus(noisy, [3, 2, 1], rounds=200)
+    found = tau.spread(first)
+    assert found["p05"] < found["mean"] < found["p95"] and found["p05"] < 1.0
+
+
+def test_dense_over_a_copy_reuses_the_unchanged_embeddings(tau: ModuleType) -> None:
+    pytest.importorskip("sentence_transformers")
+    import numpy as np
+
+    from pytest_ragmetrics.data.model import Corpus
+    from pytest_ragmetrics.retrievers.dense import DenseRetriever
+
+    base = Corpus.from_dict({d["_id"]: d["text"] for d in documents()[:6]})
+    texts = list(base.texts)
+    texts[2] = "A different text about glaciers melting."
+    copy = Corpus(base.doc_ids, base.titles, texts)
+    patched = tau.dense_retriever(copy, base, None, None, "dense")
+    fresh = DenseRetriever(copy).corpus_embeddings()
+    assert np.allclose(patched.corpus_embeddings(), fresh, atol=1e-5)
+    assert not np.allclose(
+        patched.corpus_embeddings()[2], DenseRetriever(base).corpus_embeddings()[2]
+    )
