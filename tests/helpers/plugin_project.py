@@ -145,7 +145,11 @@ def make_project(
 # A serial run and one under two xdist workers. ``-n 0`` is not a third mode: xdist is loaded in a
 # serial run too, and the plugin tells a worker from the controller only by ``workerinput``, which
 # neither has, so it ran the serial code path again (about 30 s of the quick tier per test).
-XDIST_MODES = [
-    pytest.param([], id="no-xdist"),
-    pytest.param(["-n", "2"], id="n2"),
-]
+# The ``-n 2`` twin of a test (SERIAL_AND_N2, XDIST_MODES) runs in the slow tier: it starts two
+# worker processes (about 3 s of CPU a test; 80 s for the 28 twins, a sixth of the quick tier).
+# The quick tier keeps its own xdist tests (XDIST_QUICK: the baseline update, the JSON report and
+# the threshold under ``-n 2``), and the tests named for xdist.
+N2 = pytest.param(["-n", "2"], id="n2", marks=pytest.mark.slow)
+XDIST_QUICK = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="n2")]
+XDIST_MODES = [pytest.param([], id="no-xdist"), N2]
+SERIAL_AND_N2 = [pytest.param([], id="serial"), N2]

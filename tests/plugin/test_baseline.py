@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.plugin_project import XDIST_MODES, make_project, write_dataset
+from tests.helpers.plugin_project import SERIAL_AND_N2, XDIST_QUICK, make_project, write_dataset
 
 TESTS = """
     import pytest
@@ -102,7 +102,7 @@ def test_worse_retriever_fails_with_statistics_and_advice(
     assert "95% bootstrap CI of Δ" in message and "allowed drop" in message
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_a_regression_message_is_short_by_default_with_the_queries_text(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
 ) -> None:
@@ -230,7 +230,7 @@ def test_strict_mode_fails_on_a_missing_entry(project: pytest.Pytester) -> None:
     )
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_update_removes_entries_no_longer_recorded_and_lists_stale(
     pytester: pytest.Pytester, xdist: list[str]
 ) -> None:
@@ -276,7 +276,7 @@ def test_update_removes_entries_no_longer_recorded_and_lists_stale(
     }
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 @pytest.mark.parametrize("select", [["-k", "test_a"], ["-m", "not slow"]], ids=["k", "m"])
 def test_deselected_tests_are_neither_stale_nor_removed(
     pytester: pytest.Pytester, xdist: list[str], select: list[str]
@@ -375,7 +375,7 @@ def test_broken_baseline_is_a_clear_error_naming_the_file(
     assert path.read_text() == content  # never overwritten without --ragmetrics-update-baseline
 
 
-@pytest.mark.parametrize("mode", XDIST_MODES)
+@pytest.mark.parametrize("mode", XDIST_QUICK)
 def test_update_under_xdist_is_byte_identical(pytester: pytest.Pytester, mode: list[str]) -> None:
     make_project(
         pytester,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.plugin_project import OVERLAP_RETRIEVER
+from tests.helpers.plugin_project import OVERLAP_RETRIEVER, SERIAL_AND_N2
 
 CONFTEST = (
     """
@@ -127,7 +127,7 @@ def test_splits_per_dataset_and_the_summary(pytester: pytest.Pytester) -> None:
     ]
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_baseline_is_keyed_per_pair_and_compares_per_pair(
     pytester: pytest.Pytester, xdist: list[str]
 ) -> None:

@@ -20,7 +20,7 @@ from pytest_ragmetrics.errors import MetricError
 from pytest_ragmetrics.metrics.evaluation import Evaluation
 from pytest_ragmetrics.metrics.names import families, register_metric, unregister_metric
 from pytest_ragmetrics.records import EvaluationRecord
-from tests.helpers.plugin_project import OVERLAP_RETRIEVER, make_project, write_beir
+from tests.helpers.plugin_project import OVERLAP_RETRIEVER, SERIAL_AND_N2, make_project, write_beir
 
 pytest.importorskip("xdist")
 
@@ -37,7 +37,7 @@ def test_retrieval(rag_eval, rag_run):
 """
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_a_metric_removed_from_the_configuration_fails_as_lost(
     pytester: pytest.Pytester, xdist: list[str]
 ) -> None:
@@ -124,7 +124,7 @@ def test_answers_only(rag_eval):
 """
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_a_layer_a_test_no_longer_records_fails_it_as_lost(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
 ) -> None:
@@ -192,7 +192,7 @@ def pairs_project(pytester: pytest.Pytester, datasets: str, tests: str) -> None:
     pytester.makepyfile(test_rag=textwrap.dedent(tests))
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_a_dataset_removed_from_the_configuration_fails_the_run_as_lost(
     pytester: pytest.Pytester, xdist: list[str]
 ) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.fake_openai import Reply, completion, serve
-from tests.helpers.plugin_project import make_project
+from tests.helpers.plugin_project import SERIAL_AND_N2, make_project
 
 pytest.importorskip("xdist")
 
@@ -164,7 +164,7 @@ ragmetrics_judge_url = "{url}"
 """
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("workers", SERIAL_AND_N2)
 def test_dry_run_counts_the_judge_requests_and_sends_none(
     pytester: pytest.Pytester, workers: list[str]
 ) -> None:

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.helpers.plugin_project import CONFTEST, make_project
+from tests.helpers.plugin_project import CONFTEST, SERIAL_AND_N2, make_project
 
 SLOW_RETRIEVER = (
     CONFTEST
@@ -69,7 +69,7 @@ def test_bar_shows_on_a_terminal_and_not_with_quiet(pytester: pytest.Pytester) -
     assert "encoding corpus" not in quiet_workers
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_bar_is_silent_when_not_a_terminal(pytester: pytest.Pytester, xdist: list[str]) -> None:
     make_project(pytester, conftest=SLOW_RETRIEVER, tests=TESTS)
     result = pytester.runpytest_subprocess(*xdist)

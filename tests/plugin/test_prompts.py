@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.fake_openai import FakeServer, serve
-from tests.helpers.plugin_project import CONFTEST, make_project
+from tests.helpers.plugin_project import CONFTEST, SERIAL_AND_N2, make_project
 
 pytest.importorskip("xdist")
 
@@ -113,7 +113,7 @@ def asked(server: FakeServer, start: int = 0) -> list[tuple[Any, ...]]:
     return out
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_prompts_and_parameters_reach_every_request(
     pytester: pytest.Pytester, xdist: list[str]
 ) -> None:
@@ -310,7 +310,7 @@ def test_bad_values_stop_pytest_at_start_up(
          "system.txt, user.txt"),
     ],
 )  # fmt: skip
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_a_bad_prompt_file_stops_pytest_naming_key_file_and_line(
     pytester: pytest.Pytester,
     key: str,

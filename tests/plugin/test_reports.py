@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from tests.helpers.plugin_project import XDIST_MODES, make_project
+from tests.helpers.plugin_project import XDIST_MODES, XDIST_QUICK, make_project
 
 TESTS = """
     import pytest
@@ -54,7 +54,7 @@ def _report(pytester: pytest.Pytester, name: str, *args: str) -> dict:
     return json.loads((pytester.path / name).read_text())
 
 
-@pytest.mark.parametrize("mode", XDIST_MODES)
+@pytest.mark.parametrize("mode", XDIST_QUICK)
 def test_json_report_is_the_same_with_and_without_xdist(
     pytester: pytest.Pytester, mode: list[str]
 ) -> None:

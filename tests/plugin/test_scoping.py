@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ragmetrics.data.selection import DatasetSelection, pair_key
-from tests.helpers.plugin_project import OVERLAP_RETRIEVER, write_beir
+from tests.helpers.plugin_project import OVERLAP_RETRIEVER, SERIAL_AND_N2, write_beir
 
 pytest.importorskip("xdist")
 
@@ -81,7 +81,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("-p", "no:randomly", *args)
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_each_pair_is_answered_from_its_own_corpus(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
 ) -> None:
@@ -218,7 +218,7 @@ PER_PAIR_PIPELINE = SHARED_PIPELINE.replace(
 )
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_a_pipeline_that_requests_no_dataset_fixture_is_refused_with_two_pairs(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
 ) -> None:

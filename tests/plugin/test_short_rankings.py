@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.helpers.plugin_project import make_project
+from tests.helpers.plugin_project import SERIAL_AND_N2, make_project
 
 # Matches query words (a plural "s" stripped) against title and text: each toy query finds one
 # document ("purrs" finds "Cats purr ..."), fewer than the k of 10 (or the 5 documents).
@@ -52,7 +52,7 @@ def _project(pytester: pytest.Pytester, conftest: str = KEYWORD_CONFTEST) -> Non
     qrels.write_text(qrels.read_text() + "q1\tgone\t1\n")
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_short_rankings_pass_under_filterwarnings_error_and_are_one_note(
     pytester: pytest.Pytester, xdist: list[str]
 ) -> None:

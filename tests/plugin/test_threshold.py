@@ -6,10 +6,10 @@ import glob
 
 import pytest
 
-from tests.helpers.plugin_project import XDIST_MODES, make_project
+from tests.helpers.plugin_project import XDIST_QUICK, make_project
 
 
-@pytest.mark.parametrize("mode", XDIST_MODES)
+@pytest.mark.parametrize("mode", XDIST_QUICK)
 def test_threshold_passes_and_fails(pytester: pytest.Pytester, mode: list[str]) -> None:
     make_project(
         pytester,

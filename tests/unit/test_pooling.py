@@ -23,7 +23,7 @@ from pytest_ragmetrics.pooling import (
     supplement,
 )
 from tests.helpers.fake_openai import Reply, completion, serve
-from tests.helpers.plugin_project import make_project
+from tests.helpers.plugin_project import SERIAL_AND_N2, make_project
 
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2 0 d2 1\nq2 0 d9 -1\n"
 RUN_A = "q1 Q0 d3 1 9.0 A\nq1 Q0 d1 2 8.0 A\nq1 Q0 d4 3 7.0 A\nq2 Q0 d9 1 9.0 A\nq2 Q0 d2 2 8.0 A\n"
@@ -351,7 +351,7 @@ def write_labels(root: Path, relevant: bool) -> None:
     )
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_plugin_reports_metrics_with_labels_and_trusted_labels_decide(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
 ) -> None:

@@ -18,7 +18,7 @@ from pytest_ragmetrics.errors import BaselineError, ReportError
 from pytest_ragmetrics.metrics.evaluation import Supplemented
 from pytest_ragmetrics.metrics.retrieval import evaluate
 from pytest_ragmetrics.records import EvaluationRecord
-from tests.helpers.plugin_project import make_project
+from tests.helpers.plugin_project import SERIAL_AND_N2, make_project
 
 # q1 and q2 each have one relevant and one judged non-relevant document; u* are unjudged.
 QRELS = {"q1": {"r1": 1, "n1": 0}, "q2": {"r2": 1, "n2": 0}}
@@ -150,7 +150,7 @@ def test_retrieval(rag_eval, rag_run):
 """
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_demo_a_retriever_change_that_pulls_in_unjudged_documents(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
 ) -> None:

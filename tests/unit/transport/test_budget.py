@@ -12,7 +12,7 @@ import pytest
 from pytest_ragmetrics.errors import BudgetError
 from pytest_ragmetrics.transport import Budget, Usage
 from tests.helpers.fake_openai import Reply, completion, serve
-from tests.helpers.plugin_project import make_project
+from tests.helpers.plugin_project import SERIAL_AND_N2, make_project
 
 CALL = Usage(90, 10)  # each call reports 100 tokens
 
@@ -54,7 +54,7 @@ def test_generate(rag_generator, i):
 """
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
 def test_the_budget_caps_the_whole_session_under_xdist(
     pytester: pytest.Pytester, xdist: list[str]
 ) -> None:
