@@ -20,28 +20,21 @@ import pytest_ragmetrics.baseline.compare
 import pytest_ragmetrics.metrics.retrieval
 import pytest_ragmetrics.plugin.recording
 import pytest_ragmetrics.records  # noqa: F401
+from tests.helpers.plugin_project import UNRELATED_PLUGINS
 
 # Nothing in the tests may reach the network: the embedding model is a local folder.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-# Child pytest runs (pytester's, the xdist workers they start, pytest under `script` for a tty)
-# leave out the third-party plugins this venv holds for other reasons: hypothesis (our own
-# property tests), langsmith (installed with langchain-core) and anyio. Importing them costs
-# each child process about 2.2 s: an empty run takes 4.4 s with them and 0.6 s without, and a
-# run with -n 2 pays it three times. The README's project and the install tests (e2e) run as
-# a user's would, with every plugin installed.
-UNRELATED_PLUGINS = "-p no:hypothesispytest -p no:langsmith_plugin -p no:anyio"
-
-
 @pytest.fixture
 def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """pytester, whose runs (and any pytest a test starts meanwhile) skip UNRELATED_PLUGINS.
+    """pytester, whose runs (and any pytest a test starts meanwhile) skip the venv's unrelated
+    plugins (``UNRELATED_PLUGINS``): a child pytest process would import them for 2.2 s.
 
     Set after pytester's own set-up, which clears ``PYTEST_ADDOPTS``.
     """
-    monkeypatch.setenv("PYTEST_ADDOPTS", UNRELATED_PLUGINS)
+    monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(UNRELATED_PLUGINS))
     return pytester
 
 

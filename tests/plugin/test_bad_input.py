@@ -51,7 +51,7 @@ from pytest_ragmetrics.retrievers import (
 )
 from pytest_ragmetrics.transport import Endpoint
 from tests.helpers.fake_openai import Reply, completion, serve
-from tests.helpers.plugin_project import write_dataset
+from tests.helpers.plugin_project import UNRELATED_PLUGINS, write_dataset
 
 INI = """\
 [tool.pytest.ini_options]
@@ -79,7 +79,8 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = subprocess.run(
         [
             *(sys.executable, "-m", "pytest", "-q", *NO_PLUGINS),
-            *("-p", "no:hypothesispytest", "-p", "no:anyio", "--ragmetrics-update-baseline"),
+            *UNRELATED_PLUGINS,
+            "--ragmetrics-update-baseline",
         ],
         cwd=root,
         env=env,

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from pytest_ragmetrics.cache import Cache
-from tests.helpers.plugin_project import write_dataset
+from tests.helpers.plugin_project import UNRELATED_PLUGINS, write_dataset
 
 pytest.importorskip("bm25s")
 pytest.importorskip("xdist")
@@ -75,8 +75,7 @@ def make_suite(root: Path) -> None:
     (root / "test_suite.py").write_text(textwrap.dedent(TESTS))
 
 
-# Plugins this suite does not use; hypothesis alone more than doubles each worker's start-up.
-UNUSED_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:anyio")
+UNUSED_PLUGINS = ("-p", "no:cacheprovider", *UNRELATED_PLUGINS)
 
 
 def run_pytest(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.helpers.plugin_project import make_project
+from tests.helpers.plugin_project import UNRELATED_PLUGINS, make_project
 
 TESTS = """
     def test_retrieval(rag_eval, rag_run):
@@ -203,7 +203,5 @@ def test_collect_only_with_plugin_imports_nothing_heavy(pytester: pytest.Pyteste
         "    print('HEAVY:' + ','.join(m for m in ('numpy', 'torch', 'tabulate') "
         "if m in sys.modules))\n"
     )
-    result = pytester.runpytest_subprocess(
-        "--co", "-q", "-s", "-p", "no:xdist", "-p", "no:hypothesispytest", "-p", "no:anyio"
-    )
+    result = pytester.runpytest_subprocess("--co", "-q", "-s", "-p", "no:xdist", *UNRELATED_PLUGINS)
     result.stdout.fnmatch_lines(["HEAVY:"])

@@ -19,7 +19,7 @@ from pytest_ragmetrics.cache import Cache, identity_key
 from pytest_ragmetrics.errors import RagMetricsWarning
 from tests.helpers.fake_openai import serve
 from tests.helpers.paths import REPO
-from tests.helpers.plugin_project import make_project, write_dataset
+from tests.helpers.plugin_project import UNRELATED_PLUGINS, make_project, write_dataset
 
 PACKAGE = REPO / "pytest_ragmetrics"
 TESTS_DIR = REPO  # where tests.helpers.network_guard is imported from in a child pytest
@@ -283,7 +283,7 @@ def test_command_line_paths_are_relative_to_where_pytest_runs(pytester: pytest.P
 # --- (c) no network unless an HTTP judge is configured -----------------------------------------
 
 GUARD = ("-p", "tests.helpers.network_guard")
-SPEED = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:anyio")
+SPEED = ("-p", "no:cacheprovider", *UNRELATED_PLUGINS)
 
 
 def subprocess_env() -> dict[str, str]:

@@ -51,7 +51,7 @@ from tests.helpers.hostile_renderers import (
     check_renderers,
 )
 from tests.helpers.hostile_renderers import check_plugin as check_plugin_sinks
-from tests.helpers.plugin_project import CONFTEST, write_dataset
+from tests.helpers.plugin_project import CONFTEST, UNRELATED_PLUGINS, write_dataset
 
 FAST = settings(
     max_examples=30,
@@ -98,7 +98,7 @@ QRELS_TREC = "q1 0 d1 1\nq2 0 d2 2\nq3 0 d3 1\nq3 0 d4 0\nq4 0 d5 1\n"
 RUN_TREC = "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq2 Q0 d2 1 1.5 t\nq3 Q0 d4 1 1.0 t\n"
 ENV = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HF_HUB_OFFLINE": "1"}
 NO_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly")
-NO_PLUGINS += ("-p", "no:hypothesispytest", "-p", "no:anyio")
+NO_PLUGINS += UNRELATED_PLUGINS
 
 # What an error about each file may call it besides its name (a dataset part, say).
 ALSO_NAMED = {

@@ -21,6 +21,7 @@ from pytest_ragmetrics.data.layouts import load_dataset
 from pytest_ragmetrics.errors import GeneratorError
 from pytest_ragmetrics.testsets.http import HttpTestsetGenerator
 from tests.helpers.fake_openai import Reply, completion, serve
+from tests.helpers.plugin_project import UNRELATED_PLUGINS
 from tests.helpers.testset_data import corpus, write_corpus
 
 FILES = ("queries.jsonl", "qrels/test.tsv", "corpus.jsonl")
@@ -175,7 +176,7 @@ def test_each_query(rag_query):
 
 def _pytest(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    plugins = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:anyio")
+    plugins = ("-p", "no:cacheprovider", *UNRELATED_PLUGINS)
     command = [sys.executable, "-m", "pytest", "-q", *plugins, *args]
     return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
 
