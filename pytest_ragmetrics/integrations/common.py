@@ -10,7 +10,12 @@ from typing import Any, Literal
 from pytest_ragmetrics.data.model import Corpus, Queries, Run
 from pytest_ragmetrics.errors import ConfigError, GeneratorError, RetrieverError
 from pytest_ragmetrics.executors.base import LocalExecutor
-from pytest_ragmetrics.retrievers.base import _run_from_groups, check_k, check_run
+from pytest_ragmetrics.retrievers.base import (
+    _run_from_groups,
+    check_k,
+    check_run,
+    guarded_call,
+)
 
 #: What a framework's scores mean: ``relevance`` (higher is better, normalised to [0, 1]),
 #: ``similarity`` (higher is better), ``distance`` (lower is better: the run holds its
@@ -170,14 +175,7 @@ class AdapterRetriever:
 
     def call(self, function: Callable[[], Any], where: str) -> Any:
         """``function()``; a framework's exception becomes a RetrieverError naming ``where``."""
-        try:
-            return function()
-        except RetrieverError:
-            raise
-        except Exception as exc:
-            raise RetrieverError(
-                f"retriever {self._name!r} raised {type(exc).__name__} for {where}: {exc}"
-            ) from exc
+        return guarded_call(function, self._name, where, passing=(RetrieverError,))
 
     def search(self, queries: Queries, k: int) -> Run:
         """Search every query; a Run of at most ``k`` documents per query."""

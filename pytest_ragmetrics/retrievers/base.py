@@ -7,7 +7,7 @@ import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -37,6 +37,8 @@ from pytest_ragmetrics.errors import (  # defined with the other warnings; impor
 Ranking = Sequence[str] | Sequence[tuple[str, float]] | Mapping[str, float]
 
 CacheLike = Cache | str | os.PathLike[str] | None
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -76,6 +78,25 @@ def resolve_cache(cache: CacheLike | bool) -> Cache | None:
     if cache is False:
         return None
     return as_cache(cache)
+
+
+def guarded_call(
+    function: Callable[[], T],
+    retriever: str,
+    where: str,
+    *,
+    passing: tuple[type[Exception], ...] = (),
+) -> T:
+    """``function()``; its exception becomes a RetrieverError naming ``retriever`` and ``where``
+    (a query, a batch), except those of the ``passing`` types, which go through as they are."""
+    try:
+        return function()
+    except passing:
+        raise
+    except Exception as exc:
+        raise RetrieverError(
+            f"retriever {retriever!r} raised {type(exc).__name__} for {where}: {exc}"
+        ) from exc
 
 
 def check_k(k: object, retriever: str) -> int:
@@ -400,12 +421,10 @@ class CallableRetriever:
         return dict(self._identity)
 
     def _call(self, argument: Any, query_id: str, k: int) -> Any:
-        try:
-            return self.function(argument, k=k) if self.takes_k else self.function(argument)
-        except Exception as exc:
-            raise RetrieverError(
-                f"retriever {self._name!r} raised {type(exc).__name__} for {query_id}: {exc}"
-            ) from exc
+        function = self.function
+        if self.takes_k:
+            return guarded_call(lambda: function(argument, k=k), self._name, query_id)
+        return guarded_call(lambda: function(argument), self._name, query_id)
 
     def search(self, queries: Queries, k: int) -> Run:
         """Call the function for every query (through the cache, when asked) as a Run."""
