@@ -11,6 +11,7 @@ from pytest_ragmetrics.data.model import Corpus, Queries, Run
 from pytest_ragmetrics.errors import ConfigError, GeneratorError, RetrieverError
 from pytest_ragmetrics.executors.base import LocalExecutor
 from pytest_ragmetrics.retrievers.base import (
+    Named,
     _run_from_groups,
     check_k,
     check_run,
@@ -105,7 +106,7 @@ def texts_of(queries: Queries) -> list[tuple[str, str]]:
     return list(zip(queries.query_ids.tolist(), queries.texts, strict=True))
 
 
-class AdapterRetriever:
+class AdapterRetriever(Named):
     """A framework's retriever or store as a :class:`~pytest_ragmetrics.retrievers.Retriever`.
 
     Subclasses give ``kind``, ``framework_identity()`` and either ``search_one(text, k)`` (one
@@ -135,10 +136,6 @@ class AdapterRetriever:
         self.corpus = corpus
         self.parameters = dict(parameters or {})
         self._name = name or type(obj).__name__
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._name!r})"

@@ -64,6 +64,16 @@ class StagedRetriever(Retriever, Protocol):
     def search_stages(self, queries: Queries, k: int) -> dict[str, Run]: ...
 
 
+class Named:
+    """The read-only ``name`` of the built-in retrievers and adapters, kept as ``_name``."""
+
+    _name: str
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+
 def as_cache(cache: CacheLike) -> Cache | None:
     """A :class:`Cache` from a folder, an existing cache, or None (no caching)."""
     if cache is None or isinstance(cache, Cache):
@@ -348,7 +358,7 @@ def _score_value(score: object, doc: str, query_id: str, retriever: str) -> floa
     return value
 
 
-class CallableRetriever:
+class CallableRetriever(Named):
     """A retriever around a plain function: ``query_text -> ranking`` or, with
     ``batched=True``, ``list[query_text] -> list[ranking]`` (one ranking per text, in order).
 
@@ -391,10 +401,6 @@ class CallableRetriever:
         self.takes_k = accepts_k(function)
         self.cache = cache
         self._identity: dict[str, Any] | None = None
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     def __repr__(self) -> str:
         return f"CallableRetriever({self._name!r}, batched={self.batched})"

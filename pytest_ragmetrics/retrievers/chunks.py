@@ -21,7 +21,7 @@ import numpy as np
 from pytest_ragmetrics.cache import identity_of
 from pytest_ragmetrics.data.model import Corpus, Queries, Run, as_str_array
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
-from pytest_ragmetrics.retrievers.base import check_k, check_run
+from pytest_ragmetrics.retrievers.base import Named, check_k, check_run
 
 ChunkToDoc = str | Callable[[str], str]
 
@@ -110,7 +110,7 @@ def max_passage(run: Run, chunk_to_doc: ChunkToDoc, *, retriever: str = "chunks"
     return result
 
 
-class ChunkedRetriever:
+class ChunkedRetriever(Named):
     """``inner`` ranks chunks; this ranks their documents by MaxP (:func:`max_passage`).
 
     ``chunk_to_doc`` is a separator (the document id is the part of the chunk id before its
@@ -160,10 +160,6 @@ class ChunkedRetriever:
         self.max_chunks = None if max_chunks is None else check_k(max_chunks, "chunks (max)")
         inner_name = getattr(inner, "name", None) or type(inner).__name__
         self._name = name or f"{inner_name} (MaxP)"
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     def __repr__(self) -> str:
         return f"ChunkedRetriever({self.inner!r}, {_describe(self.chunk_to_doc)})"

@@ -23,6 +23,7 @@ from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.progress import progress
 from pytest_ragmetrics.retrievers.base import (
     CacheLike,
+    Named,
     Retriever,
     ShortRankingWarning,
     as_cache,
@@ -39,7 +40,7 @@ RERANKED = "reranked"
 PASSAGE_SEPARATOR = " "
 
 
-class RerankRetriever:
+class RerankRetriever(Named):
     """``first_stage`` retrieves ``max(k, rerank_k)`` documents; a cross-encoder rescores the top
     ``rerank_k``. Documents ranked below ``rerank_k`` by the first stage (when ``k`` is larger)
     follow the reranked ones in their first-stage order.
@@ -94,10 +95,6 @@ class RerankRetriever:
         self._name = name or f"{first_stage.name}+rerank:{self.source.label}"
         self._model: CrossEncoder | None = None
         self.pairs_scored = 0
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     def __repr__(self) -> str:
         return f"RerankRetriever({self._name!r}, rerank_k={self.rerank_k})"
