@@ -621,3 +621,29 @@ def cached_search(
         check_duplicates=False,
         canonical=True,
     )
+
+
+class CorpusRetriever(Named):
+    """What BM25 and dense retrieval share: a search of their ``corpus`` through ``_search``,
+    its runs cached in ``cache`` (when there is one) under their identity and the corpus's
+    texts (:meth:`_run_key`)."""
+
+    corpus: Corpus
+    cache: Cache | None
+
+    def identity(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _search(self, queries: Queries, k: int) -> Run:
+        raise NotImplementedError
+
+    def _run_key(self) -> dict[str, Any]:
+        """What the runs are cached under: the identity and the corpus's texts."""
+        return {**self.identity(), "corpus": self.corpus.text_fingerprint}
+
+    def search(self, queries: Queries, k: int) -> Run:
+        """Top-``k`` documents per query (see the class doc), read from the cache if it has them."""
+        k = check_k(k, self._name)
+        key = self._run_key()
+        run = cached_search(self.cache, key, queries, k, lambda: self._search(queries, k))
+        return check_run(run, queries, k, retriever=self._name, corpus=self.corpus)

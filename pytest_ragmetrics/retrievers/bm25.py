@@ -17,17 +17,15 @@ from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.progress import progress
 from pytest_ragmetrics.retrievers.base import (
     CacheLike,
+    CorpusRetriever,
     as_cache,
-    cached_search,
-    check_k,
-    check_run,
 )
 
 Method = Literal["lucene", "robertson", "atire", "bm25l", "bm25+"]
 _METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 
 
-class BM25Retriever:
+class BM25Retriever(CorpusRetriever):
     """Sparse lexical retrieval over one corpus (bm25s)."""
 
     def __init__(
@@ -74,10 +72,6 @@ class BM25Retriever:
         self._stemmer: Any = None
         self._bm25: Any = None
         self.index_builds = 0
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     def __repr__(self) -> str:
         return f"BM25Retriever({self._name!r}, {len(self.corpus)} documents)"
@@ -157,16 +151,9 @@ class BM25Retriever:
         self._bm25 = retriever
         return retriever
 
-    def search(self, queries: Queries, k: int) -> Run:
-        """Top-``k`` documents per query by BM25 score."""
-        k = check_k(k, self._name)
-        run_key = {
-            **self.identity(),
-            "corpus": self.corpus.text_fingerprint,
-            "bm25s": _version("bm25s"),
-        }
-        run = cached_search(self.cache, run_key, queries, k, lambda: self._search(queries, k))
-        return check_run(run, queries, k, retriever=self._name, corpus=self.corpus)
+    def _run_key(self) -> dict[str, Any]:
+        """The identity, the corpus's texts and the bm25s version (it may change the scores)."""
+        return {**super()._run_key(), "bm25s": _version("bm25s")}
 
     def _search(self, queries: Queries, k: int) -> Run:
         if len(queries) == 0:

@@ -31,10 +31,8 @@ from pytest_ragmetrics.progress import progress
 from pytest_ragmetrics.retrievers import ray_backend
 from pytest_ragmetrics.retrievers.base import (
     CacheLike,
+    CorpusRetriever,
     as_cache,
-    cached_search,
-    check_k,
-    check_run,
 )
 from pytest_ragmetrics.retrievers.faiss_search import (
     IndexType,
@@ -60,7 +58,7 @@ _loaded_models: weakref.WeakValueDictionary[tuple[str, str | None, int | None], 
 )
 
 
-class DenseRetriever:
+class DenseRetriever(CorpusRetriever):
     """Bi-encoder retrieval over one corpus.
 
     ``model`` is a folder or a hub name already in the local cache (nothing is downloaded unless
@@ -160,10 +158,6 @@ class DenseRetriever:
         self.hnsw_m = hnsw_m
         self.ef_construction = ef_construction
         self.ef_search = ef_search
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     def __repr__(self) -> str:
         return (
@@ -368,13 +362,6 @@ class DenseRetriever:
                 ef_search=self.ef_search,
             )
         return self._index
-
-    def search(self, queries: Queries, k: int) -> Run:
-        """Top-``k`` documents per query by inner product (cosine with normalised embeddings)."""
-        k = check_k(k, self._name)
-        run_key = {**self.identity(), "corpus": self.corpus.text_fingerprint}
-        run = cached_search(self.cache, run_key, queries, k, lambda: self._search(queries, k))
-        return check_run(run, queries, k, retriever=self._name, corpus=self.corpus)
 
     def _search(self, queries: Queries, k: int) -> Run:
         if len(queries) == 0:
