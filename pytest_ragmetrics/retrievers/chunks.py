@@ -37,6 +37,18 @@ def _describe(chunk_to_doc: ChunkToDoc) -> str:
     return f"{module}.{name}"
 
 
+def _check_chunk_to_doc(chunk_to_doc: object, where: str) -> None:
+    """A ConfigError naming ``where`` unless ``chunk_to_doc`` is a non-empty separator or a
+    function."""
+    if not isinstance(chunk_to_doc, str) and not callable(chunk_to_doc):
+        raise ConfigError(
+            f"{where}: chunk_to_doc must be a separator string or a function chunk_id -> "
+            f"doc_id, got {type(chunk_to_doc).__name__}"
+        )
+    if isinstance(chunk_to_doc, str) and not chunk_to_doc:
+        raise ConfigError(f"{where}: chunk_to_doc separator must not be empty")
+
+
 def doc_id_of(chunk_id: str, chunk_to_doc: ChunkToDoc, *, retriever: str = "chunks") -> str:
     """The document id of ``chunk_id``: the part before the *last* separator (so document ids
     may hold the separator themselves: ``"a#b#3"`` is chunk 3 of ``"a#b"``), or what the
@@ -74,13 +86,7 @@ def max_passage(run: Run, chunk_to_doc: ChunkToDoc, *, retriever: str = "chunks"
     ties are, by document id (see :class:`~pytest_ragmetrics.data.model.Run`), so "first
     appearance" decides the order only between documents of different scores.
     """
-    if not isinstance(chunk_to_doc, str) and not callable(chunk_to_doc):
-        raise ConfigError(
-            f"retriever {retriever!r}: chunk_to_doc must be a separator string or a function "
-            f"chunk_id -> doc_id, got {type(chunk_to_doc).__name__}"
-        )
-    if isinstance(chunk_to_doc, str) and not chunk_to_doc:
-        raise ConfigError(f"retriever {retriever!r}: chunk_to_doc separator must not be empty")
+    _check_chunk_to_doc(chunk_to_doc, f"retriever {retriever!r}")
     used = np.unique(run.doc_codes)  # each distinct chunk mapped once, not once per query
     names = [doc_id_of(str(c), chunk_to_doc, retriever=retriever) for c in run.doc_ids[used]]
     vocab, doc_of_used = np.unique(as_str_array(names), return_inverse=True)
@@ -145,13 +151,7 @@ class ChunkedRetriever(Named):
             raise ConfigError(
                 f"chunks: the inner retriever {inner!r} has no search(queries, k) method"
             )
-        if not isinstance(chunk_to_doc, str) and not callable(chunk_to_doc):
-            raise ConfigError(
-                "chunks: chunk_to_doc must be a separator string or a function chunk_id -> "
-                f"doc_id, got {type(chunk_to_doc).__name__}"
-            )
-        if isinstance(chunk_to_doc, str) and not chunk_to_doc:
-            raise ConfigError("chunks: chunk_to_doc separator must not be empty")
+        _check_chunk_to_doc(chunk_to_doc, "chunks")
         self.inner = inner
         self.chunk_to_doc = chunk_to_doc
         self.corpus = corpus
