@@ -170,6 +170,21 @@ class AdapterRetriever(Named):
 
         return LocalExecutor(self.concurrency).map(one, items)
 
+    def rankings(
+        self,
+        items: list[tuple[str, str]],
+        results: Sequence[Any],
+        ranking: Callable[[str, Any], list[tuple[str, Any]]],
+    ) -> list[list[tuple[str, Any]]]:
+        """Each query's ``ranking(qid, result)`` from a batch's ``results`` (one per item, an
+        exception in place of a failed query's); the first failure raised as :meth:`call`'s."""
+        found = []
+        for (qid, _), result in zip(items, results, strict=True):
+            if isinstance(result, Exception):
+                self.call(raiser(result), f"query {qid!r}")
+            found.append(ranking(qid, result))
+        return found
+
     def call(self, function: Callable[[], Any], where: str) -> Any:
         """``function()``; a framework's exception becomes a RetrieverError naming ``where``."""
         return guarded_call(function, self._name, where, passing=(RetrieverError,))

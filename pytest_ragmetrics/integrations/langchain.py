@@ -35,7 +35,6 @@ from pytest_ragmetrics.integrations.common import (
     class_name,
     id_from,
     oriented,
-    raiser,
     require,
 )
 
@@ -139,13 +138,12 @@ class LangChainRetriever(AdapterRetriever):
                 lambda: self.obj.batch(texts, config, return_exceptions=True, **kwargs),
                 f"a batch of {len(texts)} queries",
             )
-        rankings = []
-        for (qid, _), documents in zip(items, results, strict=True):
-            if isinstance(documents, Exception):
-                self.call(raiser(documents), f"query {qid!r}")
+
+        def ranking(qid: str, documents: Any) -> list[tuple[str, Any]]:
             ids = _doc_ids(documents, self.id_key, f"retriever {self._name!r}, query {qid!r}")
-            rankings.append(oriented([(doc, None) for doc in ids], "rank"))
-        return rankings
+            return oriented([(doc, None) for doc in ids], "rank")
+
+        return self.rankings(items, results, ranking)
 
 
 class LangChainVectorStore(AdapterRetriever):

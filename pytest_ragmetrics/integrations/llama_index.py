@@ -32,7 +32,6 @@ from pytest_ragmetrics.integrations.common import (
     class_name,
     id_from,
     oriented,
-    raiser,
     require,
 )
 
@@ -125,12 +124,7 @@ class LlamaIndexRetriever(AdapterRetriever):
             return await asyncio.gather(*(one(t) for _, t in items), return_exceptions=True)
 
         results = self.call(lambda: asyncio.run(gather()), f"a batch of {len(items)} queries")
-        rankings = []
-        for (qid, _), nodes in zip(items, results, strict=True):
-            if isinstance(nodes, Exception):
-                self.call(raiser(nodes), f"query {qid!r}")
-            rankings.append(self._pairs(nodes, qid))
-        return rankings
+        return self.rankings(items, results, lambda qid, nodes: self._pairs(nodes, qid))
 
 
 class LlamaIndexPipeline(AdapterPipeline):
