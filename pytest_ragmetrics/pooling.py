@@ -176,21 +176,29 @@ def read_pool(path: PathLike) -> list[PoolEntry]:
 
 def _entry(record: Mapping[str, Any], path: Path, line: int) -> PoolEntry:
     relevant, judge, dataset, runs = _labels(record, path, line)
-    query_id = _text(record, "query_id", path, line, required=True)
-    doc_id = _text(record, "doc_id", path, line, required=True)
+    query_id, doc_id = (
+        _text(record, key, path, line, required=True) for key in ("query_id", "doc_id")
+    )
     assert query_id is not None and doc_id is not None
+    # In the order of the row's fields: the first bad one is the one reported.
+    query, title, text, verdict = (
+        _text(record, key, path, line) for key in ("query", "title", "text", "verdict")
+    )
+    prompt_tokens, completion_tokens = (
+        _count(record, key, path, line) for key in ("prompt_tokens", "completion_tokens")
+    )
     return PoolEntry(
         query_id,
         doc_id,
-        _text(record, "query", path, line),
-        _text(record, "title", path, line),
-        _text(record, "text", path, line),
+        query,
+        title,
+        text,
         runs,
         relevant,
         judge,
-        _text(record, "verdict", path, line),
-        _count(record, "prompt_tokens", path, line),
-        _count(record, "completion_tokens", path, line),
+        verdict,
+        prompt_tokens,
+        completion_tokens,
         line,
         dataset,
     )

@@ -96,15 +96,17 @@ def compare_to_baseline(
     verdict.metrics = [_enforced(found, not_enforced or {}) for found in verdict.metrics]
     if not any("smallest attainable p" in m.note for m in verdict.metrics):
         verdict.alpha_note = alpha_unreachable(len(pairs.shared), alpha, seed)
-    statuses = {m.status for m in verdict.metrics}
-    verdict.status = (
-        "regressed"
-        if statuses & set(FAILED_METRIC)
-        else "improved"
-        if "improved" in statuses
-        else "ok"
-    )
+    verdict.status = _overall_status(verdict.metrics)
     return verdict
+
+
+def _overall_status(metrics: Sequence[MetricVerdict]) -> Status:
+    """A comparable evaluation's status from its metrics': regressed when any failed (a drop
+    beyond its tolerance, or lost), else improved when any improved, else ok."""
+    statuses = {m.status for m in metrics}
+    if statuses & set(FAILED_METRIC):
+        return "regressed"
+    return "improved" if "improved" in statuses else "ok"
 
 
 def _metric_verdicts(

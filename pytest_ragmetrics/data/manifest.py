@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from pytest_ragmetrics.data import sgml, smart
-from pytest_ragmetrics.data.fields import TextRecord, corpus_from_records, queries_from_records
+from pytest_ragmetrics.data.fields import TextRecord, queries_from_records
 from pytest_ragmetrics.data.model import Corpus, Qrels, Queries
 from pytest_ragmetrics.data.textfile import resolve
 from pytest_ragmetrics.data.trec import QrelsColumns, read_qrels
@@ -292,30 +292,21 @@ def load_manifest_parts(manifest: Manifest, split: str) -> ManifestParts:
         raise ValueError("a beir manifest is read by the BEIR readers (data.layouts)")
     enc = manifest.encoding
     if manifest.format == "smart":
-        seen: dict[str, tuple[str, int]] = {}
-        documents = [
-            record
-            for f in manifest.documents
-            for record in smart.parse_smart(f, encoding=enc, first_seen=seen)
-        ]
+        corpus = smart.read_smart_documents(
+            manifest.documents,
+            title_fields=manifest.title_fields,
+            text_fields=manifest.text_fields,
+            encoding=enc,
+        )
         query_records = smart.parse_smart(manifest.queries, what="query", encoding=enc)
     else:
-        seen = {}
-        documents = [
-            r
-            for f in manifest.documents
-            for r in sgml.parse_trec_documents(
-                f,
-                title_tags=manifest.title_fields,
-                text_tags=manifest.text_fields,
-                encoding=enc,
-                first_seen=seen,
-            )
-        ]
+        corpus = sgml.read_trec_documents(
+            manifest.documents,
+            title_tags=manifest.title_fields,
+            text_tags=manifest.text_fields,
+            encoding=enc,
+        )
         query_records = sgml.parse_trec_topics(manifest.queries, encoding=enc)
-    corpus = corpus_from_records(
-        documents, manifest.title_fields, manifest.text_fields, manifest.documents[0]
-    )
     queries = queries_from_records(query_records, manifest.query_fields, manifest.queries)
     qrels_path = manifest.qrels[split]
     qrels = read_qrels(
