@@ -9,7 +9,7 @@ import contextlib
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -257,6 +257,22 @@ def load_cross_encoder(
         max_length=max_length,
     )
     return model
+
+
+# A text's cost to encode, in characters: its length up to what the model reads, plus a fixed
+# cost per text (tokenizing, pooling, its row of the batch), fitted on all-MiniLM-L6-v2 on a CPU
+# (benchmarks/bench_progress.py). Texts are encoded longest first, so counting them alone made
+# the first estimates of a step several times too high.
+TEXT_OVERHEAD = 32
+CHARS_PER_TOKEN = 4
+
+
+def text_weights(lengths: Iterable[int], max_tokens: int | None = None) -> list[float]:
+    """Each text's relative cost to encode, from its length in characters (in the order the
+    texts are encoded), for a progress estimate (``progress(..., weights=...)``); a text past
+    ``max_tokens`` tokens (the model's ``max_seq_length``) counts only as far as it is read."""
+    cap = max_tokens * CHARS_PER_TOKEN if isinstance(max_tokens, int) and max_tokens > 0 else None
+    return [float((n if cap is None else min(n, cap)) + TEXT_OVERHEAD) for n in lengths]
 
 
 @contextlib.contextmanager

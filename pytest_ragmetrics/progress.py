@@ -11,10 +11,11 @@ nothing is printed.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar, Token
 from typing import Protocol, TextIO, TypeVar
 
@@ -23,7 +24,8 @@ class ProgressReporter(Protocol):
     """Receives the progress of one task at a time.
 
     A reporter may also have ``explain(note)``: :func:`progress` then hands it the task's note
-    (what the step does and why it takes a while) before ``start``.
+    (what the step does and why it takes a while) before ``start``; and ``weigh(weights)``:
+    the relative cost of each unit, in the order they are done, for its estimate.
     """
 
     def start(self, description: str, total: int) -> None: ...
@@ -71,6 +73,8 @@ class LineProgress:
     start-up (loading a model, opening a connection), which would make an estimate from it too
     high many times over. So until a second advance the bar says it is estimating (never "0 s
     left"); after that, time left = units left x the time per unit since the first advance.
+    Units of unequal cost (texts encoded longest first) are weighed (:meth:`weigh`): then
+    time left = the weight left x the time per weight since the first advance.
     Redrawn on an advance at most every :data:`REDRAW_EVERY` seconds (callers advance per
     batch, every few seconds at most). A note given with :meth:`explain` is written on its own
     line once the estimate shows the step will take at least :data:`NOTE_AFTER` seconds in
@@ -102,16 +106,25 @@ class LineProgress:
         self._last = 0.0
         self._shown = 0  # length of the line on screen, to blank it before a note
         self._note: str | None = None
+        self._weights: list[float] | None = None  # given for the next task
+        self._work: list[float] | None = None  # this task's cumulative weights, from 0
 
     def explain(self, note: str) -> None:
         """What the next task does and why it may take a while (shown if it does)."""
         self._note = note
+
+    def weigh(self, weights: Sequence[float]) -> None:
+        """The relative cost of each unit of the next task, in the order they are done."""
+        self._weights = [max(float(w), 0.0) for w in weights]
 
     def start(self, description: str, total: int) -> None:
         with self._lock:
             self._description, self._total, self._done = description, max(total, 0), 0
             self._started = self._last = self._clock()
             self._first, self._awaiting_estimate = None, False
+            self._work, weights, self._weights = None, self._weights, None
+            if weights is not None and len(weights) == self._total and sum(weights) > 0:
+                self._work = list(itertools.accumulate(weights, initial=0.0))
             self._render(self._started)
 
     def advance(self, done: int) -> None:
@@ -146,7 +159,13 @@ class LineProgress:
         since, done = self._first
         if self._done <= done or now <= since:
             return None
-        return (self._total - self._done) * (now - since) / (self._done - done)
+        if self._work is None:
+            return (self._total - self._done) * (now - since) / (self._done - done)
+        work = self._work
+        current, first = work[min(self._done, self._total)], work[min(done, self._total)]
+        if current <= first:
+            return None
+        return (work[-1] - current) * (now - since) / (current - first)
 
     def _note_text(self, now: float) -> str | None:
         """The note's line if it is due now (the step is long), else None.
@@ -254,12 +273,19 @@ def use_reporter(reporter: ProgressReporter | None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def progress(
-    description: str, total: int, *, note: str | None = None
+    description: str,
+    total: int,
+    *,
+    note: str | None = None,
+    weights: Sequence[float] | None = None,
 ) -> Iterator[Callable[[int], None]]:
     """Report a task of ``total`` units; the block calls the yielded function with each chunk.
 
     ``note`` says what a possibly long step does and why it takes a while (e.g. nothing is
     cached yet); a reporter that can (``explain``) shows it when the step turns out to be long.
+    ``weights``: each unit's relative cost in the order the units are done, when they differ
+    (texts encoded longest first: see :func:`pytest_ragmetrics.encoders.text_weights`); a
+    reporter that can (``weigh``) estimates the time left from them.
     Advance at least every few seconds (per batch, not per thousand items). Inside another
     step's block, a step reports nothing: the outer step's bar is the one that moves.
     """
@@ -270,6 +296,9 @@ def progress(
     explain = getattr(reporter, "explain", None)
     if note is not None and callable(explain):
         explain(note)
+    weigh = getattr(reporter, "weigh", None)
+    if weights is not None and callable(weigh):
+        weigh(weights)
     reporter.start(description, total)
     token = _inside.set(True)
     try:

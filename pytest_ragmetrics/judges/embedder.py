@@ -15,6 +15,7 @@ from pytest_ragmetrics.encoders import (
     batch_progress,
     load_sentence_transformer,
     resolve_model,
+    text_weights,
 )
 from pytest_ragmetrics.errors import JudgeError, RetrieverError
 from pytest_ragmetrics.progress import progress
@@ -96,11 +97,14 @@ class Embedder:
         if len(texts) <= PROGRESS_AFTER:
             return self._checked(texts, self._encode(texts))
         model = self._lazy.load() if self._lazy is not None else None
+        # sentence-transformers encodes the longest texts first: weighed, the estimate holds.
+        lengths = sorted((len(text) for text in texts), reverse=True)
         with progress(
             f"embedding {len(texts):,} texts (embedding judge, {self.model_name})",
             len(texts),
             note=f"the embedding judge embeds {len(texts):,} sentences and texts that are not "
             "in its cache; reruns read the cache",
+            weights=text_weights(lengths, getattr(model, "max_seq_length", None)),
         ) as advance:
             with batch_progress(model, advance) as counted:
                 encoded = self._encode(texts)

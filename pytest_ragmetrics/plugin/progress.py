@@ -4,6 +4,7 @@ terminal from an xdist worker when the controller said its output is one."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from pytest_ragmetrics.progress import LineProgress, ProgressReporter
@@ -60,6 +61,9 @@ class _TerminalFileProgress:
     def explain(self, note: str) -> None:
         self._bar.explain(note)
 
+    def weigh(self, weights: Sequence[float]) -> None:
+        self._bar.weigh(weights)
+
     def advance(self, done: int) -> None:
         self._bar.advance(done)
 
@@ -81,6 +85,9 @@ class _Shown:
 
     def explain(self, note: str) -> None:
         self._inner.explain(for_terminal(note))
+
+    def weigh(self, weights: Sequence[float]) -> None:
+        self._inner.weigh(weights)
 
     def advance(self, done: int) -> None:
         self._inner.advance(done)

@@ -24,6 +24,7 @@ from pytest_ragmetrics.encoders import (
     batch_progress,
     load_sentence_transformer,
     resolve_model,
+    text_weights,
 )
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.executors import Executor, resolve_executor
@@ -244,7 +245,10 @@ class DenseRetriever(CorpusRetriever):
                 self.normalize,
                 executor.threads_per_actor,
             )
-            with progress(description or "encoding queries", len(ordered), note=note) as advance:
+            weights = text_weights((len(text) for text in ordered), self.max_seq_length)
+            with progress(
+                description or "encoding queries", len(ordered), note=note, weights=weights
+            ) as advance:
                 stacked = ray_backend.encode_chunks(executor, spec, self._name, chunks, advance)
             embeddings = np.empty_like(stacked)
             embeddings[order] = stacked
@@ -256,7 +260,11 @@ class DenseRetriever(CorpusRetriever):
         try:
             if self.devices and corpus_sized:
                 pool = model.start_multi_process_pool(self.devices)
-            with progress(description or "encoding queries", len(ordered), note=note) as advance:
+            # Longest first: the texts weighed by length, the estimate holds from the start.
+            weights = text_weights((len(text) for text in ordered), model.max_seq_length)
+            with progress(
+                description or "encoding queries", len(ordered), note=note, weights=weights
+            ) as advance:
                 for chunk in chunks:
                     with batch_progress(model, advance) as counted:
                         parts.append(

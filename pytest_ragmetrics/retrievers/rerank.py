@@ -18,6 +18,7 @@ from pytest_ragmetrics.encoders import (
     batch_progress,
     load_cross_encoder,
     resolve_model,
+    text_weights,
 )
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.progress import progress
@@ -215,7 +216,12 @@ class RerankRetriever(Named):
         parts: list[npt.NDArray[np.float64]] = []
         try:
             with progress(
-                f"reranking {len(pairs)} pairs ({self.source.label})", len(pairs)
+                f"reranking {len(pairs)} pairs ({self.source.label})",
+                len(pairs),
+                weights=text_weights(
+                    (len(q) + len(p) for q, p in (pairs[i] for i in order)),
+                    getattr(model, "max_seq_length", None),
+                ),
             ) as advance:
                 for start in range(0, len(pairs), self.chunk_size):
                     chunk = [pairs[i] for i in order[start : start + self.chunk_size].tolist()]

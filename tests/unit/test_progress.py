@@ -224,6 +224,62 @@ def test_the_first_figure_is_within_twice_the_actual_time_despite_a_slow_first_i
     )
 
 
+def _figures_of_a_longest_first_encoding(startup: float, *, weighed: bool) -> list[float]:
+    """Estimate / time really left, for every figure a bar shows while 1,000 texts of mixed
+    length are encoded longest first in batches of 20 (sentence-transformers' order), each
+    batch taking time in proportion to its characters plus a cost per text (not the one
+    ``text_weights`` assumes), the first batch ``startup`` s more."""
+    import random
+
+    from pytest_ragmetrics.encoders import text_weights
+
+    rng = random.Random(0)
+    lengths = sorted(
+        (rng.choice([20, 40, 80, 150, 300, 600, 1500]) for _ in range(1000)), reverse=True
+    )
+    cost = [0.002 * (n + 60) for n in lengths]  # seconds per text
+    reporter, clock, written = bar()
+    if weighed:
+        reporter.weigh(text_weights(lengths))
+    reporter.start("encoding 1,000 texts", 1000)
+    drawn: list[tuple[float, float]] = []  # (seconds left as shown, when)
+    for start in range(0, 1000, 20):
+        clock.now += sum(cost[start : start + 20]) + (startup if start == 0 else 0.0)
+        reporter.advance(20)
+        shown = lines(written)[-1]
+        if shown.endswith(" left") and "estimating" not in shown and start + 20 < 1000:
+            drawn.append((_seconds(shown.rsplit(", ", 1)[1].removesuffix(" left")), clock.now))
+    return [left / (clock.now - at) for left, at in drawn]
+
+
+@pytest.mark.parametrize("startup", [0.0, 60.0])
+def test_texts_encoded_longest_first_are_weighed_and_the_estimate_holds(startup: float) -> None:
+    """Counting texts alone, the first figures of an encoding were several times too high (the
+    longest texts come first: benchmarks/bench_progress.py showed 149 s left for 22 s). Weighed
+    by length, every figure from the first is within 2x of the time really left, after a slow
+    first batch too."""
+    counted = _figures_of_a_longest_first_encoding(startup, weighed=False)
+    assert max(counted) > 2.5  # the case the weights are for
+    ratios = _figures_of_a_longest_first_encoding(startup, weighed=True)
+    assert ratios and all(0.5 <= r <= 2.0 for r in ratios), ratios
+
+
+def test_text_weights_count_what_the_model_reads() -> None:
+    from pytest_ragmetrics.encoders import TEXT_OVERHEAD, text_weights
+
+    assert text_weights([10, 5000]) == [10 + TEXT_OVERHEAD, 5000 + TEXT_OVERHEAD]
+    # 256 tokens: about 1,024 characters read
+    assert text_weights([10, 5000], 256) == [10 + TEXT_OVERHEAD, 1024 + TEXT_OVERHEAD]
+    # Weights that do not fit the task (a unit count that differs) are not used.
+    reporter, clock, written = bar()
+    reporter.weigh([1.0, 100.0])
+    reporter.start("step", 3)
+    for _ in range(3):
+        clock.now += 1.0
+        reporter.advance(1)
+    assert "1 s left" in lines(written)[-2]
+
+
 def test_a_slow_start_without_a_rate_yet_still_gets_its_note() -> None:
     """Two batches, the first after a long model load: the note says so before any estimate."""
     clock = Clock()
@@ -274,6 +330,27 @@ def test_an_embedding_judging_of_many_texts_shows_a_bar_and_its_note() -> None:
     with use_reporter(few):  # a handful of texts: no bar
         judge.judge_claims_many(requests[:3])
     assert few.events == []
+
+
+def test_the_embedding_judge_weighs_its_texts_longest_first() -> None:
+    """The judge's texts go to the model longest first, so the weights it hands the bar are
+    their lengths in that order (plus the cost per text), one per text of the step."""
+    from pytest_ragmetrics.encoders import TEXT_OVERHEAD
+    from pytest_ragmetrics.judges import EmbeddingJudge
+
+    class Weighing(Recording):
+        def weigh(self, weights: Any) -> None:
+            self.events.append(("weigh", list(weights)))
+
+    judge = EmbeddingJudge(encoder=Letters(), model_name="letters")
+    requests = [([f"claim {'x' * i}."], {"c": "a context sentence."}) for i in range(300)]
+    reporter = Weighing()
+    with use_reporter(reporter):
+        judge.judge_claims_many(requests)
+    (weights,) = [args for kind, args in reporter.events if kind == "weigh"]
+    texts = {f"claim {'x' * i}." for i in range(300)} | {"a context sentence."}
+    assert weights == sorted((len(t) + TEXT_OVERHEAD for t in texts), reverse=True)
+    assert ("start", ("embedding 301 texts (embedding judge, letters)", 301)) in reporter.events
 
 
 def test_http_judges_show_a_bar_over_their_questions() -> None:
