@@ -233,7 +233,14 @@ class AdapterPipeline:
 
     kind = "adapter"
 
-    def __init__(self, obj: Any, *, name: str | None, version: str, concurrency: int) -> None:
+    def __init__(
+        self,
+        obj: Any,
+        *,
+        name: str | None = None,
+        version: str = "1",
+        concurrency: int = CONCURRENCY,
+    ) -> None:
         self.obj = obj
         self.name = name or type(obj).__name__
         self.version = str(version)

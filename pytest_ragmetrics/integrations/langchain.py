@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import ConfigError, GeneratorError
@@ -275,10 +275,10 @@ class LangChainPipeline(AdapterPipeline):
         self,
         obj: Any,
         *,
-        input_key: str | None,
-        answer_key: str,
-        context_key: str,
-        id_key: str,
+        input_key: str | None = None,
+        answer_key: str = "answer",
+        context_key: str = "context",
+        id_key: str = "id",
         **options: Any,
     ) -> None:
         if not callable(getattr(obj, "invoke", None)):
@@ -318,26 +318,20 @@ class LangChainPipeline(AdapterPipeline):
         return answer, pairs
 
 
-def from_langchain_pipeline(
-    obj: Any,
-    *,
-    input_key: str | None = None,
-    answer_key: str = "answer",
-    context_key: str = "context",
-    id_key: str = "id",
-    name: str | None = None,
-    version: str = "1",
-    concurrency: int = CONCURRENCY,
-) -> LangChainPipeline:
+class PipelineOptions(TypedDict, total=False):
+    """The keyword options :func:`from_langchain_pipeline` passes on to
+    :class:`LangChainPipeline`."""
+
+    input_key: str | None
+    answer_key: str
+    context_key: str
+    id_key: str
+    name: str | None
+    version: str
+    concurrency: int
+
+
+def from_langchain_pipeline(obj: Any, **options: Unpack[PipelineOptions]) -> LangChainPipeline:
     """A Runnable that answers with its source documents as the ``rag_pipeline`` (see
     :class:`LangChainPipeline`); bump ``version`` when the chain changes."""
-    return LangChainPipeline(
-        obj,
-        input_key=input_key,
-        answer_key=answer_key,
-        context_key=context_key,
-        id_key=id_key,
-        name=name,
-        version=version,
-        concurrency=concurrency,
-    )
+    return LangChainPipeline(obj, **options)
