@@ -30,12 +30,7 @@ class JudgeBase:
     name: str
 
     def assess(
-        self,
-        query: str,
-        answer: str,
-        contexts: Contexts,
-        *,
-        query_id: str | None = None,
+        self, query: str, answer: str, contexts: Contexts, *, query_id: str | None = None
     ) -> AnswerAssessment:
         """Judge ``answer`` to ``query`` against ``contexts`` (see the judge's ``_assess``);
         without ``query_id`` the query's default id is used."""
