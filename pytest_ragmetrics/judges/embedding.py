@@ -153,16 +153,10 @@ class EmbeddingJudge(base.JudgeBase):
         for texts, pairs in base.checked_requests(requests):
             inputs = {"task": "claims", "claims": texts, "contexts": pairs}
             prepared.append((texts, _context_sentences(pairs), inputs))
-        matches: list[list[dict[str, Any]]] = [[] for _ in prepared]
-        missing: list[int] = []
-        for i, (texts, _, inputs) in enumerate(prepared):
-            found = self._similarities.peek(
-                inputs, valid=functools.partial(_are_matches, claims=texts)
-            )
-            if found is None:
-                missing.append(i)
-            else:
-                matches[i] = found
+        cached, missing = self._similarities.peek_all(
+            (inputs, functools.partial(_are_matches, claims=texts)) for texts, _, inputs in prepared
+        )
+        matches: list[list[dict[str, Any]]] = [found or [] for found in cached]
         if missing:
             unique = list(
                 dict.fromkeys(
