@@ -5,6 +5,7 @@ relevance; ``--save`` records it for the ragmetrics_min_judge_kappa gate."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -248,7 +249,7 @@ def _write(
     if args.format == "json":
         write_json(out, result.to_dict(), sort_keys=True)
         return 0
-    out.write(calibration_tables(result, labels, tablefmt(args), *words))
+    out.write(calibration_tables(result, labels, tablefmt(args), words))
     out.write(note)
     if args.save:
         out.write(f"\nsaved to {args.save} (judge {result.judge_key[:12]})\n")
@@ -256,15 +257,13 @@ def _write(
 
 
 def calibration_tables(
-    result: CalibrationResult,
-    labels: str,
-    layout: str,
-    positive: str = "supported",
-    negative: str | None = None,
+    result: CalibrationResult, labels: str, layout: str, words: Sequence[str] = ()
 ) -> str:
-    """The figures of a calibration, then its confusion matrix (rows and columns named by
-    what a positive is, and a negative: "not <positive>" unless given)."""
-    negative = negative or f"not {positive}"
+    """The figures of a calibration, then its confusion matrix, its rows and columns named by
+    ``words``: what a positive is ("supported" unless given), and a negative ("not
+    <positive>" unless given)."""
+    positive = words[0] if words else "supported"
+    negative = words[1] if len(words) > 1 else f"not {positive}"
     identity = result.judge
     c = result.confusion
     if result.tuning is not None:

@@ -27,11 +27,7 @@ class Executor(Protocol):
         ...
 
     def map(
-        self,
-        function: Callable[[T], R],
-        items: Sequence[T],
-        *,
-        concurrency: int | None = None,
+        self, function: Callable[[T], R], items: Sequence[T], *, concurrency: int | None = None
     ) -> list[R]:
         """``[function(item) for item in items]``, up to ``concurrency`` calls at a time."""
         ...
@@ -53,11 +49,7 @@ class LocalExecutor:
         return f"LocalExecutor(concurrency={self.concurrency})"
 
     def map(
-        self,
-        function: Callable[[T], R],
-        items: Sequence[T],
-        *,
-        concurrency: int | None = None,
+        self, function: Callable[[T], R], items: Sequence[T], *, concurrency: int | None = None
     ) -> list[R]:
         """``function`` over ``items`` in order; the first failing item's error is raised."""
         limit = (

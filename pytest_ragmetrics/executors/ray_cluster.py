@@ -257,11 +257,7 @@ class RayExecutor:
     # -- fan-out --------------------------------------------------------------------------
 
     def map(
-        self,
-        function: Callable[[T], R],
-        items: Sequence[T],
-        *,
-        concurrency: int | None = None,
+        self, function: Callable[[T], R], items: Sequence[T], *, concurrency: int | None = None
     ) -> list[R]:
         """``function`` over ``items`` on actors that each hold one copy of ``function``.
 

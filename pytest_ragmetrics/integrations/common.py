@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pytest_ragmetrics.data.model import Corpus, Queries, Run
 from pytest_ragmetrics.errors import ConfigError, GeneratorError, RetrieverError
@@ -62,16 +62,21 @@ def oriented(pairs: Sequence[tuple[str, Any]], kind: ScoreKind) -> list[tuple[st
     return list(pairs)
 
 
-def id_from(metadata: Mapping[str, Any] | None, own_id: object, id_key: str, what: str) -> str:
-    """The corpus id of a framework document: ``metadata[id_key]``, else (with the default
-    ``id_key="id"``) the document's own id; else a RetrieverError naming ``what``."""
-    value = (metadata or {}).get(id_key)
+def document_id(document: Any, own_id: object, id_key: str, what: Callable[[], str]) -> str:
+    """The corpus id of a framework document: ``document.metadata[id_key]``, else (with the
+    default ``id_key="id"``) its own id; else a RetrieverError naming ``what()`` (built only
+    then: the usual case is a string in the metadata)."""
+    metadata = getattr(document, "metadata", None)
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    value = metadata.get(id_key)
+    if isinstance(value, str) and value:
+        return value
     if value is None and id_key == "id":
         value = own_id
     if value is None or value == "":
-        keys = ", ".join(sorted(map(str, metadata or {}))) or "none"
+        keys = ", ".join(sorted(map(str, metadata))) or "none"
         raise RetrieverError(
-            f"{what} has no {id_key!r} in its metadata (its keys: {keys}); store the corpus "
+            f"{what()} has no {id_key!r} in its metadata (its keys: {keys}); store the corpus "
             "id there, or name the field that holds it with id_key="
         )
     return str(value)
@@ -106,6 +111,16 @@ def texts_of(queries: Queries) -> list[tuple[str, str]]:
     return list(zip(queries.query_ids.tolist(), queries.texts, strict=True))
 
 
+class AdapterOptions(TypedDict, total=False):
+    """The keyword options every adapter factory (``from_langchain``, ``from_llama_index``)
+    passes on to its retriever (see :class:`AdapterRetriever`)."""
+
+    name: str | None
+    corpus: Corpus | None
+    concurrency: int
+    parameters: Mapping[str, Any] | None
+
+
 class AdapterRetriever(Named):
     """A framework's retriever or store as a :class:`~pytest_ragmetrics.retrievers.Retriever`.
 
@@ -122,11 +137,11 @@ class AdapterRetriever(Named):
         self,
         obj: Any,
         *,
-        id_key: str,
-        name: str | None,
-        concurrency: int,
-        corpus: Corpus | None,
-        parameters: Mapping[str, Any] | None,
+        id_key: str = "id",
+        name: str | None = None,
+        concurrency: int = CONCURRENCY,
+        corpus: Corpus | None = None,
+        parameters: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(id_key, str) or not id_key:
             raise ConfigError(f"{self.kind}: id_key must be a non-empty string, got {id_key!r}")
@@ -233,7 +248,14 @@ class AdapterPipeline:
 
     kind = "adapter"
 
-    def __init__(self, obj: Any, *, name: str | None, version: str, concurrency: int) -> None:
+    def __init__(
+        self,
+        obj: Any,
+        *,
+        name: str | None = None,
+        version: str = "1",
+        concurrency: int = CONCURRENCY,
+    ) -> None:
         self.obj = obj
         self.name = name or type(obj).__name__
         self.version = str(version)

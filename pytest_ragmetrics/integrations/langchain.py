@@ -22,41 +22,30 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
-from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import ConfigError, GeneratorError
-from pytest_ragmetrics.integrations.common import (
-    CONCURRENCY,
-    AdapterPipeline,
-    AdapterRetriever,
-    ScoreKind,
-    check_score_kind,
-    class_name,
-    id_from,
-    oriented,
-    require,
-)
+from pytest_ragmetrics.integrations import common
 
 EXTRA = "langchain"
 
 #: What ``similarity_search_with_score`` returns, for stores without a relevance function.
-KNOWN_SCORES: dict[str, ScoreKind] = {
+KNOWN_SCORES: dict[str, common.ScoreKind] = {
     "langchain_core.vectorstores.in_memory.InMemoryVectorStore": "similarity",  # cosine
 }
 
 
 def _core() -> Any:
-    return require("langchain_core", EXTRA)
+    return common.require("langchain_core", EXTRA)
 
 
 def _doc_id(document: Any, id_key: str, where: str) -> str:
-    metadata = getattr(document, "metadata", None)
-    found = metadata.get(id_key) if isinstance(metadata, dict) else None
-    if isinstance(found, str) and found:
-        return found  # the usual case, without building the error's text
-    what = f"{where}: document {getattr(document, 'page_content', '')[:40]!r}"
-    return id_from(metadata, getattr(document, "id", None), id_key, what)
+    return common.document_id(
+        document,
+        getattr(document, "id", None),
+        id_key,
+        lambda: f"{where}: document {getattr(document, 'page_content', '')[:40]!r}",
+    )
 
 
 def _doc_ids(documents: Sequence[Any], id_key: str, where: str) -> list[str]:
@@ -75,7 +64,7 @@ def _embedding_identity(store: Any) -> dict[str, Any]:
     embeddings = getattr(store, "embeddings", None) or getattr(store, "embedding_function", None)
     if embeddings is None:
         return {}
-    found: dict[str, Any] = {"embeddings": class_name(embeddings)}
+    found: dict[str, Any] = {"embeddings": common.class_name(embeddings)}
     for attribute in ("model", "model_name", "size"):
         value = getattr(embeddings, attribute, None)
         if isinstance(value, (str, int)) and not isinstance(value, bool):
@@ -83,7 +72,7 @@ def _embedding_identity(store: Any) -> dict[str, Any]:
     return found
 
 
-class LangChainRetriever(AdapterRetriever):
+class LangChainRetriever(common.AdapterRetriever):
     """A LangChain ``BaseRetriever``: its documents in order (scores n, n-1, ..., 1).
 
     Queries go through ``batch`` (``max_concurrency=concurrency``), or ``abatch`` with
@@ -99,10 +88,10 @@ class LangChainRetriever(AdapterRetriever):
         self.use_async = bool(use_async)
 
     def framework_identity(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"class": class_name(self.obj)}
+        found: dict[str, Any] = {"class": common.class_name(self.obj)}
         store = getattr(self.obj, "vectorstore", None)
         if store is not None:
-            found["vectorstore"] = class_name(store)
+            found["vectorstore"] = common.class_name(store)
             found.update(_embedding_identity(store))
             found["search_type"] = getattr(self.obj, "search_type", None)
             kwargs = dict(getattr(self.obj, "search_kwargs", None) or {})
@@ -141,12 +130,12 @@ class LangChainRetriever(AdapterRetriever):
 
         def ranking(qid: str, documents: Any) -> list[tuple[str, Any]]:
             ids = _doc_ids(documents, self.id_key, f"retriever {self._name!r}, query {qid!r}")
-            return oriented([(doc, None) for doc in ids], "rank")
+            return common.oriented([(doc, None) for doc in ids], "rank")
 
         return self.rankings(items, results, ranking)
 
 
-class LangChainVectorStore(AdapterRetriever):
+class LangChainVectorStore(common.AdapterRetriever):
     """A LangChain ``VectorStore``, searched with scores (``similarity_search_with_score``),
     ``concurrency`` queries at a time; ``scores`` says what they are (see the module doc).
 
@@ -160,7 +149,7 @@ class LangChainVectorStore(AdapterRetriever):
         self,
         obj: Any,
         *,
-        scores: ScoreKind | None = None,
+        scores: common.ScoreKind | None = None,
         search_kwargs: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
@@ -168,11 +157,11 @@ class LangChainVectorStore(AdapterRetriever):
         self.search_kwargs = dict(search_kwargs or {})
         if "k" in self.search_kwargs:
             raise ConfigError(f"{self.kind}: k is the search's, not a search_kwargs entry")
-        self.scores, self._convert = self._scoring(check_score_kind(scores, self.kind))
+        self.scores, self._convert = self._scoring(common.check_score_kind(scores, self.kind))
 
     def _scoring(
-        self, scores: ScoreKind | None
-    ) -> tuple[ScoreKind, Callable[[float], float] | None]:
+        self, scores: common.ScoreKind | None
+    ) -> tuple[common.ScoreKind, Callable[[float], float] | None]:
         """What the scores are, and the store's relevance function when it is used."""
         if scores not in (None, "relevance"):
             return scores, None
@@ -191,13 +180,13 @@ class LangChainVectorStore(AdapterRetriever):
             if known is not None:
                 return known, None
         raise ConfigError(
-            f"{class_name(self.obj)} has no relevance score function, so whether its "
+            f"{common.class_name(self.obj)} has no relevance score function, so whether its "
             "similarity_search_with_score returns distances (lower is better) or similarities "
             "is unknown: pass scores='distance' or scores='similarity'"
         )
 
     def framework_identity(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"class": class_name(self.obj), "scores": self.scores}
+        found: dict[str, Any] = {"class": common.class_name(self.obj), "scores": self.scores}
         strategy = getattr(self.obj, "distance_strategy", None)
         if strategy is not None:
             found["distance_strategy"] = str(getattr(strategy, "value", strategy))
@@ -217,20 +206,19 @@ class LangChainVectorStore(AdapterRetriever):
         if self._convert is not None:
             convert = self._convert
             return [(doc, convert(s)) for doc, (_, s) in zip(ids, found, strict=True)]
-        return oriented([(doc, s) for doc, (_, s) in zip(ids, found, strict=True)], self.scores)
+        return common.oriented(
+            [(doc, s) for doc, (_, s) in zip(ids, found, strict=True)], self.scores
+        )
 
 
 def from_langchain(
     obj: Any,
     id_key: str = "id",
     *,
-    name: str | None = None,
-    corpus: Corpus | None = None,
-    concurrency: int = CONCURRENCY,
-    scores: ScoreKind | None = None,
+    scores: common.ScoreKind | None = None,
     search_kwargs: Mapping[str, Any] | None = None,
     use_async: bool = False,
-    parameters: Mapping[str, Any] | None = None,
+    **options: Unpack[common.AdapterOptions],
 ) -> LangChainRetriever | LangChainVectorStore:
     """A LangChain ``BaseRetriever`` or ``VectorStore`` as a Retriever (see the module doc).
 
@@ -239,31 +227,26 @@ def from_langchain(
     baseline notices when what they describe changes (a chunk size, a model version).
     """
     core = _core()
-    options: dict[str, Any] = {
-        "id_key": id_key,
-        "name": name,
-        "concurrency": concurrency,
-        "corpus": corpus,
-        "parameters": parameters,
-    }
     if isinstance(obj, core.vectorstores.VectorStore):
         if use_async:
             raise ConfigError("from_langchain: use_async is for retrievers, not vector stores")
-        return LangChainVectorStore(obj, scores=scores, search_kwargs=search_kwargs, **options)
+        return LangChainVectorStore(
+            obj, id_key=id_key, scores=scores, search_kwargs=search_kwargs, **options
+        )
     if isinstance(obj, core.retrievers.BaseRetriever):
         if scores not in (None, "rank") or search_kwargs:
             raise ConfigError(
                 "from_langchain: a retriever returns no scores and takes no search_kwargs; "
                 "give the vector store itself to use its scores"
             )
-        return LangChainRetriever(obj, use_async=use_async, **options)
+        return LangChainRetriever(obj, id_key=id_key, use_async=use_async, **options)
     raise ConfigError(
         f"from_langchain needs a langchain BaseRetriever or VectorStore, got "
-        f"{class_name(obj)}; for a chain that answers, use from_langchain_pipeline"
+        f"{common.class_name(obj)}; for a chain that answers, use from_langchain_pipeline"
     )
 
 
-class LangChainPipeline(AdapterPipeline):
+class LangChainPipeline(common.AdapterPipeline):
     """A Runnable that answers: ``invoke(query)`` (or ``invoke({input_key: query})``) returns a
     dict with ``answer_key`` and ``context_key`` (``create_retrieval_chain``'s ``"answer"`` and
     ``"context"``), or a pair ``(answer, documents)``. The documents become the contexts,
@@ -275,14 +258,16 @@ class LangChainPipeline(AdapterPipeline):
         self,
         obj: Any,
         *,
-        input_key: str | None,
-        answer_key: str,
-        context_key: str,
-        id_key: str,
+        input_key: str | None = None,
+        answer_key: str = "answer",
+        context_key: str = "context",
+        id_key: str = "id",
         **options: Any,
     ) -> None:
         if not callable(getattr(obj, "invoke", None)):
-            raise ConfigError(f"from_langchain_pipeline needs a Runnable, got {class_name(obj)}")
+            raise ConfigError(
+                f"from_langchain_pipeline needs a Runnable, got {common.class_name(obj)}"
+            )
         super().__init__(obj, **options)
         self.input_key = input_key
         self.answer_key = answer_key
@@ -318,26 +303,20 @@ class LangChainPipeline(AdapterPipeline):
         return answer, pairs
 
 
-def from_langchain_pipeline(
-    obj: Any,
-    *,
-    input_key: str | None = None,
-    answer_key: str = "answer",
-    context_key: str = "context",
-    id_key: str = "id",
-    name: str | None = None,
-    version: str = "1",
-    concurrency: int = CONCURRENCY,
-) -> LangChainPipeline:
+class PipelineOptions(TypedDict, total=False):
+    """The keyword options :func:`from_langchain_pipeline` passes on to
+    :class:`LangChainPipeline`."""
+
+    input_key: str | None
+    answer_key: str
+    context_key: str
+    id_key: str
+    name: str | None
+    version: str
+    concurrency: int
+
+
+def from_langchain_pipeline(obj: Any, **options: Unpack[PipelineOptions]) -> LangChainPipeline:
     """A Runnable that answers with its source documents as the ``rag_pipeline`` (see
     :class:`LangChainPipeline`); bump ``version`` when the chain changes."""
-    return LangChainPipeline(
-        obj,
-        input_key=input_key,
-        answer_key=answer_key,
-        context_key=context_key,
-        id_key=id_key,
-        name=name,
-        version=version,
-        concurrency=concurrency,
-    )
+    return LangChainPipeline(obj, **options)

@@ -19,43 +19,30 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
-from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import ConfigError
-from pytest_ragmetrics.integrations.common import (
-    CONCURRENCY,
-    AdapterPipeline,
-    AdapterRetriever,
-    ScoreKind,
-    check_score_kind,
-    class_name,
-    id_from,
-    oriented,
-    require,
-)
+from pytest_ragmetrics.integrations import common
 
 EXTRA = "llama-index"
 
 
 def _core() -> Any:
-    return require("llama_index.core", EXTRA)
+    return common.require("llama_index.core", EXTRA)
 
 
 def node_id(node: Any, id_key: str, where: str) -> str:
     """The corpus id of a LlamaIndex node (see the module doc)."""
-    metadata = getattr(node, "metadata", None)
-    found = metadata.get(id_key) if isinstance(metadata, dict) else None
-    if isinstance(found, str) and found:
-        return found  # the usual case, without building the error's text
     own = getattr(node, "ref_doc_id", None) or getattr(node, "node_id", None)
-    if own and id_key == "id" and found is None:
-        return str(own)
-    text = node.get_content()[:40] if callable(getattr(node, "get_content", None)) else ""
-    return id_from(metadata, own, id_key, f"{where}: node {text!r}")
+
+    def what() -> str:
+        text = node.get_content()[:40] if callable(getattr(node, "get_content", None)) else ""
+        return f"{where}: node {text!r}"
+
+    return common.document_id(node, own or None, id_key, what)
 
 
-class LlamaIndexRetriever(AdapterRetriever):
+class LlamaIndexRetriever(common.AdapterRetriever):
     """A LlamaIndex retriever (or an index's ``as_retriever``), ``concurrency`` queries at a
     time: on threads, or with ``use_async=True`` through ``aretrieve``."""
 
@@ -65,22 +52,22 @@ class LlamaIndexRetriever(AdapterRetriever):
         self,
         obj: Any,
         *,
-        scores: ScoreKind | None = None,
+        scores: common.ScoreKind | None = None,
         use_async: bool = False,
         retriever_kwargs: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
         super().__init__(obj, **options)
-        self.scores: ScoreKind = check_score_kind(scores, self.kind) or "similarity"
+        self.scores: common.ScoreKind = common.check_score_kind(scores, self.kind) or "similarity"
         self.use_async = bool(use_async)
         self.retriever_kwargs = dict(retriever_kwargs or {})
         self.is_index = not callable(getattr(obj, "retrieve", None))
 
     def framework_identity(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"class": class_name(self.obj), "scores": self.scores}
+        found: dict[str, Any] = {"class": common.class_name(self.obj), "scores": self.scores}
         model = getattr(self.obj, "_embed_model", None)
         if model is not None:
-            found["embed_model"] = class_name(model)
+            found["embed_model"] = common.class_name(model)
             name = getattr(model, "model_name", None)
             if isinstance(name, str):
                 found["embed_model_name"] = name
@@ -99,7 +86,7 @@ class LlamaIndexRetriever(AdapterRetriever):
     def _pairs(self, nodes: Sequence[Any], qid: str) -> list[tuple[str, Any]]:
         where = f"retriever {self._name!r}, query {qid!r}"
         pairs = [(node_id(n.node, self.id_key, where), n.score) for n in nodes]
-        return oriented(pairs, self.scores)
+        return common.oriented(pairs, self.scores)
 
     def search_many(self, items: list[tuple[str, str]], k: int) -> list[list[tuple[str, Any]]]:
         retriever = self._retriever(k)
@@ -127,7 +114,7 @@ class LlamaIndexRetriever(AdapterRetriever):
         return self.rankings(items, results, lambda qid, nodes: self._pairs(nodes, qid))
 
 
-class LlamaIndexPipeline(AdapterPipeline):
+class LlamaIndexPipeline(common.AdapterPipeline):
     """A query engine: ``query(text)`` answers; ``Response.source_nodes`` are the contexts,
     ``{corpus id: node text}``."""
 
@@ -154,14 +141,11 @@ def from_llama_index(
     obj: Any,
     id_key: str = "id",
     *,
-    name: str | None = None,
-    corpus: Corpus | None = None,
-    concurrency: int = CONCURRENCY,
-    scores: ScoreKind | None = None,
+    scores: common.ScoreKind | None = None,
     use_async: bool = False,
     retriever_kwargs: Mapping[str, Any] | None = None,
-    parameters: Mapping[str, Any] | None = None,
     version: str = "1",
+    **options: Unpack[common.AdapterOptions],
 ) -> LlamaIndexRetriever | LlamaIndexPipeline:
     """A LlamaIndex retriever or index as a Retriever, a query engine as a pipeline (see the
     module doc). ``parameters`` (JSON-able) join a retriever's identity; ``version`` is a
@@ -170,23 +154,25 @@ def from_llama_index(
     base = core.base
     if isinstance(obj, base.base_query_engine.BaseQueryEngine):
         return LlamaIndexPipeline(
-            obj, id_key=id_key, name=name, version=version, concurrency=concurrency
+            obj,
+            id_key=id_key,
+            name=options.get("name"),
+            version=version,
+            concurrency=options.get("concurrency", common.CONCURRENCY),
         )
-    options: dict[str, Any] = {
-        "id_key": id_key,
-        "name": name,
-        "concurrency": concurrency,
-        "corpus": corpus,
-        "parameters": parameters,
-    }
     index_type = core.indices.base.BaseIndex
     if isinstance(obj, (base.base_retriever.BaseRetriever, index_type)):
         if retriever_kwargs and not isinstance(obj, index_type):
             raise ConfigError("from_llama_index: retriever_kwargs are for an index")
         return LlamaIndexRetriever(
-            obj, scores=scores, use_async=use_async, retriever_kwargs=retriever_kwargs, **options
+            obj,
+            id_key=id_key,
+            scores=scores,
+            use_async=use_async,
+            retriever_kwargs=retriever_kwargs,
+            **options,
         )
     raise ConfigError(
         f"from_llama_index needs a LlamaIndex retriever, index or query engine, got "
-        f"{class_name(obj)}"
+        f"{common.class_name(obj)}"
     )

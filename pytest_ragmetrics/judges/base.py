@@ -8,7 +8,7 @@ import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pytest_ragmetrics.cache import Cache, canonical_json
@@ -30,12 +30,7 @@ class JudgeBase:
     name: str
 
     def assess(
-        self,
-        query: str,
-        answer: str,
-        contexts: Contexts,
-        *,
-        query_id: str | None = None,
+        self, query: str, answer: str, contexts: Contexts, *, query_id: str | None = None
     ) -> AnswerAssessment:
         """Judge ``answer`` to ``query`` against ``contexts`` (see the judge's ``_assess``);
         without ``query_id`` the query's default id is used."""
@@ -245,6 +240,14 @@ class VerdictCache:
     ) -> Any | None:
         """The cached verdict for ``inputs``, or None."""
         return self.cache.get_json(VERDICT_CACHE_KIND, self._key(inputs), valid=valid)
+
+    def peek_all(
+        self, asked: Iterable[tuple[Mapping[str, Any], Callable[[Any], bool] | None]]
+    ) -> tuple[list[Any | None], list[int]]:
+        """For a batch: each ``(inputs, valid)``'s cached verdict (None where there is none)
+        and the positions of the missing ones, to compute together and :meth:`put`."""
+        found = [self.peek(inputs, valid=valid) for inputs, valid in asked]
+        return found, [i for i, value in enumerate(found) if value is None]
 
     def put(self, inputs: Mapping[str, Any], value: Any) -> None:
         """Store a verdict computed outside :meth:`get` (e.g. in a batch)."""

@@ -15,18 +15,7 @@ import numpy as np
 
 from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, Verdict
 from pytest_ragmetrics.data.model import FloatArray
-from pytest_ragmetrics.judges.base import (
-    SPLITTER_VERSION,
-    CacheLike,
-    JudgeBase,
-    VerdictCache,
-    check_repeats,
-    checked_requests,
-    make_identity,
-    naming_query,
-    normalise_contexts,
-    split_sentences,
-)
+from pytest_ragmetrics.judges import base
 from pytest_ragmetrics.judges.embedder import Embedder, Encoder, check_cosine
 from pytest_ragmetrics.judges.embedding_relevance import EmbeddingRelevanceJudge
 from pytest_ragmetrics.judges.protocols import Contexts
@@ -59,7 +48,7 @@ RUBRIC = (
 )
 
 
-class EmbeddingJudge(JudgeBase):
+class EmbeddingJudge(base.JudgeBase):
     """Claims are answer sentences; supported when the best cosine similarity to a context
     sentence is at least ``threshold``.
 
@@ -79,7 +68,7 @@ class EmbeddingJudge(JudgeBase):
         *,
         threshold: float = DEFAULT_THRESHOLD,
         relevance_threshold: float | None = None,
-        cache: CacheLike = None,
+        cache: base.CacheLike = None,
         device: str = "cpu",
         batch_size: int = 64,
         encoder: Encoder | None = None,
@@ -96,17 +85,20 @@ class EmbeddingJudge(JudgeBase):
             if relevance_threshold is None
             else _cosine("relevance_threshold", relevance_threshold)
         )
-        self.repeats = check_repeats(repeats)
+        self.repeats = base.check_repeats(repeats)
         #: The model (shared with :meth:`with_threshold` copies and :attr:`context_judge`).
         self.embedder = Embedder(
             model, device=device, batch_size=batch_size, encoder=encoder, model_name=model_name
         )
         self.model_name = self.embedder.model_name
         # The digest of the model's files identifies it wherever it lives (no local paths).
-        self._base_parameters = {"splitter": SPLITTER_VERSION, "model_digest": self.embedder.digest}
+        self._base_parameters = {
+            "splitter": base.SPLITTER_VERSION,
+            "model_digest": self.embedder.digest,
+        }
         # Similarities depend on the model and the splitter only: the cache is keyed by that.
-        self._similarities = VerdictCache(
-            cache, make_identity(self.name, self.model_name, RUBRIC, self._base_parameters)
+        self._similarities = base.VerdictCache(
+            cache, base.make_identity(self.name, self.model_name, RUBRIC, self._base_parameters)
         )
 
     def __repr__(self) -> str:
@@ -119,7 +111,7 @@ class EmbeddingJudge(JudgeBase):
 
     def identity(self) -> dict[str, Any]:
         """Name, model, rubric, rubric hash and parameters (thresholds, splitter)."""
-        return make_identity(
+        return base.make_identity(
             self.name,
             self.model_name,
             RUBRIC,
@@ -158,19 +150,13 @@ class EmbeddingJudge(JudgeBase):
         """:meth:`judge_claims` for many (claims, contexts) pairs, embedding each distinct text
         once in large batches (much faster than one call per pair)."""
         prepared: list[tuple[list[str], list[tuple[str, int, str]], dict[str, Any]]] = []
-        for texts, pairs in checked_requests(requests):
+        for texts, pairs in base.checked_requests(requests):
             inputs = {"task": "claims", "claims": texts, "contexts": pairs}
             prepared.append((texts, _context_sentences(pairs), inputs))
-        matches: list[list[dict[str, Any]]] = [[] for _ in prepared]
-        missing: list[int] = []
-        for i, (texts, _, inputs) in enumerate(prepared):
-            found = self._similarities.peek(
-                inputs, valid=functools.partial(_are_matches, claims=texts)
-            )
-            if found is None:
-                missing.append(i)
-            else:
-                matches[i] = found
+        cached, missing = self._similarities.peek_all(
+            (inputs, functools.partial(_are_matches, claims=texts)) for texts, _, inputs in prepared
+        )
+        matches: list[list[dict[str, Any]]] = [found or [] for found in cached]
         if missing:
             unique = list(
                 dict.fromkeys(
@@ -212,8 +198,8 @@ class EmbeddingJudge(JudgeBase):
     def _assess(self, qid: str, query: str, answer: str, contexts: Contexts) -> AnswerAssessment:
         """Judge every sentence of ``answer`` against the sentences of ``contexts``."""
         wants_relevance = self.relevance_threshold is not None
-        with naming_query(qid):
-            pairs = normalise_contexts(contexts)
+        with base.naming_query(qid):
+            pairs = base.normalise_contexts(contexts)
             stored = self._similarities.get(
                 {
                     "task": "assess",
@@ -250,7 +236,7 @@ class EmbeddingJudge(JudgeBase):
     def _measure(
         self, query: str, answer: str, pairs: list[tuple[str, str]], *, relevance: bool
     ) -> dict[str, Any]:
-        claims = split_sentences(answer)
+        claims = base.split_sentences(answer)
         sentences = _context_sentences(pairs)
         judged = relevance and bool(query.strip()) and bool(answer.strip())
         texts = [*claims, *(s for _, _, s in sentences), *([query, answer] if judged else [])]
@@ -270,7 +256,7 @@ class EmbeddingJudge(JudgeBase):
         --judge embedding`` calibrates and saves)."""
         if task == "context":
             return self.context_judge.identity()
-        return make_identity(
+        return base.make_identity(
             f"{self.name}-agreement",
             self.model_name,
             "the answer agrees with the reference when cosine(answer, reference) >= threshold "
@@ -330,7 +316,7 @@ class EmbeddingJudge(JudgeBase):
         """:meth:`assess` for many (query id, query, answer, contexts) at once: every claim
         and context sentence of every answer embedded in shared batches (what
         :func:`~pytest_ragmetrics.judges.answers.assess_answers` uses)."""
-        requests = [(split_sentences(answer), contexts) for _, _, answer, contexts in items]
+        requests = [(base.split_sentences(answer), contexts) for _, _, answer, contexts in items]
         claims = self.judge_claims_many(requests)
         relevance: list[float | None] = [None] * len(items)
         if self.relevance_threshold is not None:
@@ -410,7 +396,7 @@ def _are_matches(value: Any, claims: list[str]) -> bool:
 
 def _context_sentences(pairs: list[tuple[str, str]]) -> list[tuple[str, int, str]]:
     """(context id, sentence index, sentence) for every sentence of every context."""
-    return [(cid, i, s) for cid, text in pairs for i, s in enumerate(split_sentences(text))]
+    return [(cid, i, s) for cid, text in pairs for i, s in enumerate(base.split_sentences(text))]
 
 
 def _cosine(label: str, value: object) -> float:

@@ -84,16 +84,10 @@ class EmbeddingRelevanceJudge:
         """Similarities from the cache, the missing ones embedded in one batch (each distinct
         text once)."""
         checked = relevance_pairs(pairs)
-        scores: list[float | None] = []
-        missing: list[int] = []
-        cached = [False] * len(checked)
-        for i, pair in enumerate(checked):
-            found = self._similarities.peek(_embedding_inputs(pair), valid=_is_cosine)
-            scores.append(found)
-            if found is None:
-                missing.append(i)
-            else:
-                cached[i] = True
+        scores, missing = self._similarities.peek_all(
+            (_embedding_inputs(pair), _is_cosine) for pair in checked
+        )
+        cached = [score is not None for score in scores]
         if missing:
             texts = list(
                 dict.fromkeys(t for i in missing for t in (checked[i].query, checked[i].passage))

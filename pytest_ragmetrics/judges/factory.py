@@ -53,12 +53,12 @@ class _Family:
         self,
         kind: str,
         *,
-        cache: CacheLike,
-        threshold: float | None,
-        model: str | None,
-        verdicts: PathLike | None,
-        prompts: Mapping[str, str] | None,
-        options: dict[str, Any],
+        cache: CacheLike = None,
+        threshold: float | None = None,
+        model: str | None = None,
+        verdicts: PathLike | None = None,
+        prompts: Mapping[str, str] | None = None,
+        **options: Any,
     ) -> Any:
         if prompts and kind != "http":
             raise JudgeError(f"prompts are only used by the http {self.what}, not {kind}")
@@ -103,16 +103,7 @@ _RELEVANCE_JUDGES = _Family(
 )
 
 
-def build_judge(
-    kind: str,
-    *,
-    cache: CacheLike = None,
-    threshold: float | None = None,
-    model: str | None = None,
-    verdicts: PathLike | None = None,
-    prompts: Mapping[str, str] | None = None,
-    **options: Any,
-) -> Judge:
+def build_judge(kind: str, **options: Any) -> Judge:
     """A built-in judge: ``embedding`` (offline MiniLM; ``threshold``, ``model`` = local
     folder), ``http`` (``model`` = the served name, ``prompts``, and the endpoint's and
     sampling's settings: ``url``, ``api_key_env``, ``timeout``, ``attempt_timeout``,
@@ -120,24 +111,12 @@ def build_judge(
     ``recorded`` (``verdicts`` = JSONL file). ``prompts`` are the http judge's by role
     (:data:`~pytest_ragmetrics.prompts.JUDGE_ROLES`, as
     :func:`~pytest_ragmetrics.prompts.read_prompts` reads a folder of them); other
-    ``options`` go to the judge's constructor."""
-    built = _JUDGES.build(
-        kind, cache=cache, threshold=threshold, model=model, verdicts=verdicts,
-        prompts=prompts, options=options,
-    )  # fmt: skip
-    return cast("Judge", built)
+    ``options`` go to the judge's constructor; ``cache`` (a folder or a Cache) caches its
+    verdicts."""
+    return cast("Judge", _JUDGES.build(kind, **options))
 
 
-def build_relevance_judge(
-    kind: str,
-    *,
-    cache: CacheLike = None,
-    threshold: float | None = None,
-    model: str | None = None,
-    verdicts: PathLike | None = None,
-    prompts: Mapping[str, str] | None = None,
-    **options: Any,
-) -> RelevanceJudge:
+def build_relevance_judge(kind: str, **options: Any) -> RelevanceJudge:
     """A built-in relevance judge by kind: ``embedding`` (``threshold``, ``model``), ``http``
     (``model``, ``prompts`` and the endpoint's and sampling's settings, as for
     :func:`build_judge`), or ``recorded`` (``verdicts`` = JSONL file). Other ``options`` go
@@ -148,11 +127,7 @@ def build_relevance_judge(
     ``context_system`` its system prompt, and it has the identity of
     :attr:`HttpJudge.context_judge <pytest_ragmetrics.judges.http.HttpJudge.context_judge>`
     with the same prompts, seed and temperature; the answer questions' roles do not apply."""
-    built = _RELEVANCE_JUDGES.build(
-        kind, cache=cache, threshold=threshold, model=model, verdicts=verdicts,
-        prompts=prompts, options=options,
-    )  # fmt: skip
-    return cast("RelevanceJudge", built)
+    return cast("RelevanceJudge", _RELEVANCE_JUDGES.build(kind, **options))
 
 
 __all__ = ["build_judge", "build_relevance_judge"]

@@ -18,18 +18,7 @@ from typing import Any, Literal
 
 from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, Verdict
 from pytest_ragmetrics.errors import JudgeError
-from pytest_ragmetrics.judges.base import (
-    SPLITTER_VERSION,
-    CacheLike,
-    JudgeBase,
-    VerdictCache,
-    check_repeats,
-    checked_requests,
-    make_identity,
-    naming_query,
-    normalise_contexts,
-    split_sentences,
-)
+from pytest_ragmetrics.judges import base
 from pytest_ragmetrics.judges.http_relevance import HttpRelevanceJudge
 from pytest_ragmetrics.judges.protocols import Contexts
 from pytest_ragmetrics.judges.relevance import RelevancePair, judge_context_groups
@@ -63,7 +52,7 @@ def _rubric(prompts: Mapping[str, str]) -> str:
     )
 
 
-class HttpJudge(JudgeBase, EndpointUser):
+class HttpJudge(base.JudgeBase, EndpointUser):
     """Asks an OpenAI-compatible chat endpoint, per claim, "is this claim supported by this
     context? answer yes or no", and once per answer whether it addresses the question.
 
@@ -105,14 +94,14 @@ class HttpJudge(JudgeBase, EndpointUser):
         sampling: Sampling | None = None,
         judge_relevance: bool = True,
         unparseable: Literal["error", "unjudged"] = "error",
-        cache: CacheLike = None,
+        cache: base.CacheLike = None,
         budget: Budget | None = None,
         repeats: int = 1,
     ) -> None:
         self.prompts = prompt_set("judge", prompts, what="HTTP judge", error=JudgeError)
         self._unparseable: Unparseable = check_unparseable(unparseable, "HTTP judge")
         self.client = ChatClient(endpoint or Endpoint(), NAMING, meter=Meter(budget))
-        self.repeats = check_repeats(repeats)
+        self.repeats = base.check_repeats(repeats)
         self.sampling = sampling or Sampling()
         self._judge_relevance = judge_relevance
         self._cache = cache
@@ -120,13 +109,13 @@ class HttpJudge(JudgeBase, EndpointUser):
 
     def _set_identity(self) -> None:
         self._params = self.sampling.parameters(MAX_TOKENS)
-        self._identity = make_identity(
+        self._identity = base.make_identity(
             self.name,
             self.model,
             _rubric(self.prompts),
             {
                 **self._params,
-                "splitter": SPLITTER_VERSION,
+                "splitter": base.SPLITTER_VERSION,
                 "judge_relevance": self._judge_relevance,
             },
         )
@@ -134,7 +123,7 @@ class HttpJudge(JudgeBase, EndpointUser):
             self.client,
             self.prompts["system"],
             self._params,
-            VerdictCache(self._cache, self._identity),
+            base.VerdictCache(self._cache, self._identity),
             unparseable=self._unparseable,
             label="HTTP judge",
             items="claims",
@@ -201,7 +190,7 @@ class HttpJudge(JudgeBase, EndpointUser):
         """:meth:`judge_claims` for many (claims, contexts) pairs; each distinct question is
         asked once, up to ``concurrency`` at a time."""
         prepared: list[list[tuple[str, str | None]]] = []
-        for texts, pairs in checked_requests(requests):
+        for texts, pairs in base.checked_requests(requests):
             context = self._context_text(pairs) if pairs else None
             prepared.append(
                 [(c, None if context is None else self._ask("support", claim=c, context=context))
@@ -238,7 +227,7 @@ class HttpJudge(JudgeBase, EndpointUser):
 
         A JudgeError (server trouble, a malformed or unparseable reply) names the query.
         """
-        with naming_query(qid):
+        with base.naming_query(qid):
             claims, addresses, raw = self._claims_and_relevance(query, answer, contexts)
         return AnswerAssessment(
             qid, answer, tuple(claims), addresses, None, self._identity, raw, query
@@ -247,7 +236,7 @@ class HttpJudge(JudgeBase, EndpointUser):
     def _claims_and_relevance(
         self, query: str, answer: str, contexts: Contexts
     ) -> tuple[list[Claim], bool | None, dict[str, Any]]:
-        claims = self.judge_claims(split_sentences(answer), contexts)
+        claims = self.judge_claims(base.split_sentences(answer), contexts)
         addresses: bool | None = None
         raw: dict[str, Any] = {}
         if self._judge_relevance and query.strip():
@@ -266,7 +255,7 @@ class HttpJudge(JudgeBase, EndpointUser):
         the agreement question's prompts and parameters, or :attr:`context_judge`'s."""
         if task == "context":
             return self._context_judge.identity()
-        return make_identity(
+        return base.make_identity(
             f"{self.name}-agreement",
             self.model,
             f"system: {self.prompts['system']}\n\nagreement question: {self.prompts['agreement']}",
@@ -315,13 +304,13 @@ class HttpJudge(JudgeBase, EndpointUser):
         tasks: Sequence[str] = ("support", "relevance", "agreement", "context"),
     ) -> list[tuple[str, str]]:
         """The (task, prompt) questions judging this answer would ask (nothing is sent)."""
-        pairs = normalise_contexts(contexts)
+        pairs = base.normalise_contexts(contexts)
         asked: list[tuple[str, str]] = []
         if "support" in tasks and pairs:
             context = self._context_text(pairs)
             asked += [
                 ("support", self._ask("support", claim=c, context=context))
-                for c in split_sentences(answer)
+                for c in base.split_sentences(answer)
             ]
         if "relevance" in tasks and self._judge_relevance and query.strip() and answer.strip():
             asked.append(("relevance", self._ask("relevance", query=query, answer=answer)))

@@ -19,12 +19,7 @@ class Judge(Protocol):
     """Anything that assesses an answer against the contexts the generator was given."""
 
     def assess(
-        self,
-        query: str,
-        answer: str,
-        contexts: Contexts,
-        *,
-        query_id: str | None = None,
+        self, query: str, answer: str, contexts: Contexts, *, query_id: str | None = None
     ) -> AnswerAssessment:
         """Split ``answer`` into claims, judge each against ``contexts``, and judge relevance."""
         ...

@@ -7,7 +7,7 @@ import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypedDict, TypeVar, Unpack, runtime_checkable
 
 import numpy as np
 
@@ -548,16 +548,20 @@ def _run_from_groups(
         raise RetrieverError(str(exc)) from None
 
 
+class FunctionOptions(TypedDict, total=False):
+    """The keyword options :func:`from_function` passes on to :class:`CallableRetriever`."""
+
+    name: str | None
+    batched: bool
+    corpus: Corpus | None
+    parameters: Mapping[str, Any] | None
+    scores: str | None
+    version: str | int | None
+    cache: CacheLike | bool
+
+
 def from_function(
-    function: Callable[..., Any],
-    *,
-    name: str | None = None,
-    batched: bool = False,
-    corpus: Corpus | None = None,
-    parameters: Mapping[str, Any] | None = None,
-    scores: str | None = None,
-    version: str | int | None = None,
-    cache: CacheLike | bool = None,
+    function: Callable[..., Any], **options: Unpack[FunctionOptions]
 ) -> CallableRetriever:
     """Turn your search function into a :class:`Retriever` (see :class:`CallableRetriever`).
 
@@ -570,16 +574,7 @@ def from_function(
     edit of its code invalidates cached runs; ``version`` (bump it when data the code reads
     changes) and ``parameters`` (JSON-able) join it. ``cache=True`` caches the runs.
     """
-    return CallableRetriever(
-        function,
-        name=name,
-        batched=batched,
-        corpus=corpus,
-        parameters=parameters,
-        scores=scores,
-        version=version,
-        cache=cache,
-    )
+    return CallableRetriever(function, **options)
 
 
 # -- the run cache shared by the built-in retrievers ------------------------------------------

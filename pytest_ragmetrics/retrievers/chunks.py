@@ -14,7 +14,7 @@ With passage-level qrels (judgments of the chunks themselves) evaluate the chunk
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -236,23 +236,18 @@ class ChunkedRetriever(Named):
         return found
 
 
+class ChunkedOptions(TypedDict, total=False):
+    """The keyword options :func:`chunked` passes on to :class:`ChunkedRetriever`."""
+
+    corpus: Corpus | None
+    passages: Corpus | None
+    oversample: int
+    max_chunks: int | None
+    name: str | None
+
+
 def chunked(
-    inner: Any,
-    chunk_to_doc: ChunkToDoc = "#",
-    *,
-    corpus: Corpus | None = None,
-    passages: Corpus | None = None,
-    oversample: int = OVERSAMPLE,
-    max_chunks: int | None = None,
-    name: str | None = None,
+    inner: Any, chunk_to_doc: ChunkToDoc = "#", **options: Unpack[ChunkedOptions]
 ) -> ChunkedRetriever:
     """``inner`` (a retriever over chunks) as a document retriever (:class:`ChunkedRetriever`)."""
-    return ChunkedRetriever(
-        inner,
-        chunk_to_doc,
-        corpus=corpus,
-        passages=passages,
-        oversample=oversample,
-        max_chunks=max_chunks,
-        name=name,
-    )
+    return ChunkedRetriever(inner, chunk_to_doc, **options)

@@ -15,16 +15,7 @@ from pytest_ragmetrics.data.assessments import Verdict
 from pytest_ragmetrics.data.textfile import read_jsonl
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
 from pytest_ragmetrics.judges.base import naming
-from pytest_ragmetrics.judges.calibration.figures import (
-    BATCH,
-    CalibrationResult,
-    Measured,
-    check_limit,
-    item_place,
-    item_row,
-    labels_digest,
-    tuning_size,
-)
+from pytest_ragmetrics.judges.calibration import figures
 from pytest_ragmetrics.judges.protocols import AgreementJudge
 from pytest_ragmetrics.progress import progress
 
@@ -233,7 +224,7 @@ def calibrate_agreement(
     tune_fraction: float = 0.5,
     limit: int | None = None,
     tune: bool = True,
-) -> CalibrationResult:
+) -> figures.CalibrationResult:
     """Measure a judge's agreement question ("does the answer agree with the reference?",
     its ``judge_agreement``) against human labels (a labels file, :func:`read_agreement_labels`
     output or a list of :class:`LabelledAnswer`).
@@ -249,7 +240,7 @@ def calibrate_agreement(
 
     started = time.perf_counter()
     labels = _agreement_labels(items)
-    check_limit(limit)
+    figures.check_limit(limit)
     chosen = list(labels.items)[:limit]
     if not chosen:
         raise JudgeError("no labelled agreement items to calibrate on")
@@ -259,13 +250,13 @@ def calibrate_agreement(
             "agreement question; use the embedding or http judge"
         )
     tunable = tune and callable(getattr(judge, "with_agreement_threshold", None))
-    n_tune = tuning_size(len(chosen), tune_fraction) if tunable else 0
+    n_tune = figures.tuning_size(len(chosen), tune_fraction) if tunable else 0
     verdicts = _agreement_verdicts(judge, chosen, labels.path)
     rows = [
-        item_row(item.id, item.label, item.agrees, v.value, v.score, v.reply)
+        figures.item_row(item.id, item.label, item.agrees, v.value, v.score, v.reply)
         for item, v in zip(chosen, verdicts, strict=True)
     ]
-    measured = Measured.of(rows, _agreement_meta(labels, chosen), started)
+    measured = figures.Measured.of(rows, _agreement_meta(labels, chosen), started)
     if tunable:
         tunable_judge = cast("_AgreementTunable", judge)
         return measured.tuned(
@@ -291,7 +282,7 @@ def _agreement_meta(labels: AgreementLabels, chosen: list[LabelledAnswer]) -> di
     """What the result records of the labels it was measured on."""
     meta: dict[str, Any] = {
         "n": len(chosen),
-        "sha256": labels_digest(
+        "sha256": figures.labels_digest(
             [item.id, item.question, item.answer, item.reference, item.agrees] for item in chosen
         ),
         "question": "agreement",
@@ -322,7 +313,7 @@ def _agreement_verdicts(
 ) -> list[Verdict]:
     """One agreement verdict per item, in order, with progress; a JudgeError names the item."""
     name = getattr(judge, "name", None) or type(judge).__name__
-    size = max(BATCH, int(getattr(judge, "batch_size", BATCH)))
+    size = max(figures.BATCH, int(getattr(judge, "batch_size", figures.BATCH)))
     verdicts: list[Verdict] = []
     note = (
         f"calibrating the {name} judge's agreement question on {len(items):,} labelled items: "
@@ -338,7 +329,7 @@ def _agreement_verdicts(
                 # names the item it is about.
                 found = []
                 for item in chunk:
-                    with naming(item_place(path, item.line, f"item {item.id!r}")):
+                    with naming(figures.item_place(path, item.line, f"item {item.id!r}")):
                         found += judge.judge_agreement(
                             [(item.question, item.answer, item.reference)]
                         )

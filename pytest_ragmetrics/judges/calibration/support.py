@@ -16,16 +16,7 @@ from pytest_ragmetrics.data.assessments import Claim
 from pytest_ragmetrics.data.textfile import read_jsonl
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
 from pytest_ragmetrics.judges.base import naming
-from pytest_ragmetrics.judges.calibration.figures import (
-    BATCH,
-    CalibrationResult,
-    Measured,
-    check_limit,
-    item_place,
-    item_row,
-    labels_digest,
-    tuning_size,
-)
+from pytest_ragmetrics.judges.calibration import figures
 from pytest_ragmetrics.judges.protocols import BatchClaimJudge, ClaimJudge, Judge, ThresholdJudge
 from pytest_ragmetrics.progress import progress
 
@@ -91,7 +82,9 @@ def read_claim_labels(path: PathLike) -> list[LabelledClaim]:
 
 
 def _labels_meta(labels: Sequence[LabelledClaim], path: PathLike | None) -> dict[str, Any]:
-    digest = labels_digest([item.id, item.claim, item.contexts, item.supported] for item in labels)
+    digest = figures.labels_digest(
+        [item.id, item.claim, item.contexts, item.supported] for item in labels
+    )
     meta: dict[str, Any] = {"n": len(labels), "sha256": digest}
     if path is not None:
         meta["file"] = Path(path).name
@@ -100,7 +93,7 @@ def _labels_meta(labels: Sequence[LabelledClaim], path: PathLike | None) -> dict
 
 def _named_verdict(judge: Judge, item: LabelledClaim, path: PathLike | None) -> Claim:
     """:func:`_verdict`, a JudgeError naming the labels file, line and item id."""
-    with naming(item_place(path, item.line, f"claim {item.id!r}")):
+    with naming(figures.item_place(path, item.line, f"claim {item.id!r}")):
         return _verdict(judge, item)
 
 
@@ -126,7 +119,7 @@ def calibrate(
     tune_fraction: float = 0.5,
     limit: int | None = None,
     tune: bool = True,
-) -> CalibrationResult:
+) -> figures.CalibrationResult:
     """Measure ``judge`` against human labels (a labels file or :func:`read_claim_labels` items).
 
     A :class:`ThresholdJudge` is scored once per item; the threshold with the best kappa on a
@@ -138,14 +131,14 @@ def calibrate(
     path, items = _labelled_items(labels, limit)
     threshold_judge = judge if tune and isinstance(judge, ThresholdJudge) else None
     # Checked before judging anything: judging can take a long time.
-    n_tune = 0 if threshold_judge is None else tuning_size(len(items), tune_fraction)
+    n_tune = 0 if threshold_judge is None else figures.tuning_size(len(items), tune_fraction)
     meta = _labels_meta(items, path)
     verdicts = _judge_items(judge, items, path)
     rows = [
-        item_row(item.id, item.label, item.supported, v.supported, v.score, v.verdict)
+        figures.item_row(item.id, item.label, item.supported, v.supported, v.score, v.verdict)
         for item, v in zip(items, verdicts, strict=True)
     ]
-    measured = Measured.of(rows, meta, started)
+    measured = figures.Measured.of(rows, meta, started)
     if threshold_judge is not None:
         return measured.tuned(lambda t: threshold_judge.with_threshold(t).identity(), n_tune, seed)
     return measured.as_judged(judge.identity())
@@ -160,7 +153,7 @@ def _labelled_items(
         items = read_claim_labels(labels)
     else:
         path, items = None, list(labels)
-    check_limit(limit)
+    figures.check_limit(limit)
     if limit is not None:
         items = items[:limit]
     return path, items
@@ -180,7 +173,7 @@ def _judge_items(judge: Judge, items: list[LabelledClaim], path: PathLike | None
                 verdicts.append(_named_verdict(judge, item, path))
                 advance(1)
             return verdicts
-        size = max(1, int(getattr(judge, "batch_size", BATCH)))
+        size = max(1, int(getattr(judge, "batch_size", figures.BATCH)))
         for start in range(0, len(items), size):
             chunk = items[start : start + size]
             try:
