@@ -49,19 +49,9 @@ class Step:
 def run_on_pty(cache: Path) -> tuple[list[tuple[float, str]], int]:
     """Each piece of text the suite wrote (split at \\r and \\n), with its arrival time."""
     leader, follower = pty.openpty()
+    plugins_off = ["-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist"]
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:randomly",
-            "-p",
-            "no:xdist",
-            f"--ragmetrics-cache-dir={cache}",
-        ],
+        [sys.executable, "-m", "pytest", *plugins_off, f"--ragmetrics-cache-dir={cache}"],
         cwd=SUITE,
         stdin=subprocess.DEVNULL,
         stdout=follower,

@@ -233,38 +233,50 @@ class DenseRetriever(CorpusRetriever):
         corpus_sized = description is not None
         step = self.chunk_size if corpus_sized else len(ordered)
         chunks = [ordered[start : start + step] for start in range(0, len(ordered), step)]
+        shown = (description or "encoding queries", note)
         if self.executor.kind == "ray":
-            executor = cast("RayExecutor", self.executor)
-            spec = ray_backend.EncoderSpec(
-                self.source,
-                self.device,
-                self.max_seq_length,
-                self.allow_download,
-                prefix,
-                self.batch_size,
-                self.normalize,
-                executor.threads_per_actor,
-            )
-            weights = text_weights((len(text) for text in ordered), self.max_seq_length)
-            with progress(
-                description or "encoding queries", len(ordered), note=note, weights=weights
-            ) as advance:
-                stacked = ray_backend.encode_chunks(executor, spec, self._name, chunks, advance)
-            embeddings = np.empty_like(stacked)
-            embeddings[order] = stacked
-            return np.ascontiguousarray(embeddings)
+            stacked = self._encode_on_ray(chunks, prefix, shown)
+        else:
+            stacked = self._encode_here(chunks, prefix, shown, pooled=corpus_sized)
+        embeddings = np.empty_like(stacked)
+        embeddings[order] = stacked
+        return np.ascontiguousarray(embeddings)
+
+    def _encode_on_ray(
+        self, chunks: list[list[str]], prefix: str, shown: tuple[str, str | None]
+    ) -> FloatMatrix:
+        """``chunks`` encoded by the Ray executor's actors, stacked in order."""
+        executor = cast("RayExecutor", self.executor)
+        spec = ray_backend.EncoderSpec(
+            self.source,
+            self.device,
+            self.max_seq_length,
+            self.allow_download,
+            prefix,
+            self.batch_size,
+            self.normalize,
+            executor.threads_per_actor,
+        )
+        # Longest first: the texts weighed by length, the estimate holds from the start.
+        lengths = [len(text) for chunk in chunks for text in chunk]
+        weights = text_weights(lengths, self.max_seq_length)
+        with progress(shown[0], len(lengths), note=shown[1], weights=weights) as advance:
+            return ray_backend.encode_chunks(executor, spec, self._name, chunks, advance)
+
+    def _encode_here(
+        self, chunks: list[list[str]], prefix: str, shown: tuple[str, str | None], *, pooled: bool
+    ) -> FloatMatrix:
+        """``chunks`` encoded in this process (on a multi-process pool over ``devices`` when
+        ``pooled``: a pool costs a model load per process, worth it for a corpus only)."""
         model = self.model
-        # A pool costs a model load per process: worth it for a corpus, not for the queries.
         pool = None
         parts: list[FloatMatrix] = []
+        lengths = [len(text) for chunk in chunks for text in chunk]
         try:
-            if self.devices and corpus_sized:
+            weights = text_weights(lengths, model.max_seq_length)
+            if self.devices and pooled:
                 pool = model.start_multi_process_pool(self.devices)
-            # Longest first: the texts weighed by length, the estimate holds from the start.
-            weights = text_weights((len(text) for text in ordered), model.max_seq_length)
-            with progress(
-                description or "encoding queries", len(ordered), note=note, weights=weights
-            ) as advance:
+            with progress(shown[0], len(lengths), note=shown[1], weights=weights) as advance:
                 for chunk in chunks:
                     with batch_progress(model, advance) as counted:
                         parts.append(
@@ -281,10 +293,7 @@ class DenseRetriever(CorpusRetriever):
         finally:
             if pool is not None:
                 model.stop_multi_process_pool(pool)
-        stacked = np.concatenate(parts, axis=0)
-        embeddings = np.empty_like(stacked)
-        embeddings[order] = stacked
-        return np.ascontiguousarray(embeddings)
+        return np.concatenate(parts, axis=0)
 
     def embedding_key(self) -> dict[str, Any]:
         """What the corpus embeddings depend on (their cache key)."""
