@@ -190,7 +190,9 @@ FLAGS: dict[str, Flag] = {
     "--min-words": _flag("--min-words", type=int, metavar="N"),
     "--max-words": _flag("--max-words", type=int, metavar="N"),
     "--keyphrase-terms": _flag("--keyphrase-terms", type=int, metavar="N"),
-    "--sentence-pick": _flag("--sentence-pick", choices=("random", "first", "last", "conclusion")),
+    "--sentence-pick": _flag(
+        "--sentence-pick", choices=("random", "first", "last", "conclusion", "hard")
+    ),
     "--remove-query": _flag("--remove-query", type=float, metavar="P"),
     "--keyphrase-pick": _flag("--keyphrase-pick", choices=("rare", "common")),
     "--max-tokens": _flag("--max-tokens", type=int, metavar="N"),

@@ -85,7 +85,8 @@ def _add_generator_options(p: argparse.ArgumentParser) -> None:
     add(off, "--max-words", "sentence queries: most words (default 40)")
     add(off, "--keyphrase-terms", "keyphrase queries: words (default 4)")
     add(off, "--sentence-pick", "sentence queries: which sentence (default random; conclusion: "
-        "the last stating a finding, claim-like)")  # fmt: skip
+        "the last stating a finding, claim-like; hard: the one the rest of its document repeats "
+        "least)")  # fmt: skip
     add(off, "--remove-query", "sentence and title queries: this share (0-1, seeded) are cut "
         "from their document in the folder's own corpus copy (inverse cloze; Lee et al. 2019 "
         "use 0.9)")  # fmt: skip

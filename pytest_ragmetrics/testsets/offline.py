@@ -5,8 +5,9 @@ give is skipped for the next one):
 
 - ``sentence``: one prose sentence of the document's text (inverse cloze, Lee et al. 2019), the
   document its relevant answer. ``sentence_pick`` says which: ``random`` (seeded), ``first``,
-  ``last`` or ``conclusion`` (the last sentence stating a finding: claim-like, as SciFact's
-  queries are).
+  ``last``, ``conclusion`` (the last sentence stating a finding: claim-like, as SciFact's
+  queries are) or ``hard`` (the sentence whose content words, weighed by idf, the rest of its
+  document repeats least: the hardest to find once cut out).
 - ``title``: the document's title, where it has one of at least three words.
 - ``keyphrase``: the document's ``keyphrase_terms`` words of highest tf-idf, in text order;
   ``keyphrase_pick="common"`` takes them among words found in at least 1% of the documents
@@ -171,17 +172,21 @@ class OfflineGenerator:
                 return None
             return _Query(title, corpus.titles[row] if self._cut(removal) else None)
         if style == "sentence":
-            return self._sentence(corpus.texts[row], title, rng, removal)
+            return self._sentence(corpus.texts[row], title, rng, removal, stats)
         terms = stats.keyphrase_terms(row, self.keyphrase_terms, self.keyphrase_pick)
         return _Query(" ".join(terms)) if len(terms) >= min(2, self.keyphrase_terms) else None
 
     def _sentence(
-        self, text: str, title: str, rng: random.Random, removal: random.Random
+        self, text: str, title: str, rng: random.Random, removal: random.Random, stats: CorpusText
     ) -> _Query | None:
         sentences = sentences_between(text, self.min_words, self.max_words, title=title)
         if not sentences:
             return None
-        sentence = pick_sentence(sentences, self.sentence_pick, rng)
+
+        def overlap(sentence: str) -> float:
+            return stats.overlap(sentence, f"{title} {without_sentence(text, sentence) or ''}")
+
+        sentence = pick_sentence(sentences, self.sentence_pick, rng, overlap)
         # A document whose text is this one sentence keeps it: cut, nothing would be left.
         rest = without_sentence(text, sentence) if self._cut(removal) else None
         return _Query(sentence, sentence if rest and words(rest) else None)

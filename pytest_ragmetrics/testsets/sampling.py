@@ -9,7 +9,7 @@ import math
 import random
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -48,7 +48,7 @@ _CONCLUSION = re.compile(
     r"we (?:found|find|show\w*|report\w*)|(?:these|our) (?:results|findings|data))\b",
     re.I,
 )
-SENTENCE_PICKS = ("random", "first", "last", "conclusion")
+SENTENCE_PICKS = ("random", "first", "last", "conclusion", "hard")
 KEYPHRASE_PICKS = ("rare", "common")
 
 
@@ -76,10 +76,18 @@ def sentences_between(text: str, min_words: int, max_words: int, *, title: str =
     ]
 
 
-def pick_sentence(sentences: Sequence[str], how: str, rng: random.Random) -> str:
-    """One of ``sentences`` (not empty): ``random`` (seeded), ``first``, ``last``, or
+def pick_sentence(
+    sentences: Sequence[str],
+    how: str,
+    rng: random.Random,
+    overlap: Callable[[str], float] | None = None,
+) -> str:
+    """One of ``sentences`` (not empty): ``random`` (seeded), ``first``, ``last``,
     ``conclusion`` (the last sentence with a finding's words — "suggest", "conclude", "these
-    results" —, else the last one)."""
+    results" —, else the last one) or ``hard`` (the first of least ``overlap``: the sentence
+    whose words the rest of its document repeats least)."""
+    if how == "hard" and overlap is not None:
+        return min(sentences, key=overlap)
     if how == "first":
         return sentences[0]
     if how == "last":
@@ -166,6 +174,16 @@ class CorpusText:
         use no rarer term."""
         n = len(self.terms)
         return math.log((n + 1) / (max(2, n // 100) + 0.5))
+
+    def overlap(self, sentence: str, rest: str) -> float:
+        """The share of ``sentence``'s content words, each weighed by its idf, that ``rest``
+        (the rest of its document) holds too; 1.0 for a sentence without content words."""
+        terms = {t for t in words(sentence) if _content(t)}
+        total = sum(self.idf.get(t, 0.0) for t in terms)
+        if not total:
+            return 1.0
+        shared = terms.intersection(words(rest))
+        return sum(self.idf.get(t, 0.0) for t in shared) / total
 
     def keyphrase_terms(self, row: int, count: int, pick: str = "rare") -> list[str]:
         """The ``count`` terms of the document with the highest tf-idf, in text order; with

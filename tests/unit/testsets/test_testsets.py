@@ -321,6 +321,32 @@ def test_sentence_picks() -> None:
     assert pick_sentence(found[:1], "conclusion", rng) == "We studied mice."  # none: the last
 
 
+def test_hard_pick_takes_the_sentence_its_document_repeats_least() -> None:
+    import random
+
+    from pytest_ragmetrics.data.model import Corpus
+    from pytest_ragmetrics.testsets.offline import OfflineGenerator
+    from pytest_ragmetrics.testsets.sampling import CorpusText, pick_sentence
+
+    text = (
+        "Shock waves bend around the wing root. The wing root shock waves were measured. "
+        "Funding came from a grant of the navy. Shock measurements near the wing root agree."
+    )
+    corpus = Corpus(["d1", "d2"], ["Wing root shocks", ""], [text, "Unrelated grant text here."])
+    stats = CorpusText(corpus)
+    # Every content word of the funding sentence is absent from the rest of its document.
+    funding = "Funding came from a grant of the navy."
+    assert stats.overlap(funding, text.replace(funding, "")) == 0.0
+    assert stats.overlap("The wing root shock waves were measured.", text) == 1.0
+    assert stats.overlap("of the and", text) == 1.0  # no content word: never the hardest
+    generated = OfflineGenerator(["sentence"], sentence_pick="hard", min_words=3)
+    (query,) = [c for c in generated.generate(corpus, 2) if c.relevant[0][0] == "d1"]
+    assert query.text == funding
+    found = ["a b c", "d e f"]
+    harder = {"a b c": 0.5, "d e f": 0.1}
+    assert pick_sentence(found, "hard", random.Random(0), overlap=harder.__getitem__) == "d e f"
+
+
 def test_offline_sentence_picks_take_the_first_last_or_finding() -> None:
     from pytest_ragmetrics.data.model import Corpus
 
