@@ -194,6 +194,7 @@ FLAGS: dict[str, Flag] = {
         "--sentence-pick", choices=("random", "first", "last", "conclusion", "hard")
     ),
     "--remove-query": _flag("--remove-query", type=float, metavar="P"),
+    "--reinflect": _flag("--reinflect", type=float, metavar="R"),
     "--keyphrase-pick": _flag("--keyphrase-pick", choices=("rare", "common")),
     "--max-tokens": _flag("--max-tokens", type=int, metavar="N"),
     "--no-answers": _flag("--no-answers", "switch"),

@@ -32,7 +32,7 @@ GENERATORS = ("offline", "http")
 _GENERATOR_OPTIONS = {
     "offline": (
         "min_words", "max_words", "keyphrase_terms", "sentence_pick", "remove_query",
-        "keyphrase_pick",
+        "keyphrase_pick", "reinflect",
     ),
     "http": (
         "url", "model", "api_key_env", "timeout", "attempt_timeout", "concurrency", "prompts",
@@ -92,6 +92,9 @@ def _add_generator_options(p: argparse.ArgumentParser) -> None:
         "use 0.9)")  # fmt: skip
     add(off, "--keyphrase-pick", "keyphrase queries: rare (default: highest tf-idf) or common "
         "(words in at least 1%% of the documents only)")  # fmt: skip
+    add(off, "--reinflect", "this share (0-1, seeded) of each query's content words is put in "
+        "another form of its stem that the corpus uses and the query's document does not "
+        "(needs PyStemmer; default 0)")  # fmt: skip
     web = p.add_argument_group("http generator")
     add_endpoint_options(web, "RAGMETRICS_GENERATOR", "request", 120, settings=False)
     add(web, "--model", "model name (or RAGMETRICS_GENERATOR_MODEL)", setting=None)

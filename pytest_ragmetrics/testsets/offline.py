@@ -13,6 +13,11 @@ give is skipped for the next one):
   ``keyphrase_pick="common"`` takes them among words found in at least 1% of the documents
   only (no word that names this document alone).
 
+With ``reinflect`` r > 0, each content word of a query is, with probability r (seeded, its own
+stream), put in another form of its stem that the corpus uses and its document does not
+(:mod:`~pytest_ragmetrics.testsets.forms`): the author's own word forms favour an index without
+stemming.
+
 With ``remove_query`` p > 0, that share (seeded) of the sentence and title queries are cut from
 their source document in the test set's own corpus copy, as Lee et al. train (p = 0.9 there): a
 sentence from the text, a title from the title field (and from the text's start, where the
@@ -32,11 +37,13 @@ from typing import Any
 
 from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import ConfigError
+from pytest_ragmetrics.testsets.forms import WordForms
 from pytest_ragmetrics.testsets.model import OFFLINE_STYLES, Candidate, words
 from pytest_ragmetrics.testsets.sampling import (
     KEYPHRASE_PICKS,
     SENTENCE_PICKS,
     CorpusText,
+    cut_document,
     cycle_styles,
     document_order,
     pick_sentence,
@@ -92,6 +99,7 @@ class OfflineGenerator:
         sentence_pick: str = "random",
         remove_query: float = 0.0,
         keyphrase_pick: str = "rare",
+        reinflect: float = 0.0,
     ) -> None:
         self.styles = check_styles(styles, OFFLINE_STYLES, "offline generator")
         for label, value in (
@@ -102,10 +110,9 @@ class OfflineGenerator:
             positive_int(value, f"offline generator: {label}")
         if min_words > max_words:
             raise ConfigError("offline generator: min_words is above max_words")
-        if isinstance(remove_query, bool) or not 0.0 <= float(remove_query) <= 1.0:
-            raise ConfigError(
-                f"offline generator: remove_query is a share in [0, 1], got {remove_query!r}"
-            )
+        for label, share in (("remove_query", remove_query), ("reinflect", reinflect)):
+            if isinstance(share, bool) or not 0.0 <= float(share) <= 1.0:
+                raise ConfigError(f"offline generator: {label} is a share in [0, 1], got {share!r}")
         self.seed = int(seed)
         self.min_words = min_words
         self.max_words = max_words
@@ -113,6 +120,7 @@ class OfflineGenerator:
         self.sentence_pick = _check_choice("sentence_pick", sentence_pick, SENTENCE_PICKS)
         self.remove_query = float(remove_query)
         self.keyphrase_pick = _check_choice("keyphrase_pick", keyphrase_pick, KEYPHRASE_PICKS)
+        self.reinflect = float(reinflect)
 
     def __repr__(self) -> str:
         return f"OfflineGenerator(styles={self.styles}, seed={self.seed})"
@@ -130,6 +138,7 @@ class OfflineGenerator:
             "sentence_pick": self.sentence_pick,
             "remove_query": self.remove_query,
             "keyphrase_pick": self.keyphrase_pick,
+            "reinflect": self.reinflect,
         }
 
     def generate(
@@ -140,12 +149,16 @@ class OfflineGenerator:
         rng = random.Random(self.seed)
         # Its own stream: the same sentences are picked whatever the share removed.
         removal = random.Random(f"remove-query:{self.seed}")
+        forms = WordForms.english(stats) if self.reinflect else None
+        reinflection = random.Random(f"reinflect:{self.seed}")
         found: list[Candidate] = []
         for row in document_order(corpus, self.seed):
             if len(found) >= count:
                 break
             for style in cycle_styles(self.styles, len(found)):
                 query = self._query(style, row, corpus, stats, rng, removal)
+                if query is not None and forms is not None:
+                    query = self._reinflected(query, corpus, row, forms, reinflection)
                 if query is not None:
                     doc_id = str(corpus.doc_ids[row])
                     qid = f"gen-{len(found) + 1}"
@@ -190,6 +203,17 @@ class OfflineGenerator:
         # A document whose text is this one sentence keeps it: cut, nothing would be left.
         rest = without_sentence(text, sentence) if self._cut(removal) else None
         return _Query(sentence, sentence if rest and words(rest) else None)
+
+    def _reinflected(
+        self, query: _Query, corpus: Corpus, row: int, forms: WordForms, rng: random.Random
+    ) -> _Query:
+        """``query`` with a share of its words in forms its document, as the test set's corpus
+        copy holds it, does not use."""
+        title, text = corpus.titles[row], corpus.texts[row]
+        kept = cut_document(title, text, query.removed) if query.removed else None
+        document = set(words(" ".join(kept or (title, text))))
+        reworded, _ = forms.reinflect(query.text, document, self.reinflect, rng)
+        return _Query(reworded, query.removed)
 
     def _cut(self, removal: random.Random) -> bool:
         """Whether this query is cut from its document (drawn for every sentence or title)."""

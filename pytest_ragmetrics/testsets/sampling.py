@@ -112,7 +112,9 @@ def without_sentence(text: str, sentence: str) -> str | None:
     return (left + joint + right).strip()
 
 
-def _content(term: str) -> bool:
+def is_content(term: str) -> bool:
+    """Whether a (case-folded) word can carry a query's meaning: not a stopword, a number or a
+    word of two letters or fewer."""
     return len(term) > 2 and term not in STOPWORDS and not term.isdigit()
 
 
@@ -126,16 +128,23 @@ def corpus_without_removed(corpus: Corpus, queries: Sequence[Candidate]) -> Corp
     titles, texts = list(corpus.titles), list(corpus.texts)
     for doc_id, removed in cut.items():
         row = corpus.position[doc_id]
-        if removed == titles[row]:
-            titles[row] = ""
-            if normalised(texts[row]).startswith(normalised(removed)):
-                texts[row] = without_sentence(texts[row], removed) or texts[row]
-            continue
-        rest = without_sentence(texts[row], removed)
-        if rest is None:
+        kept = cut_document(titles[row], texts[row], removed)
+        if kept is None:
             raise ValueError(f"document {doc_id!r} does not hold its query's removed sentence")
-        texts[row] = rest
+        titles[row], texts[row] = kept
     return Corpus(corpus.doc_ids, titles, texts)
+
+
+def cut_document(title: str, text: str, removed: str) -> tuple[str, str] | None:
+    """A document's title and text without ``removed``: its title (blanked, and cut from the
+    text's start where the text repeats it) or a sentence of its text (None when the text does
+    not hold it)."""
+    if removed == title:
+        if normalised(text).startswith(normalised(removed)):
+            text = without_sentence(text, removed) or text
+        return "", text
+    rest = without_sentence(text, removed)
+    return None if rest is None else (title, rest)
 
 
 @dataclass
@@ -148,7 +157,7 @@ class CorpusText:
     def terms(self) -> list[list[str]]:
         """Each document's content words (title and text), in order."""
         return [
-            [t for t in words(f"{title} {text}") if _content(t)]
+            [t for t in words(f"{title} {text}") if is_content(t)]
             for title, text in zip(self.corpus.titles, self.corpus.texts, strict=True)
         ]
 
@@ -178,7 +187,7 @@ class CorpusText:
     def overlap(self, sentence: str, rest: str) -> float:
         """The share of ``sentence``'s content words, each weighed by its idf, that ``rest``
         (the rest of its document) holds too; 1.0 for a sentence without content words."""
-        terms = {t for t in words(sentence) if _content(t)}
+        terms = {t for t in words(sentence) if is_content(t)}
         total = sum(self.idf.get(t, 0.0) for t in terms)
         if not total:
             return 1.0
