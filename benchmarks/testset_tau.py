@@ -41,6 +41,14 @@ METRICS = ("ndcg_at_10", "recall_at_100")
 LEXICAL = ("bm25", "bm25-k0.9-b0.4", "bm25-nostem", "bm25-title")
 DENSE = ("dense", "dense-32", "rrf")
 SYSTEMS = LEXICAL + DENSE
+# Orderings tau is also computed over (when every system of one was run): the six systems
+# issue 28 names, the same without the titles-only index (which a cut-title set scores 0 by
+# construction), and all seven without it.
+SUBSETS = {
+    "issue-six": ("bm25", "bm25-k0.9-b0.4", "bm25-title", "dense", "dense-32", "rrf"),
+    "issue-five": ("bm25", "bm25-k0.9-b0.4", "dense", "dense-32", "rrf"),
+    "no-title": ("bm25", "bm25-k0.9-b0.4", "bm25-nostem", "dense", "dense-32", "rrf"),
+}
 DEPTH = 100
 BOOTSTRAP = 1000
 Search = Callable[[Queries], Run]
@@ -235,18 +243,12 @@ def study(
         searches = build_systems(data.corpus, names, cache, human.corpus) if own else systems
         table[label], values[label] = scores_on(data, searches)
     sets = {"human": human, **generated}
-    reference = {m: [table["human"][s][m] for s in names] for m in METRICS}
-    tau = {
-        label: {
-            m: round(kendall_tau(reference[m], [table[label][s][m] for s in names]), 4)
-            for m in METRICS
-        }
-        for label in generated
-    }
-    intervals = {
-        label: {m: spread(bootstrap_taus(values[label][m], reference[m])) for m in METRICS}
-        for label in sets
-    }
+    tau, intervals = taus_over(names, list(names), table, values)
+    over = {}
+    for subset, members in SUBSETS.items():
+        if set(members) <= set(names) and set(members) != set(names):
+            found, spreads = taus_over(names, members, table, values)
+            over[subset] = {"tau": found, "bootstrap": spreads}
     sizes = {label: len(data.queries) for label, data in sets.items()}
     return {
         "systems": list(names),
@@ -254,6 +256,56 @@ def study(
         "scores": table,
         "tau": tau,
         "bootstrap": intervals,
+        "subsets": over,
+    }
+
+
+def taus_over(
+    names: Sequence[str],
+    members: Sequence[str],
+    table: dict[str, dict[str, dict[str, float]]],
+    values: dict[str, PerQuery],
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, dict[str, float]]]]:
+    """Tau of each generated set's ordering of ``members`` with the human ordering, and the
+    bootstrap spread of every set's (the human's own: its ceiling)."""
+    columns = [list(names).index(s) for s in members]
+    reference = {m: [table["human"][s][m] for s in members] for m in METRICS}
+    tau = {
+        label: {
+            m: round(kendall_tau(reference[m], [table[label][s][m] for s in members]), 4)
+            for m in METRICS
+        }
+        for label in table
+        if label != "human"
+    }
+    intervals = {
+        label: {
+            m: spread(bootstrap_taus(values[label][m][:, columns], reference[m])) for m in METRICS
+        }
+        for label in table
+    }
+    return tau, intervals
+
+
+def by_style(tau: dict[str, dict[str, float]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Mean and least tau per metric over the seeds of each style: sets labelled
+    ``STYLE-SEED`` (``title-cut-0`` ... ``title-cut-4``), two seeds or more."""
+    groups: dict[str, list[dict[str, float]]] = {}
+    for label, by_metric in tau.items():
+        style, _, seed = label.rpartition("-")
+        if style and seed.isdigit():
+            groups.setdefault(style, []).append(by_metric)
+    return {
+        style: {
+            m: {
+                "mean": round(sum(t[m] for t in found) / len(found), 4),
+                "least": min(t[m] for t in found),
+                "seeds": len(found),
+            }
+            for m in METRICS
+        }
+        for style, found in groups.items()
+        if len(found) > 1
     }
 
 
@@ -284,6 +336,25 @@ def render(result: dict[str, Any]) -> str:
             + ", ".join(f"{m} {v:.3f}{interval(label, m)}" for m, v in by_metric.items())
             + f"  [{label}]"
         )
+    orderings = {"all": result["tau"]} | {
+        name: found["tau"] for name, found in (result.get("subsets") or {}).items()
+    }
+    for name, tau in orderings.items():
+        members = result["systems"] if name == "all" else SUBSETS[name]
+        if name != "all":
+            lines.append(
+                f"Over {name} ({', '.join(members)}): "
+                + "; ".join(
+                    f"{label} " + " ".join(f"{v:.3f}" for v in by_metric.values())
+                    for label, by_metric in tau.items()
+                )
+            )
+        for style, by_metric in by_style(tau).items():
+            lines.append(
+                f"Over {name}, style {style}, mean (least) of {by_metric[METRICS[0]]['seeds']} "
+                "seeds: "
+                + ", ".join(f"{m} {v['mean']:.3f} ({v['least']:.3f})" for m, v in by_metric.items())
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -177,3 +177,38 @@ def test_dense_over_a_copy_reuses_the_unchanged_embeddings(tau: ModuleType) -> N
     assert not np.allclose(
         patched.corpus_embeddings()[2], DenseRetriever(base).corpus_embeddings()[2]
     )
+
+
+def test_tau_over_a_subset_and_per_style_over_seeds(tau: ModuleType) -> None:
+    import numpy as np
+
+    names = ["bm25", "bm25-k0.9-b0.4", "bm25-title", "dense"]
+    human = {"bm25": 0.4, "bm25-k0.9-b0.4": 0.3, "bm25-title": 0.1, "dense": 0.5}
+    # seed 0 swaps bm25 and dense; seed 1 agrees everywhere but on the titles-only system
+    seeds = [
+        {"bm25": 0.5, "bm25-k0.9-b0.4": 0.3, "bm25-title": 0.0, "dense": 0.4},
+        {"bm25": 0.4, "bm25-k0.9-b0.4": 0.3, "bm25-title": 0.35, "dense": 0.5},
+    ]
+    table = {"human": {s: dict.fromkeys(tau.METRICS, human[s]) for s in names}}
+    for i, scores in enumerate(seeds):
+        table[f"title-cut-{i}"] = {s: dict.fromkeys(tau.METRICS, scores[s]) for s in names}
+    values = {
+        label: {m: np.array([[by[s][m] for s in names]] * 3) for m in tau.METRICS}
+        for label, by in table.items()
+    }
+    found, spreads = tau.taus_over(names, ["bm25", "bm25-k0.9-b0.4", "dense"], table, values)
+    # two pairs agree, one is swapped
+    assert found["title-cut-0"]["ndcg_at_10"] == pytest.approx(1 / 3, abs=1e-4)
+    assert found["title-cut-1"]["ndcg_at_10"] == 1.0
+    assert spreads["human"]["ndcg_at_10"]["mean"] == 1.0  # identical rows: no noise
+    every, _ = tau.taus_over(names, names, table, values)
+    # five of six pairs agree
+    assert every["title-cut-1"]["recall_at_100"] == pytest.approx(2 / 3, abs=1e-4)
+    styles = tau.by_style(every)
+    assert list(styles) == ["title-cut"]
+    ndcg = styles["title-cut"]["ndcg_at_10"]
+    assert ndcg["seeds"] == 2 and ndcg["least"] == every["title-cut-0"]["ndcg_at_10"]
+    assert ndcg["mean"] == pytest.approx(
+        (every["title-cut-0"]["ndcg_at_10"] + every["title-cut-1"]["ndcg_at_10"]) / 2, abs=1e-4
+    )
+    assert tau.by_style({"one-0": {"ndcg_at_10": 1.0, "recall_at_100": 1.0}}) == {}
