@@ -209,6 +209,41 @@ def spread(taus: Sequence[float]) -> dict[str, float]:
     return {"mean": round(sum(ordered) / len(ordered), 4), "p05": at(0.05), "p95": at(0.95)}
 
 
+def wording(data: Dataset) -> dict[str, float]:
+    """How a set's queries word their relevant documents (as the set's corpus holds them), mean
+    over (query, relevant document) pairs: ``overlap``, the share of the query's content words,
+    weighed by idf, that the document holds; ``other_forms``, the share of the content words
+    whose stem the document holds (English Snowball) that it holds in no same form."""
+    import Stemmer
+
+    from pytest_ragmetrics.testsets.model import words
+    from pytest_ragmetrics.testsets.sampling import CorpusText, is_content
+
+    stem = Stemmer.Stemmer("english").stemWord
+    corpus, stats = data.corpus, CorpusText(data.corpus)
+    overlaps, others = [], []
+    for qid in data.qrels:
+        if qid not in data.queries:
+            continue
+        query = [t for t in words(data.queries[qid]) if is_content(t)]
+        for doc, grade in data.qrels.judgments(qid).items():
+            if grade <= 0 or doc not in corpus.position:
+                continue
+            row = corpus.position[doc]
+            text = f"{corpus.titles[row]} {corpus.texts[row]}"
+            overlaps.append(stats.overlap(data.queries[qid], text))
+            held = set(words(text))
+            stems = {stem(t) for t in held}
+            matched = [t for t in query if stem(t) in stems]
+            if matched:
+                others.append(sum(t not in held for t in matched) / len(matched))
+    return {"overlap": _mean(overlaps), "other_forms": _mean(others)}
+
+
+def _mean(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values), 4) if values else float("nan")
+
+
 def source_fingerprint(data: Dataset, provenance: dict[str, Any] | None) -> str:
     """The text fingerprint of the corpus a set was generated from: its own corpus's, or, for a
     folder carrying a copy without the removed sentences, the source's its provenance names
@@ -251,6 +286,7 @@ def study(
             over[subset] = {"tau": found, "bootstrap": spreads}
     sizes = {label: len(data.queries) for label, data in sets.items()}
     return {
+        "wording": {label: wording(data) for label, data in sets.items()},
         "systems": list(names),
         "queries": sizes,
         "scores": table,
@@ -335,6 +371,11 @@ def render(result: dict[str, Any]) -> str:
             f"Kendall's tau vs human ({result['queries'][label]} queries): "
             + ", ".join(f"{m} {v:.3f}{interval(label, m)}" for m, v in by_metric.items())
             + f"  [{label}]"
+        )
+    for label, found in (result.get("wording") or {}).items():
+        lines.append(
+            f"Wording [{label}]: idf-weighted overlap with the relevant document "
+            f"{found['overlap']:.3f}, other forms of its words {found['other_forms']:.3f}"
         )
     orderings = {"all": result["tau"]} | {
         name: found["tau"] for name, found in (result.get("subsets") or {}).items()

@@ -212,3 +212,22 @@ def test_tau_over_a_subset_and_per_style_over_seeds(tau: ModuleType) -> None:
         (every["title-cut-0"]["ndcg_at_10"] + every["title-cut-1"]["ndcg_at_10"]) / 2, abs=1e-4
     )
     assert tau.by_style({"one-0": {"ndcg_at_10": 1.0, "recall_at_100": 1.0}}) == {}
+
+
+def test_wording_measures_overlap_and_other_forms(tau: ModuleType) -> None:
+    pytest.importorskip("Stemmer")
+    from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries
+
+    corpus = Corpus(
+        ["d1", "d2"],
+        ["", ""],
+        ["Mutations of genes were found in mice.", "Rats were tested for anemia."],
+    )
+    queries = Queries.from_dict({"same": "mutations in mice", "other": "a mutation in rats"})
+    qrels = Qrels.from_dict({"same": {"d1": 1, "d2": 0}, "other": {"d1": 1}})
+    found = tau.wording(Dataset(corpus, queries, qrels))
+    # "same": both words held as written (overlap 1, other forms 0); "other": d1 holds
+    # "mutation" only as "mutations" (1 of 1 stem match in another form) and "rats" not at all
+    # (overlap 0); d2 is judged 0 and does not count
+    assert found["other_forms"] == pytest.approx((0 + 1) / 2)
+    assert found["overlap"] == pytest.approx((1 + 0) / 2)
