@@ -2,8 +2,8 @@
 
 1. **Offline**: ``ragmetrics generate --generator offline`` on SciFact's 5,183 abstracts, 300
    queries, in-process: reading the corpus, generating, filtering, writing the folder; then the
-   same with ``--styles sentence --remove-query 1`` (the corpus copy without the queries).
-   Target < 30 s.
+   same with ``--styles sentence --remove-query 1`` (the corpus copy without the queries), with
+   ``--sentence-pick hard`` and with cut titles ``--reinflect 0.15``. Target < 30 s.
 2. **HTTP concurrency**: the HTTP generator against a local OpenAI-compatible server answering
    every request after 200 ms, serial vs concurrency 8, no cache. Target >= 6x.
 
@@ -75,6 +75,10 @@ def main() -> None:
     offline(args.queries)
     # Inverse cloze with the sentence cut: the folder also carries its own corpus copy.
     offline(args.queries, "--styles", "sentence", "--remove-query", "1")
+    # The hardest sentence (an overlap per sentence) and reinflected titles (every corpus word
+    # stemmed once): the two knobs of docs/measurements/testsets-tau.md's five-seed study.
+    offline(args.queries, "--styles", "sentence", "--sentence-pick", "hard", "--remove-query", "1")
+    offline(args.queries, "--styles", "title", "--remove-query", "1", "--reinflect", "0.15")
     http_concurrency(args.requests)
 
 
