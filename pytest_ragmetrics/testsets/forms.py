@@ -53,16 +53,12 @@ class WordForms:
         others = [(n, form) for form, n in forms.items() if form != word and form not in document]
         return max(others)[1] if others else None
 
-    def reinflect(
-        self, text: str, document: Set[str], share: float, rng: random.Random
-    ) -> tuple[str, int]:
+    def reinflect(self, text: str, document: Set[str], share: float, rng: random.Random) -> str:
         """``text`` with each content word, drawn with probability ``share``, in another form
-        (see :meth:`other_form`), and how many were swapped. One draw per content word, so the
-        draws do not depend on which swaps succeed."""
-        swapped = 0
+        (see :meth:`other_form`). One draw per content word, so the draws do not depend on which
+        swaps succeed."""
 
         def swap(match: re.Match[str]) -> str:
-            nonlocal swapped
             original = match.group(0)
             found = words(original)
             word = found[0] if len(found) == 1 else ""
@@ -71,7 +67,6 @@ class WordForms:
             other = self.other_form(word, document)
             if other is None:
                 return original
-            swapped += 1
             return other.capitalize() if original[:1].isupper() else other
 
-        return _WORD.sub(swap, text), swapped
+        return _WORD.sub(swap, text)

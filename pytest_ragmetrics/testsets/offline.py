@@ -212,8 +212,7 @@ class OfflineGenerator:
         title, text = corpus.titles[row], corpus.texts[row]
         kept = cut_document(title, text, query.removed) if query.removed else None
         document = set(words(" ".join(kept or (title, text))))
-        reworded, _ = forms.reinflect(query.text, document, self.reinflect, rng)
-        return _Query(reworded, query.removed)
+        return _Query(forms.reinflect(query.text, document, self.reinflect, rng), query.removed)
 
     def _cut(self, removal: random.Random) -> bool:
         """Whether this query is cut from its document (drawn for every sentence or title)."""

@@ -86,7 +86,9 @@ def pick_sentence(
     ``conclusion`` (the last sentence with a finding's words — "suggest", "conclude", "these
     results" —, else the last one) or ``hard`` (the first of least ``overlap``: the sentence
     whose words the rest of its document repeats least)."""
-    if how == "hard" and overlap is not None:
+    if how == "hard":
+        if overlap is None:
+            raise ValueError("pick_sentence: 'hard' needs the overlap of each sentence")
         return min(sentences, key=overlap)
     if how == "first":
         return sentences[0]

@@ -345,6 +345,8 @@ def test_hard_pick_takes_the_sentence_its_document_repeats_least() -> None:
     found = ["a b c", "d e f"]
     harder = {"a b c": 0.5, "d e f": 0.1}
     assert pick_sentence(found, "hard", random.Random(0), overlap=harder.__getitem__) == "d e f"
+    with pytest.raises(ValueError, match="overlap"):
+        pick_sentence(found, "hard", random.Random(0))  # never a silent random pick
 
 
 def test_offline_sentence_picks_take_the_first_last_or_finding() -> None:
