@@ -18,10 +18,8 @@ from collections import Counter
 from collections.abc import Callable, Set
 
 from pytest_ragmetrics.errors import ConfigError
-from pytest_ragmetrics.testsets.model import words
+from pytest_ragmetrics.testsets.model import WORD, words
 from pytest_ragmetrics.testsets.sampling import CorpusText, is_content
-
-_WORD = re.compile(r"\w+")
 
 
 class WordForms:
@@ -69,4 +67,4 @@ class WordForms:
                 return original
             return other.capitalize() if original[:1].isupper() else other
 
-        return _WORD.sub(swap, text)
+        return WORD.sub(swap, text)

@@ -20,12 +20,12 @@ HTTP_STYLES = ("fact", "paraphrase", "multi", "claim", "topic")
 HTTP_DEFAULT_STYLES = ("fact", "paraphrase", "multi")
 # HTTP styles whose query is a statement, not a question: no reference answer is asked for.
 STATEMENT_STYLES = ("claim", "topic")
-_WORD = re.compile(r"\w+")
+WORD = re.compile(r"\w+")  # a word, as queries and documents are split into them
 
 
 def words(text: str) -> list[str]:
     """The words of ``text``, NFKC-normalised and case-folded (letters of any script)."""
-    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    return WORD.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
 def normalised(text: str) -> str:
