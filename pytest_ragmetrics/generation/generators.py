@@ -130,13 +130,14 @@ class ChatGenerator(EndpointUser):
         return f"ChatGenerator(url={self.url!r}, model={self.model!r})"
 
     def identity(self) -> dict[str, Any]:
-        """Model, prompts and sampling parameters."""
+        """Model, prompts, sampling parameters and a completions API when chosen."""
         return {
             "generator": "chat",
             "model": self.model,
             "system_prompt": self.system_prompt,
             "template": self.template,
             **self.parameters,
+            **self.client.api_identity(),
         }
 
     def messages(self, query: str, contexts: Sequence[str]) -> list[dict[str, str]]:

@@ -117,6 +117,7 @@ class HttpJudge(base.JudgeBase, EndpointUser):
                 **self._params,
                 "splitter": base.SPLITTER_VERSION,
                 "judge_relevance": self._judge_relevance,
+                **self.client.api_identity(),
             },
         )
         self._questions = YesNoQuestions(
@@ -259,7 +260,7 @@ class HttpJudge(base.JudgeBase, EndpointUser):
             f"{self.name}-agreement",
             self.model,
             f"system: {self.prompts['system']}\n\nagreement question: {self.prompts['agreement']}",
-            dict(self._params),
+            {**self._params, **self.client.api_identity()},
         )
 
     def _ask_all(self, task: str, prompts: list[str], what: str) -> dict[str, dict[str, Any]]:

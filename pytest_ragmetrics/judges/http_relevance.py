@@ -91,7 +91,10 @@ class HttpRelevanceJudge(EndpointUser):
     def _set_identity(self) -> None:
         params = self.sampling.parameters(MAX_TOKENS)
         self._identity = make_identity(
-            self.name, self.model, self._rubric, {**params, "max_passage_chars": self._max_chars}
+            self.name,
+            self.model,
+            self._rubric,
+            {**params, "max_passage_chars": self._max_chars, **self.client.api_identity()},
         )
         self._questions = YesNoQuestions(
             self.client,

@@ -226,7 +226,8 @@ class HttpTestsetGenerator:
         return self.client.meter.cost
 
     def identity(self) -> dict[str, Any]:
-        """Model, prompts, styles and sampling parameters; no URL, no key."""
+        """Model, prompts, styles, sampling parameters and, for a completions endpoint, that
+        API (the model reads another text); no URL, no key."""
         return {
             "generator": self.name,
             "model": self.client.model,
@@ -235,6 +236,7 @@ class HttpTestsetGenerator:
             "answers": self.answers,
             "max_passage_chars": self.max_passage_chars,
             **self.parameters,
+            **self.client.api_identity(),
         }
 
     # -- what to write ----------------------------------------------------------------------

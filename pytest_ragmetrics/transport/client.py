@@ -1,5 +1,6 @@
 """The client of an OpenAI-compatible ``/v1/chat/completions`` endpoint (OpenAI, Ollama, vLLM,
-llama.cpp server) that judges and generators send their requests through.
+llama.cpp server) that judges and generators send their requests through; or, for a base model
+with no chat template, of its ``/v1/completions`` (``Endpoint(api="completions")``).
 
 It talks only to the URL it is given (:class:`~pytest_ragmetrics.transport.endpoint.Endpoint`):
 no redirects are followed and environment proxies are ignored unless ``use_env_proxy=True``.
@@ -38,7 +39,7 @@ from pytest_ragmetrics.transport.budget import Budget
 from pytest_ragmetrics.transport.costs import Cost, Usage
 from pytest_ragmetrics.transport.endpoint import Endpoint, Naming, Secret, request_url
 
-__all__ = ["ChatClient", "ChatReply", "EndpointUser", "Meter", "parse_usage"]
+__all__ = ["ChatClient", "ChatReply", "EndpointUser", "Meter", "completion_prompt", "parse_usage"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -152,6 +153,13 @@ def parse_usage(data: object) -> Usage | None:
     return None if found == Usage() else found
 
 
+def completion_prompt(messages: Sequence[Message]) -> str:
+    """The prompt a ``/v1/completions`` request sends for ``messages``: their non-empty
+    contents, in order, joined by blank lines (roles are not written: a base model follows no
+    chat template)."""
+    return "\n\n".join(m["content"] for m in messages if m.get("content"))
+
+
 class ChatClient:
     """Sends chat completions to one :class:`Endpoint` (see it for the deadline, retries and
     concurrency), speaking as ``naming`` says: its errors are ``naming.error`` and start with
@@ -164,7 +172,7 @@ class ChatClient:
         #: The endpoint with its defaults filled in (URL, model, key variable, timeouts).
         self.endpoint = endpoint.resolved(naming)
         assert self.endpoint.url is not None and self.endpoint.api_key_env is not None
-        self._url, self.url = request_url(self.endpoint.url, naming)
+        self._url, self.url = request_url(self.endpoint.url, naming, self.endpoint.api)
         self._secret = Secret(os.environ.get(self.endpoint.api_key_env))
         self.requests_sent = 0
         self._count_lock = threading.Lock()
@@ -187,6 +195,12 @@ class ChatClient:
     def concurrency(self) -> int:
         """Requests in flight at once in :meth:`map`."""
         return self.endpoint.concurrency
+
+    def api_identity(self) -> dict[str, str]:
+        """What a user's identity (a cache key) adds for the API: nothing for chat, so that
+        keys from before the API could be chosen hold; ``{"api": "completions"}`` else (the
+        model reads another text)."""
+        return {} if self.endpoint.api == "chat" else {"api": self.endpoint.api}
 
     def _error(self, message: str) -> RagMetricsError:
         return self.naming.error(self.scrub(f"{self.naming.label}: {message}"))
@@ -226,9 +240,12 @@ class ChatClient:
         return reply
 
     def _complete(self, messages: Sequence[Message], parameters: Mapping[str, Any]) -> ChatReply:
-        body = json.dumps(
-            {"model": self.model, "messages": list(messages), "stream": False, **parameters}
-        ).encode("utf-8")
+        payload: dict[str, Any] = {"model": self.model, "stream": False, **parameters}
+        if self.endpoint.api == "chat":
+            payload["messages"] = list(messages)
+        else:
+            payload["prompt"] = completion_prompt(messages)
+        body = json.dumps(payload).encode("utf-8")
         settings = self.endpoint
         assert settings.timeout is not None and settings.attempt_timeout is not None
         attempts = settings.max_retries + 1
@@ -366,10 +383,13 @@ class ChatClient:
         except ValueError:
             raise self._error(
                 f"malformed reply from {self.url}: not JSON ({self._quote(text)}); is this an "
-                "OpenAI-compatible /v1/chat/completions endpoint?"
+                f"OpenAI-compatible {self._route} endpoint?"
             ) from None
+        chat = self.endpoint.api == "chat"
+        where = "message.content" if chat else "text"
         try:
-            content = data["choices"][0]["message"]["content"]
+            choice = data["choices"][0]
+            content = choice["message"]["content"] if chat else choice["text"]
         except (KeyError, IndexError, TypeError):
             error = data.get("error") if isinstance(data, dict) else None
             detail = (
@@ -378,14 +398,18 @@ class ChatClient:
                 else f"got {self._quote(text)}"
             )
             raise self._error(
-                f"malformed reply from {self.url}: no choices[0].message.content ({detail})"
+                f"malformed reply from {self.url}: no choices[0].{where} ({detail})"
             ) from None
         if not isinstance(content, str):
             raise self._error(
-                f"malformed reply from {self.url}: message content is "
+                f"malformed reply from {self.url}: {'message content' if chat else 'text'} is "
                 f"{type(content).__name__}, not text"
             )
         return ChatReply(repaired_text(content), parse_usage(data))
+
+    @property
+    def _route(self) -> str:
+        return "/v1/chat/completions" if self.endpoint.api == "chat" else "/v1/completions"
 
     def _quote(self, text: str) -> str:
         """The start of a reply, scrubbed, then cut, then quoted."""

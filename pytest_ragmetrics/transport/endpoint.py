@@ -17,6 +17,8 @@ from pytest_ragmetrics.errors import RagMetricsError
 from pytest_ragmetrics.redaction import redact_url, scrub
 from pytest_ragmetrics.values import positive_int
 
+APIS = ("chat", "completions")  # /v1/chat/completions, /v1/completions
+
 
 class Secret:
     """Holds an API key; its repr never shows it and it scrubs it from messages."""
@@ -82,6 +84,9 @@ class Endpoint:
     with exponential backoff from ``backoff`` seconds, at most ``max_backoff`` (or what
     Retry-After asks if that is not more). ``concurrency`` requests are in flight at once.
     Environment proxies are ignored unless ``use_env_proxy``; redirects are never followed.
+    ``api`` is ``"chat"`` (``/v1/chat/completions``, the messages sent as they are) or
+    ``"completions"`` (``/v1/completions``, for a base model that follows no chat template:
+    the messages' contents are sent as one prompt, joined by blank lines).
 
     Nothing here is checked until a client is built on it (:class:`ChatClient
     <pytest_ragmetrics.transport.client.ChatClient>`): its errors then speak as its user.
@@ -97,6 +102,7 @@ class Endpoint:
     max_backoff: float = 60.0
     concurrency: int = 1
     use_env_proxy: bool = False
+    api: str = "chat"
 
     @classmethod
     def fields(cls) -> tuple[str, ...]:
@@ -188,6 +194,10 @@ def _check(
     if endpoint.attempt_timeout is not None and not _number(endpoint.attempt_timeout) > 0:
         raise naming.error(f"{naming.label}: attempt_timeout must be > 0")
     positive_int(endpoint.concurrency, f"{naming.label}: concurrency", naming.error)
+    if endpoint.api not in APIS:
+        raise naming.error(
+            f"{naming.label}: api must be one of {', '.join(APIS)}, got {endpoint.api!r}"
+        )
 
 
 def _number(value: object) -> float:
@@ -197,8 +207,9 @@ def _number(value: object) -> float:
     return float(value)
 
 
-def request_url(base_url: str, naming: Naming) -> tuple[str, str]:
-    """(request URL, URL safe to show) for a base URL such as http://host:8000 or .../v1."""
+def request_url(base_url: str, naming: Naming, api: str = "chat") -> tuple[str, str]:
+    """(request URL, URL safe to show) for a base URL such as http://host:8000 or .../v1: its
+    ``/v1/chat/completions`` or, for ``api="completions"``, its ``/v1/completions``."""
     parts = urllib.parse.urlsplit(base_url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise naming.error(
@@ -211,11 +222,17 @@ def request_url(base_url: str, naming: Naming) -> tuple[str, str]:
             f"environment variable ({naming.api_key_env} by default) instead"
         )
     path = parts.path.rstrip("/")
-    if not path.endswith("/chat/completions"):
-        path += "/chat/completions" if path.endswith("/v1") else "/v1/chat/completions"
+    route = "/chat/completions" if api == "chat" else "/completions"
+    # A URL naming either route is taken as its base with that route.
+    for known in ("/chat/completions", "/completions"):
+        if path.endswith(known):
+            path = path[: -len(known)] + route
+            break
+    else:
+        path += route if path.endswith("/v1") else "/v1" + route
     url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
     shown = urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
     return url, shown
 
 
-__all__ = ["Endpoint", "Naming", "Sampling", "Secret", "request_url"]
+__all__ = ["APIS", "Endpoint", "Naming", "Sampling", "Secret", "request_url"]

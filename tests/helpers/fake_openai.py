@@ -1,4 +1,5 @@
-"""A scriptable OpenAI-compatible chat server on 127.0.0.1 for the HTTP judge's tests."""
+"""A scriptable OpenAI-compatible server on 127.0.0.1 (``/v1/chat/completions`` and
+``/v1/completions``) for the HTTP judges' and generators' tests."""
 
 from __future__ import annotations
 
@@ -34,6 +35,15 @@ def completion(content: Any) -> dict[str, Any]:
                 "finish_reason": "stop",
             }
         ],
+    }
+
+
+def text_completion(content: Any) -> dict[str, Any]:
+    """A ``/v1/completions`` body whose text is ``content``."""
+    return {
+        "id": "cmpl-test",
+        "object": "text_completion",
+        "choices": [{"index": 0, "text": content, "finish_reason": "stop"}],
     }
 
 
@@ -83,7 +93,10 @@ def serve(
                     {"path": self.path, "headers": dict(self.headers.items()), "body": body}
                 )
                 reply = state.script.pop(0) if state.script else None
-            if reply is None:
+            if reply is None and self.path.endswith("/v1/completions"):
+                prompt = body["prompt"] if body else ""
+                reply = Reply(body=text_completion(state.answer(prompt)))
+            elif reply is None:
                 prompt = body["messages"][-1]["content"] if body else ""
                 reply = Reply(body=completion(state.answer(prompt)))
             if reply.delay:

@@ -71,6 +71,24 @@ def test_the_other_http_identities_with_the_built_in_prompts() -> None:
     )
 
 
+def test_a_completions_endpoint_files_every_http_user_apart() -> None:
+    """The model reads another text through /v1/completions: judges, the chat generator and
+    the test-set generator key their replies apart from the chat API's (whose keys above hold)."""
+    from pytest_ragmetrics.generation import ChatGenerator
+    from pytest_ragmetrics.judges import HttpRelevanceJudge
+    from pytest_ragmetrics.testsets.http import HttpTestsetGenerator
+
+    chat = Endpoint("http://127.0.0.1:9", "m")
+    base = Endpoint("http://127.0.0.1:9", "m", api="completions")
+    for make in (HttpJudge, HttpRelevanceJudge, ChatGenerator, HttpTestsetGenerator):
+        assert make(chat).identity() != make(base).identity(), make.__name__
+    judge = HttpJudge(base)
+    assert identity_hash(judge.question_identity("agreement")) != identity_hash(
+        HttpJudge(chat).question_identity("agreement")
+    )
+    assert judge.question_identity("context") == HttpRelevanceJudge(base).identity()
+
+
 def test_embedding_judge_identity_and_similarity_keys(tmp_path: Path) -> None:
     judge = EmbeddingJudge(encoder=_toy_encoder, model_name="toy", cache=tmp_path)
     judge.judge_claims(["Cats purr.", "Cats fly."], CONTEXTS)

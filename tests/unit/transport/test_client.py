@@ -17,8 +17,9 @@ import pytest
 
 from pytest_ragmetrics.errors import ConfigError, RagMetricsError
 from pytest_ragmetrics.transport import ChatClient, ChatReply, Cost, Endpoint, Naming, Secret, Usage
-from pytest_ragmetrics.transport.client import parse_usage, retry_after_seconds
-from tests.helpers.fake_openai import Reply, completion, serve
+from pytest_ragmetrics.transport.client import completion_prompt, parse_usage, retry_after_seconds
+from pytest_ragmetrics.transport.endpoint import request_url
+from tests.helpers.fake_openai import Reply, completion, serve, text_completion
 
 SECRET = "sk-transport-0123456789-SECRET"
 NAMING = Naming("test client", ConfigError, "TEST_CHAT_URL", "TEST_CHAT_MODEL", "TEST_CHAT_KEY")
@@ -93,6 +94,59 @@ def test_settings_from_the_environment_and_errors_in_the_callers_words(
         "http://example.invalid:8000/v1/chat/completions",
         "env-model",
     )
+
+
+@pytest.mark.parametrize(
+    ("base", "api", "path"),
+    [
+        ("http://h:8000", "chat", "/v1/chat/completions"),
+        ("http://h:8000/v1/", "completions", "/v1/completions"),
+        ("http://h:8000/v1/chat/completions", "completions", "/v1/completions"),
+        ("http://h:8000/v1/completions", "chat", "/v1/chat/completions"),
+        ("http://h:8000/api/chat/completions", "chat", "/api/chat/completions"),
+        ("http://h:8000/api", "completions", "/api/v1/completions"),
+    ],
+)
+def test_the_request_url_names_the_api_route(base: str, api: str, path: str) -> None:
+    assert request_url(base, NAMING, api)[0] == "http://h:8000" + path
+
+
+def test_the_completions_api_sends_one_prompt_and_reads_the_text() -> None:
+    messages = [
+        {"role": "system", "content": "Examples."},
+        {"role": "user", "content": ""},
+        {"role": "user", "content": "Abstract: x\nClaim:"},
+    ]
+    assert completion_prompt(messages) == "Examples.\n\nAbstract: x\nClaim:"
+    with serve(answer=lambda prompt: f" {len(prompt)} chars") as server:
+        reply = client(server.url, api="completions").complete(messages, max_tokens=8)
+    request = server.requests[0]
+    assert request["path"] == "/v1/completions"
+    assert request["body"] == {
+        "model": "m",
+        "prompt": "Examples.\n\nAbstract: x\nClaim:",
+        "stream": False,
+        "max_tokens": 8,
+    }
+    assert reply.text == " 29 chars"  # as sent: the prompt was 29 characters
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (completion("chat shaped"), r"no choices\[0\]\.text \(got"),
+        (text_completion(["a", "list"]), "text is list, not text"),
+        ("<html>", "not JSON .* OpenAI-compatible /v1/completions endpoint"),
+    ],
+)
+def test_a_completions_reply_of_another_shape_is_a_clear_error(body: object, message: str) -> None:
+    with serve([Reply(200, body)]) as server, pytest.raises(ConfigError, match=message):
+        client(server.url, api="completions").complete(HELLO)
+
+
+def test_an_unknown_api_is_refused_before_any_request() -> None:
+    with pytest.raises(ConfigError, match="api must be one of chat, completions, got 'legacy'"):
+        ChatClient(Endpoint("http://h", "m", api="legacy"), NAMING)
 
 
 def test_5xx_and_429_are_retried_with_backoff_and_retry_after() -> None:
