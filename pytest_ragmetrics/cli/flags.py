@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pytest_ragmetrics.options import OPTION, cli_type
+from pytest_ragmetrics.transport.endpoint import APIS
 from pytest_ragmetrics.vocabulary import JUDGE_KINDS, RETRIEVER_KINDS
 
 Kind = Literal["one", "list", "switch", "positional"]
@@ -159,6 +160,7 @@ FLAGS: dict[str, Flag] = {
     "--threshold": _flag("--threshold", type=float, metavar="T"),
     "--url": _setting("ragmetrics_judge_url"),
     "--api-key-env": _flag("--api-key-env", metavar="VAR"),
+    "--api": _flag("--api", choices=APIS),
     "--timeout": _setting("ragmetrics_judge_timeout"),
     "--attempt-timeout": _setting("ragmetrics_judge_attempt_timeout"),
     "--concurrency": _setting("ragmetrics_judge_concurrency", type=int),

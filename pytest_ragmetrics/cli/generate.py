@@ -36,7 +36,7 @@ _GENERATOR_OPTIONS = {
     ),
     "http": (
         "url", "model", "api_key_env", "timeout", "attempt_timeout", "concurrency", "prompts",
-        "temperature", "max_tokens", "no_answers", "max_passage_chars", "budget",
+        "temperature", "max_tokens", "no_answers", "max_passage_chars", "budget", "api",
     ),
 }  # fmt: skip
 _JUDGE_OPTIONS = ("judge_model", "judge_url", "judge_threshold", "judge_verdicts", "calibration")
@@ -98,6 +98,9 @@ def _add_generator_options(p: argparse.ArgumentParser) -> None:
     web = p.add_argument_group("http generator")
     add_endpoint_options(web, "RAGMETRICS_GENERATOR", "request", 120, settings=False)
     add(web, "--model", "model name (or RAGMETRICS_GENERATOR_MODEL)", setting=None)
+    add(web, "--api", "chat (default: /v1/chat/completions) or completions (/v1/completions, "
+        "for a base model without a chat template: each request's prompts are sent as one "
+        "text, joined by blank lines)")  # fmt: skip
     add(web, "--prompts", "prompt folder: system.txt, fact.txt, paraphrase.txt, multi.txt, "
         "claim.txt, topic.txt, statement_system.txt, answer.txt, answer_system.txt (a missing "
         "file keeps the built-in prompt)", setting=None)  # fmt: skip
@@ -248,6 +251,7 @@ def _http_generator(args: argparse.Namespace, cache: Cache | None) -> Any:
             "timeout": args.timeout,
             "attempt_timeout": args.attempt_timeout,
             "concurrency": args.concurrency,
+            "api": args.api,
         }
     )
     options: dict[str, Any] = {}

@@ -21,6 +21,7 @@ from pytest_ragmetrics.data.layouts import load_dataset
 from pytest_ragmetrics.errors import GeneratorError
 from pytest_ragmetrics.testsets.http import HttpTestsetGenerator
 from tests.helpers.fake_openai import Reply, completion, serve
+from tests.helpers.paths import REPO
 from tests.helpers.plugin_project import UNRELATED_PLUGINS
 from tests.helpers.testset_data import corpus, write_corpus
 
@@ -438,6 +439,38 @@ def test_claim_and_topic_styles_write_statements_without_answers(tmp_path: Path)
     assert not (tmp_path / "set" / "answers.jsonl").exists()
     styles_kept = json.loads((tmp_path / "set" / "dataset.json").read_text())["provenance"]
     assert styles_kept["styles"] == {"claim": 3, "topic": 3}
+
+
+def test_the_completions_api_sends_one_text_and_keys_its_cache_apart(tmp_path: Path) -> None:
+    """A base model (benchmarks/prompts/base-model, the folder the τ study's Gemma run uses):
+    each request is one prompt (statement system prompt, blank line, the few-shot template),
+    sent to /v1/completions; its replies are not the chat API's in the cache."""
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    claim = ["--styles", "claim", "--prompts", str(REPO / "benchmarks/prompts/base-model")]
+
+    def finding(prompt: str) -> str:
+        first = prompt.split("Abstract: ")[-1].split()[0]  # the passage's first word
+        return f" {first} is what it finds.\nAbstract: a continuation"
+
+    with serve(answer=finding) as server:
+        extra = http_args(server.url, "--api", "completions", *claim, *cache)
+        code, text = generate(tmp_path, "--queries", "3", *extra)
+        assert code == 0, text
+        assert {r["path"] for r in server.requests} == {"/v1/completions"}
+        prompt = server.requests[0]["body"]["prompt"]
+        system = (REPO / "benchmarks/prompts/base-model/statement_system.txt").read_text()
+        assert prompt.startswith(system.strip() + "\n\nAbstract: ")
+        assert prompt.count("\nClaim:") == 3  # two worked examples, then this passage's
+        assert prompt.rstrip().endswith("Claim:") and "messages" not in server.requests[0]["body"]
+        code, text = generate(tmp_path, "--queries", "3", *http_args(server.url, *claim, *cache),
+                              out="chat")  # fmt: skip
+        assert code == 0 and "3 sent, 0 cached" in text  # the chat API's replies are other keys
+    texts = load_dataset(tmp_path / "set").queries.texts
+    assert len(texts) == 3 and all(t.endswith(" is what it finds.") for t in texts)
+    generator = json.loads((tmp_path / "set" / "dataset.json").read_text())["provenance"]
+    assert generator["generator"]["api"] == "completions"
+    code, _ = generate(tmp_path, "--queries", "2", "--api", "completions", out="offline")
+    assert code == 2
 
 
 def test_a_statement_reply_without_content_drops_its_query(tmp_path: Path) -> None:
