@@ -39,7 +39,12 @@ from pytest_ragmetrics.testsets.model import (
     words,
 )
 from pytest_ragmetrics.testsets.offline import check_styles
-from pytest_ragmetrics.testsets.sampling import CorpusText, cycle_styles, document_order
+from pytest_ragmetrics.testsets.sampling import (
+    CorpusText,
+    cycle_styles,
+    document_order,
+    prose_paragraphs,
+)
 from pytest_ragmetrics.transport import Budget, ChatClient, Cost, Endpoint, Meter, Naming
 from pytest_ragmetrics.values import positive_int
 
@@ -262,7 +267,12 @@ class HttpTestsetGenerator:
         return found
 
     def _passage(self, corpus: Corpus, row: int) -> str:
+        """Title and text, cut at ``max_passage_chars``. For a completions endpoint, as prose
+        (wrapped lines joined): a base model continues the layout it reads, and the first line
+        of its reply is the query, so a wrapped passage would get a query cut at a line end."""
         text = f"{corpus.titles[row]} {corpus.texts[row]}".strip()
+        if self.client.endpoint.api == "completions":
+            text = "\n\n".join(prose_paragraphs(text))
         return text[: self.max_passage_chars]
 
     def question_messages(self, corpus: Corpus, job: Job) -> list[dict[str, str]]:

@@ -52,13 +52,17 @@ SENTENCE_PICKS = ("random", "first", "last", "conclusion", "hard")
 KEYPHRASE_PICKS = ("rare", "common")
 
 
+def prose_paragraphs(text: str) -> list[str]:
+    """The paragraphs of ``text`` (a blank line ends one), each on one line: a line break inside
+    a paragraph is a space, as in abstracts wrapped at a fixed width (Cranfield's)."""
+    return [" ".join(p.split()) for p in _PARAGRAPH.split(text) if p.strip()]
+
+
 def prose_sentences(text: str) -> list[str]:
-    """The sentences of ``text`` as prose: a line break inside a paragraph is a space (abstracts
-    wrapped at a fixed width, as Cranfield's, are not split into line fragments), a blank line
-    ends a paragraph, and a free-standing full stop ends a sentence."""
+    """The sentences of ``text`` as prose (:func:`prose_paragraphs`: wrapped lines are not split
+    into line fragments), a free-standing full stop ending a sentence too."""
     found: list[str] = []
-    for paragraph in _PARAGRAPH.split(text):
-        flat = " ".join(paragraph.split())
+    for flat in prose_paragraphs(text):
         for piece in _FREE_STOP.split(flat):
             if piece.strip():
                 found += split_sentences(piece.strip())

@@ -473,6 +473,34 @@ def test_the_completions_api_sends_one_text_and_keys_its_cache_apart(tmp_path: P
     assert code == 2
 
 
+def test_a_base_model_reads_wrapped_passages_as_prose() -> None:
+    """Through /v1/completions the passage's wrapped lines are joined (its paragraphs kept), so
+    the model does not copy a line end into the query's first line; chat sends it as it is."""
+    from pytest_ragmetrics.data.model import Corpus
+
+    wrapped = Corpus(
+        ["d1"],
+        ["Flutter of wings"],
+        ["thin wings flutter\nat low speed .\n\n  a tip\n mass helps ."],
+    )
+    job = HttpTestsetGenerator(_endpoint("completions"), styles=["topic"]).jobs(wrapped, 1)[0]
+
+    def passage(api: str) -> str:
+        generator = HttpTestsetGenerator(_endpoint(api), styles=["topic"])
+        return generator.question_messages(wrapped, job)[1]["content"].split("\n\nIn one")[0]
+
+    assert passage("completions") == (
+        "Flutter of wings thin wings flutter at low speed .\n\na tip mass helps ."
+    )
+    assert passage("chat") == "Flutter of wings " + wrapped.texts[0]
+
+
+def _endpoint(api: str) -> Any:
+    from pytest_ragmetrics.transport import Endpoint
+
+    return Endpoint("http://127.0.0.1:9", "m", api=api)
+
+
 def test_a_statement_reply_without_content_drops_its_query(tmp_path: Path) -> None:
     with serve([Reply(body=completion("This study finds that"))], answer=statement) as server:
         outcome = _generator(server.url, styles=["claim"]).generate(corpus(), 2)
