@@ -231,3 +231,48 @@ def test_wording_measures_overlap_and_other_forms(tau: ModuleType) -> None:
     # (overlap 0); d2 is judged 0 and does not count
     assert found["other_forms"] == pytest.approx((0 + 1) / 2)
     assert found["overlap"] == pytest.approx((1 + 0) / 2)
+
+
+def test_the_echo_cut_script_cuts_the_closest_sentence_and_keeps_the_copy_valid(
+    tau: ModuleType, tmp_path: Path
+) -> None:
+    """benchmarks/testset_echo_cut.py: each query's source document loses the sentence that
+    shares the most with the query; the other documents stay byte for byte; the copy it writes
+    is the one its dataset.json describes (the tau script evaluates it)."""
+    from pytest_ragmetrics.data.layouts import load_dataset
+    from pytest_ragmetrics.testsets.sampling import CorpusText, prose_sentences
+
+    spec = importlib.util.spec_from_file_location(
+        "testset_echo_cut", SCRIPT.with_name("testset_echo_cut.py")
+    )
+    assert spec is not None and spec.loader is not None
+    echo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(echo)
+    human = _human(tmp_path)
+    cut = tmp_path / "cut"
+    code = ragmetrics(
+        ["generate", "--corpus", str(human), "--out", str(cut), "--queries", "6", "--styles",
+         "sentence", "--remove-query", "1", "--seed", "2"], out=io.StringIO(),
+    )  # fmt: skip
+    assert code == 0
+    with redirect_stdout(io.StringIO()):
+        assert echo.main([str(cut), str(tmp_path / "echo")]) == 0
+    before, after = load_dataset(cut), load_dataset(tmp_path / "echo")
+    stats = CorpusText(before.corpus)
+    sources = {next(iter(docs)) for docs in before.qrels.to_dict().values()}
+    for qid, query in before.queries.items():
+        (doc,) = before.qrels.to_dict()[qid]
+        sentences = prose_sentences(before.corpus[doc].text)
+        closest = max(sentences, key=lambda s: stats.overlap(query, s))
+        assert closest not in after.corpus[doc].text and closest in before.corpus[doc].text
+    old_lines = (cut / "corpus.jsonl").read_text().splitlines()
+    new_lines = (tmp_path / "echo" / "corpus.jsonl").read_text().splitlines()
+    changed = {json.loads(a)["_id"] for a, b in zip(old_lines, new_lines, strict=True) if a != b}
+    assert changed == sources
+    figures = tmp_path / "tau.json"
+    with redirect_stdout(io.StringIO()):
+        tau.main(
+            ["--human", str(human), "--generated", f"echo={tmp_path / 'echo'}", "--systems",
+             "bm25,bm25-title", "--json", str(figures)]
+        )  # fmt: skip
+    assert json.loads(figures.read_text())["queries"]["echo"] == 6
