@@ -20,7 +20,7 @@ import numpy as np
 from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.testsets.model import Candidate, FilterReport, normalised, words
-from pytest_ragmetrics.testsets.sampling import without_sentence
+from pytest_ragmetrics.testsets.sampling import cut_document
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.judges.relevance import RelevanceJudge
@@ -147,9 +147,10 @@ def answerability(
         pairs = []
         for c in chunk:
             doc = corpus[c.source]
-            # The passage the systems will see: without the query's sentence if it removed it.
-            text = (without_sentence(doc.text, c.removed) if c.removed else None) or doc.text
-            passage = f"{doc.title} {text}".strip()
+            # The passage the systems will see: without what the query cut from it.
+            cut = cut_document(doc.title, doc.text, c.removed, c.echoes) if c.removed else None
+            title, text = cut or (doc.title, doc.text)
+            passage = f"{title} {text}".strip()
             pairs.append(RelevancePair(c.text, passage, c.query_id, c.source))
         verdicts += judge.judge_relevance(pairs)
         if advance is not None:

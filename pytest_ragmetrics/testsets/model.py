@@ -36,9 +36,10 @@ def normalised(text: str) -> str:
 @dataclass(frozen=True)
 class Candidate:
     """One generated query: its text, the documents it was made from (the relevant ones,
-    graded), the style that made it, a reference answer when the generator gives one, and the
-    sentence taken out of its source document when the query is that sentence and the test set's
-    corpus copy lacks it (inverse cloze as Lee et al. 2019 train it)."""
+    graded), the style that made it, a reference answer when the generator gives one, the
+    text taken out of its source document when the query is that sentence or title and the test
+    set's corpus copy lacks it (inverse cloze as Lee et al. 2019 train it), and the sentences
+    of the text the copy lacks besides (``echoes``: the one restating the query most)."""
 
     query_id: str
     text: str
@@ -46,6 +47,7 @@ class Candidate:
     style: str
     answer: str | None = None
     removed: str | None = None
+    echoes: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:
@@ -56,7 +58,7 @@ class Candidate:
         return replace(self, query_id=query_id)
 
     def to_dict(self) -> dict[str, Any]:
-        data = {
+        data: dict[str, Any] = {
             "query_id": self.query_id,
             "query": self.text,
             "relevant": dict(self.relevant),
@@ -65,6 +67,8 @@ class Candidate:
         }
         if self.removed is not None:
             data["removed_from_source"] = self.removed
+        if self.echoes:
+            data["echoes_removed_from_source"] = list(self.echoes)
         return data
 
 

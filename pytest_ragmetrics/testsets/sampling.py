@@ -127,30 +127,50 @@ def is_content(term: str) -> bool:
 def corpus_without_removed(corpus: Corpus, queries: Sequence[Candidate]) -> Corpus | None:
     """A copy of ``corpus`` in which each query's source document lacks the text the query
     removed from it: its title (blanked, and cut from the text's start where the text repeats
-    it) or a sentence of its text. None when no query removed anything."""
-    cut = {c.source: c.removed for c in queries if c.removed is not None}
+    it) or a sentence of its text, and its ``echoes``. None when no query removed anything."""
+    cut = {c.source: c for c in queries if c.removed is not None}
     if not cut:
         return None
     titles, texts = list(corpus.titles), list(corpus.texts)
-    for doc_id, removed in cut.items():
+    for doc_id, query in cut.items():
         row = corpus.position[doc_id]
-        kept = cut_document(titles[row], texts[row], removed)
+        kept = cut_document(titles[row], texts[row], query.removed or "", query.echoes)
         if kept is None:
             raise ValueError(f"document {doc_id!r} does not hold its query's removed sentence")
         titles[row], texts[row] = kept
     return Corpus(corpus.doc_ids, titles, texts)
 
 
-def cut_document(title: str, text: str, removed: str) -> tuple[str, str] | None:
-    """A document's title and text without ``removed``: its title (blanked, and cut from the
-    text's start where the text repeats it) or a sentence of its text (None when the text does
-    not hold it)."""
+def cut_document(
+    title: str, text: str, removed: str, echoes: Sequence[str] = ()
+) -> tuple[str, str] | None:
+    """A document's title and text without ``removed`` (its title: blanked, and cut from the
+    text's start where the text repeats it; or a sentence of its text) and without the
+    sentences ``echoes``; None when the text does not hold one of them."""
     if removed == title:
         if normalised(text).startswith(normalised(removed)):
             text = without_sentence(text, removed) or text
-        return "", text
-    rest = without_sentence(text, removed)
-    return None if rest is None else (title, rest)
+        title = ""
+    else:
+        rest = without_sentence(text, removed)
+        if rest is None:
+            return None
+        text = rest
+    for echo in echoes:
+        rest = without_sentence(text, echo)
+        if rest is None:
+            return None
+        text = rest
+    return title, text
+
+
+def echo_sentence(stats: CorpusText, query: str, text: str) -> str | None:
+    """The sentence of ``text`` that shares the most of ``query``'s content words (weighed by
+    idf; the first of equals), when cutting it leaves some text; else None."""
+    sentences = prose_sentences(text)
+    if len(sentences) < 2:
+        return None
+    return max(sentences, key=lambda s: stats.overlap(query, s))
 
 
 @dataclass

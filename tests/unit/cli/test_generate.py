@@ -527,3 +527,20 @@ def test_offline_remove_query_writes_the_corpus_copy(tmp_path: Path) -> None:
 def test_bad_remove_query_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert generate(tmp_path, "--queries", "3", "--remove-query", "1.5")[0] == 2
     assert "remove_query is a share in [0, 1], got 1.5" in capsys.readouterr().err
+    assert generate(tmp_path, "--queries", "3", "--cut-echo", "1")[0] == 2
+    assert "cut_echo cuts more of a cut query's document; give remove_query" in (
+        capsys.readouterr().err
+    )
+
+
+def test_cut_echo_cuts_the_restating_sentence_in_the_copy(tmp_path: Path) -> None:
+    extra = ("--queries", "4", "--styles", "title", "--remove-query", "1", "--cut-echo", "1")
+    code, text = generate(tmp_path, *extra)
+    assert code == 0, text
+    dataset = load_dataset(tmp_path / "set")
+    for row in map(json.loads, (tmp_path / "set" / "review.jsonl").read_text().splitlines()):
+        (echo,) = row["echoes_removed_from_source"]
+        (doc,) = row["relevant"]
+        assert echo in corpus()[doc].text and echo not in dataset.corpus[doc].text
+    provenance = json.loads((tmp_path / "set" / "dataset.json").read_text())["provenance"]
+    assert provenance["generator"]["cut_echo"] == 1.0

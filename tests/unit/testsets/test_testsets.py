@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -444,6 +445,8 @@ def test_keyphrase_common_uses_no_word_of_one_document_alone() -> None:
         ({"remove_query": 1.5}, "remove_query is a share in"),
         ({"sentence_pick": "middle"}, "sentence_pick must be one of random, first, last"),
         ({"keyphrase_pick": "odd"}, "keyphrase_pick must be one of rare, common"),
+        ({"cut_echo": -0.1, "remove_query": 1.0}, "cut_echo is a share in"),
+        ({"cut_echo": 0.5}, "cut_echo cuts more of a cut query's document; give remove_query"),
     ],
 )
 def test_offline_refuses_bad_options(options: dict, message: str) -> None:
@@ -489,3 +492,57 @@ def test_a_cut_title_counts_as_a_changed_document(tmp_path: Path) -> None:
     write_testset(tmp_path / "set", docs, testset)
     manifest = json.loads((tmp_path / "set" / "dataset.json").read_text())
     assert manifest["provenance"]["corpus"]["copy"]["documents_changed"] == 2
+
+
+class _PassageRecorder:
+    """A relevance judge that only records the passages it is shown (and judges none)."""
+
+    def __init__(self) -> None:
+        self.passages: list[str] = []
+
+    def identity(self) -> dict[str, str]:
+        return {"name": "recorder"}
+
+    def judge_relevance(self, pairs: list[Any]) -> list[Any]:
+        self.passages += [p.passage for p in pairs]
+        return []
+
+
+def test_cut_echo_also_cuts_the_sentence_restating_a_cut_title(tmp_path: Path) -> None:
+    """--cut-echo: each drawn cut title's document also loses the text sentence that shares the
+    most of the title's words (idf-weighted); the queries are those without it; the copy, the
+    review rows and the answerability judge's passage all lack it."""
+    from pytest_ragmetrics.data.model import Corpus
+    from pytest_ragmetrics.testsets.sampling import CorpusText, prose_sentences
+
+    docs = corpus()
+    plain = OfflineGenerator(styles=["title"], seed=3, remove_query=1.0).generate(docs, 8)
+    every = OfflineGenerator(styles=["title"], seed=3, remove_query=1.0, cut_echo=1.0)
+    echoed = every.generate(docs, 8)
+    assert [c.text for c in echoed] == [c.text for c in plain]
+    assert every.identity()["cut_echo"] == 1.0 and "cut_echo" not in OfflineGenerator().identity()
+    stats = CorpusText(docs)
+    for c in echoed:
+        sentences = prose_sentences(docs[c.source].text)
+        assert c.echoes == (max(sentences, key=lambda s: stats.overlap(c.text, s)),)
+        assert c.echoes[0].startswith("The ")  # "The volcano study ... lava levels": its words
+    half = OfflineGenerator(styles=["title"], seed=3, remove_query=1.0, cut_echo=0.5)
+    drawn = half.generate(docs, 8)
+    assert drawn == half.generate(docs, 8) and 0 < sum(bool(c.echoes) for c in drawn) < 8
+    testset = build_testset(
+        echoed, 8, docs, FilterSettings(), generator=every.identity(), corpus_source="toy"
+    )
+    write_testset(tmp_path / "set", docs, testset)
+    copy = load_dataset(tmp_path / "set").corpus
+    for c in echoed:
+        assert copy[c.source].title == "" and c.echoes[0] not in copy[c.source].text
+        assert copy[c.source].text in docs[c.source].text.replace(c.echoes[0] + " ", "")
+    rows = [json.loads(x) for x in (tmp_path / "set" / "review.jsonl").read_text().splitlines()]
+    assert rows[0]["echoes_removed_from_source"] == list(echoed[0].echoes)
+    judge = _PassageRecorder()
+    filters.answerability(echoed[:2], docs, judge, kappa=None, min_kappa=0.4)
+    assert judge.passages == [copy[c.source].text for c in echoed[:2]]  # no title, no echo
+    # A document of one sentence has no echo to cut: its query keeps its text whole.
+    lone = Corpus.from_dict({"a": {"title": "Lava flows downhill fast", "text": "Lava is hot."}})
+    (only,) = OfflineGenerator(styles=["title"], remove_query=1.0, cut_echo=1.0).generate(lone, 1)
+    assert only.echoes == ()
