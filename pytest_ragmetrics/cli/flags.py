@@ -198,6 +198,7 @@ FLAGS: dict[str, Flag] = {
     "--remove-query": _flag("--remove-query", type=float, metavar="P"),
     "--reinflect": _flag("--reinflect", type=float, metavar="R"),
     "--cut-echo": _flag("--cut-echo", type=float, metavar="E"),
+    "--echo-overlap": _flag("--echo-overlap", type=float, metavar="T"),
     "--keyphrase-pick": _flag("--keyphrase-pick", choices=("rare", "common")),
     "--max-tokens": _flag("--max-tokens", type=int, metavar="N"),
     "--no-answers": _flag("--no-answers", "switch"),

@@ -32,7 +32,7 @@ GENERATORS = ("offline", "http")
 _GENERATOR_OPTIONS = {
     "offline": (
         "min_words", "max_words", "keyphrase_terms", "sentence_pick", "remove_query",
-        "keyphrase_pick", "reinflect", "cut_echo",
+        "keyphrase_pick", "reinflect", "cut_echo", "echo_overlap",
     ),
     "http": (
         "url", "model", "api_key_env", "timeout", "attempt_timeout", "concurrency", "prompts",
@@ -92,6 +92,8 @@ def _add_generator_options(p: argparse.ArgumentParser) -> None:
         "use 0.9)")  # fmt: skip
     add(off, "--cut-echo", "with --remove-query: this share (0-1, seeded) of the cut queries "
         "also cut the sentence of their text that restates them most (default 0)")  # fmt: skip
+    add(off, "--echo-overlap", "with --cut-echo: cut that sentence only when it holds this "
+        "share (0-1, by idf) of the query's content words (default 0: always)")  # fmt: skip
     add(off, "--keyphrase-pick", "keyphrase queries: rare (default: highest tf-idf) or common "
         "(words in at least 1%% of the documents only)")  # fmt: skip
     add(off, "--reinflect", "this share (0-1, seeded) of each query's content words is put in "

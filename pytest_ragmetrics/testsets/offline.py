@@ -28,8 +28,9 @@ the document, the query's words are all in it and lexical overlap favours BM25
 With ``cut_echo`` e > 0 (and ``remove_query``), that share (seeded, its own stream) of the cut
 queries also cut from their document's text the sentence sharing the most of the query's
 content words (idf-weighted): the sentence restating a cut title, which keeps every full-text
-system finding the document (docs/measurements/testsets-tau.md: τ on Cranfield at the human
-ceiling, on SciFact recall@100 up and nDCG@10 down).
+system finding the document. ``echo_overlap`` t cuts it only when it holds at least that share
+of the query's content words (by idf): a restatement, not a sentence on the same topic
+(docs/measurements/testsets-tau.md measures both).
 
 No reference answers: nothing here knows what answers a query.
 """
@@ -109,6 +110,7 @@ class OfflineGenerator:
         keyphrase_pick: str = "rare",
         reinflect: float = 0.0,
         cut_echo: float = 0.0,
+        echo_overlap: float = 0.0,
     ) -> None:
         self.styles = check_styles(styles, OFFLINE_STYLES, "offline generator")
         for label, value in (
@@ -119,10 +121,18 @@ class OfflineGenerator:
             positive_int(value, f"offline generator: {label}")
         if min_words > max_words:
             raise ConfigError("offline generator: min_words is above max_words")
-        shares = (("remove_query", remove_query), ("reinflect", reinflect), ("cut_echo", cut_echo))
+        shares = (
+            ("remove_query", remove_query),
+            ("reinflect", reinflect),
+            ("cut_echo", cut_echo),
+            ("echo_overlap", echo_overlap),
+        )
         for label, share in shares:
             if isinstance(share, bool) or not 0.0 <= float(share) <= 1.0:
                 raise ConfigError(f"offline generator: {label} is a share in [0, 1], got {share!r}")
+        if echo_overlap and not cut_echo:
+            raise ConfigError("offline generator: echo_overlap says which echoes cut_echo cuts; "
+                              "give cut_echo too")  # fmt: skip
         if cut_echo and not remove_query:
             raise ConfigError("offline generator: cut_echo cuts more of a cut query's document; "
                               "give remove_query too")  # fmt: skip
@@ -135,6 +145,7 @@ class OfflineGenerator:
         self.keyphrase_pick = _check_choice("keyphrase_pick", keyphrase_pick, KEYPHRASE_PICKS)
         self.reinflect = float(reinflect)
         self.cut_echo = float(cut_echo)
+        self.echo_overlap = float(echo_overlap)
 
     def __repr__(self) -> str:
         return f"OfflineGenerator(styles={self.styles}, seed={self.seed})"
@@ -155,6 +166,7 @@ class OfflineGenerator:
             "reinflect": self.reinflect,
             # Only when set: the identities written before the option existed hold.
             **({"cut_echo": self.cut_echo} if self.cut_echo else {}),
+            **({"echo_overlap": self.echo_overlap} if self.echo_overlap else {}),
         }
 
     def generate(
@@ -230,12 +242,15 @@ class OfflineGenerator:
         self, query: _Query, corpus: Corpus, row: int, stats: CorpusText, draw: random.Random
     ) -> _Query:
         """``query`` cutting, besides itself, the sentence of its document's text that restates
-        it most (drawn for every cut query, with the share ``cut_echo``)."""
+        it most (drawn for every cut query, with the share ``cut_echo``), when that sentence
+        holds at least ``echo_overlap`` of the query's words."""
         if draw.random() >= self.cut_echo or query.removed is None:
             return query
         kept = cut_document(corpus.titles[row], corpus.texts[row], query.removed)
         echo = echo_sentence(stats, query.text, kept[1]) if kept else None
-        return query if echo is None else replace(query, echoes=(echo,))
+        if echo is None or stats.overlap(query.text, echo) < self.echo_overlap:
+            return query
+        return replace(query, echoes=(echo,))
 
     def _reinflected(
         self, query: _Query, corpus: Corpus, row: int, forms: WordForms, rng: random.Random

@@ -534,7 +534,8 @@ def test_bad_remove_query_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_cut_echo_cuts_the_restating_sentence_in_the_copy(tmp_path: Path) -> None:
-    extra = ("--queries", "4", "--styles", "title", "--remove-query", "1", "--cut-echo", "1")
+    extra = ("--queries", "4", "--styles", "title", "--remove-query", "1", "--cut-echo", "1",
+             "--echo-overlap", "0.5")  # fmt: skip
     code, text = generate(tmp_path, *extra)
     assert code == 0, text
     dataset = load_dataset(tmp_path / "set")
@@ -543,4 +544,10 @@ def test_cut_echo_cuts_the_restating_sentence_in_the_copy(tmp_path: Path) -> Non
         (doc,) = row["relevant"]
         assert echo in corpus()[doc].text and echo not in dataset.corpus[doc].text
     provenance = json.loads((tmp_path / "set" / "dataset.json").read_text())["provenance"]
-    assert provenance["generator"]["cut_echo"] == 1.0
+    assert (provenance["generator"]["cut_echo"], provenance["generator"]["echo_overlap"]) == (
+        1,
+        0.5,
+    )
+    code, _ = generate(tmp_path, "--queries", "2", "--remove-query", "1", "--echo-overlap", "0.5",
+                       out="again")  # fmt: skip
+    assert code == 2  # a threshold for echoes that --cut-echo does not cut

@@ -447,6 +447,8 @@ def test_keyphrase_common_uses_no_word_of_one_document_alone() -> None:
         ({"keyphrase_pick": "odd"}, "keyphrase_pick must be one of rare, common"),
         ({"cut_echo": -0.1, "remove_query": 1.0}, "cut_echo is a share in"),
         ({"cut_echo": 0.5}, "cut_echo cuts more of a cut query's document; give remove_query"),
+        ({"echo_overlap": 0.5, "remove_query": 1.0}, "echo_overlap says which echoes cut_echo"),
+        ({"echo_overlap": 2, "cut_echo": 1, "remove_query": 1}, "echo_overlap is a share in"),
     ],
 )
 def test_offline_refuses_bad_options(options: dict, message: str) -> None:
@@ -542,6 +544,16 @@ def test_cut_echo_also_cuts_the_sentence_restating_a_cut_title(tmp_path: Path) -
     judge = _PassageRecorder()
     filters.answerability(echoed[:2], docs, judge, kappa=None, min_kappa=0.4)
     assert judge.passages == [copy[c.source].text for c in echoed[:2]]  # no title, no echo
+    # --echo-overlap: only an echo holding that share of the title's words (by idf) is cut;
+    # here every echo holds two thirds of its title (0.664).
+    shares = {round(stats.overlap(c.text, c.echoes[0]), 3) for c in echoed}
+    assert shares == {0.664}
+    for least, cut in ((0.6, 8), (0.7, 0)):
+        strict = OfflineGenerator(
+            styles=["title"], seed=3, remove_query=1.0, cut_echo=1.0, echo_overlap=least
+        ).generate(docs, 8)
+        assert sum(bool(c.echoes) for c in strict) == cut
+        assert [c.text for c in strict] == [c.text for c in plain]
     # A document of one sentence has no echo to cut: its query keeps its text whole.
     lone = Corpus.from_dict({"a": {"title": "Lava flows downhill fast", "text": "Lava is hot."}})
     (only,) = OfflineGenerator(styles=["title"], remove_query=1.0, cut_echo=1.0).generate(lone, 1)
