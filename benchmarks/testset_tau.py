@@ -283,7 +283,11 @@ def study(
     for subset, members in SUBSETS.items():
         if set(members) <= set(names) and set(members) != set(names):
             found, spreads = taus_over(names, members, table, values)
-            over[subset] = {"tau": found, "bootstrap": spreads}
+            over[subset] = {
+                "tau": found,
+                "bootstrap": spreads,
+                "pooled": pooled_by_style(table, members),
+            }
     sizes = {label: len(data.queries) for label, data in sets.items()}
     return {
         "wording": {label: wording(data) for label, data in sets.items()},
@@ -292,6 +296,7 @@ def study(
         "scores": table,
         "tau": tau,
         "bootstrap": intervals,
+        "pooled": pooled_by_style(table, names),
         "subsets": over,
     }
 
@@ -342,6 +347,36 @@ def by_style(tau: dict[str, dict[str, float]]) -> dict[str, dict[str, dict[str, 
         }
         for style, found in groups.items()
         if len(found) > 1
+    }
+
+
+def pooled_by_style(
+    table: dict[str, dict[str, dict[str, float]]], members: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    """Per style (sets labelled ``STYLE-SEED``, two seeds or more), tau of the ordering of
+    ``members`` by their scores averaged over the style's seeds with the human ordering.
+
+    A seed's tau mixes what the style does to the ordering with the draw of its queries; the
+    mean score over equal-sized seeds is the score on all their queries, so what stays wrong
+    here is the style's own bias, not one draw's noise."""
+    groups: dict[str, list[str]] = {}
+    for label in table:
+        style, _, seed = label.rpartition("-")
+        if label != "human" and style and seed.isdigit():
+            groups.setdefault(style, []).append(label)
+    return {
+        style: {
+            m: round(
+                kendall_tau(
+                    [table["human"][s][m] for s in members],
+                    [sum(table[label][s][m] for label in labels) / len(labels) for s in members],
+                ),
+                4,
+            )
+            for m in METRICS
+        }
+        for style, labels in groups.items()
+        if len(labels) > 1
     }
 
 
@@ -396,7 +431,41 @@ def render(result: dict[str, Any]) -> str:
                 "seeds: "
                 + ", ".join(f"{m} {v['mean']:.3f} ({v['least']:.3f})" for m, v in by_metric.items())
             )
+        for style, pooled in pooled_by_style(result["scores"], members).items():
+            lines.append(
+                f"Over {name}, style {style}, tau of the scores averaged over its seeds: "
+                + ", ".join(f"{m} {v:.3f}" for m, v in pooled.items())
+            )
     return "\n".join(lines) + "\n"
+
+
+def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Several runs' ``--json`` results as one: the same systems and human scores, each label
+    from one run only; the pooled taus are computed again over every set."""
+    first = results[0]
+    merged: dict[str, Any] = {"systems": first["systems"], "subsets": {}}
+    keys = ("wording", "queries", "scores", "tau", "bootstrap")
+    for key in keys:
+        merged[key] = {}
+    for result in results:
+        if (
+            result["systems"] != first["systems"]
+            or result["scores"]["human"] != (first["scores"]["human"])
+        ):
+            raise SystemExit("--merge: the runs differ in their systems or human scores")
+        again = set(result["tau"]) & set(merged["tau"])
+        if again:
+            raise SystemExit(f"--merge: {', '.join(sorted(again))} in two runs")
+        for key in keys:
+            merged[key].update(result[key])
+        for name, found in result["subsets"].items():
+            into = merged["subsets"].setdefault(name, {"tau": {}, "bootstrap": {}})
+            into["tau"].update(found["tau"])
+            into["bootstrap"].update(found["bootstrap"])
+    merged["pooled"] = pooled_by_style(merged["scores"], merged["systems"])
+    for name, found in merged["subsets"].items():
+        found["pooled"] = pooled_by_style(merged["scores"], SUBSETS[name])
+    return merged
 
 
 def read_provenance(folder: Path) -> dict[str, Any] | None:
@@ -410,7 +479,7 @@ def read_provenance(folder: Path) -> dict[str, Any] | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--human", required=True, help="dataset folder with human qrels")
+    parser.add_argument("--human", help="dataset folder with human qrels")
     parser.add_argument("--split", default="test")
     parser.add_argument(
         "--generated", action="append", default=[], metavar="LABEL=DIR", help="repeatable"
@@ -418,7 +487,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--cache-dir", default=str(REPO / ".ragmetrics" / "cache"))
     parser.add_argument("--json", metavar="FILE", help="write every figure here")
+    parser.add_argument(
+        "--merge",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="instead of a study: earlier runs' --json files, reported as one (repeatable)",
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        if args.human or args.generated:
+            raise SystemExit("--merge reports earlier runs: give no --human or --generated")
+        runs = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.merge]
+        return report(merge(runs), args.json)
+    if not args.human:
+        raise SystemExit("--human: give the dataset folder with human qrels (or --merge)")
     names = [n.strip() for n in args.systems.split(",") if n.strip()]
     unknown = [n for n in names if n not in SYSTEMS]
     if unknown or len(names) < 2:
@@ -429,10 +512,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         label, _, folder = item.partition("=")
         generated[label] = load_dataset(folder, args.split, warn=False, name=label)
         provenance[label] = read_provenance(Path(folder))
-    result = study(human, generated, names, args.cache_dir, provenance)
+    return report(study(human, generated, names, args.cache_dir, provenance), args.json)
+
+
+def report(result: dict[str, Any], json_path: str | None) -> int:
+    """Print the result and write it to ``json_path`` when one is given."""
     sys.stdout.write(render(result))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    if json_path:
+        Path(json_path).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     return 0
 
 

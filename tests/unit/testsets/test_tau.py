@@ -11,6 +11,7 @@ import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -214,6 +215,27 @@ def test_tau_over_a_subset_and_per_style_over_seeds(tau: ModuleType) -> None:
     assert tau.by_style({"one-0": {"ndcg_at_10": 1.0, "recall_at_100": 1.0}}) == {}
 
 
+def test_pooled_tau_orders_the_scores_averaged_over_seeds(tau: ModuleType) -> None:
+    names = ["bm25", "dense", "bm25-title"]
+    human = {"bm25": 0.5, "dense": 0.4, "bm25-title": 0.1}
+    # each seed swaps one pair by noise; averaged, only the bias (dense over bm25) is left
+    seeds = [
+        {"bm25": 0.45, "dense": 0.50, "bm25-title": 0.0},
+        {"bm25": 0.44, "dense": 0.46, "bm25-title": 0.5},
+        {"bm25": 0.45, "dense": 0.47, "bm25-title": 0.0},
+    ]
+    table = {"human": {s: dict.fromkeys(tau.METRICS, human[s]) for s in names}}
+    for i, scores in enumerate(seeds):
+        table[f"title-{i}"] = {s: dict.fromkeys(tau.METRICS, scores[s]) for s in names}
+    table["single-0"] = table["human"]
+    pooled = tau.pooled_by_style(table, names)
+    assert list(pooled) == ["title"]  # one seed is not pooled
+    # means: bm25 0.4467, dense 0.4767, titles 0.1667: one pair of three swapped
+    assert pooled["title"]["ndcg_at_10"] == pytest.approx(1 / 3, abs=1e-4)
+    # over bm25 and titles only, the averaged scores agree with the human order
+    assert tau.pooled_by_style(table, ["bm25", "bm25-title"])["title"]["recall_at_100"] == 1.0
+
+
 def test_wording_measures_overlap_and_other_forms(tau: ModuleType) -> None:
     pytest.importorskip("Stemmer")
     from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries
@@ -231,3 +253,53 @@ def test_wording_measures_overlap_and_other_forms(tau: ModuleType) -> None:
     # (overlap 0); d2 is judged 0 and does not count
     assert found["other_forms"] == pytest.approx((0 + 1) / 2)
     assert found["overlap"] == pytest.approx((1 + 0) / 2)
+
+
+def test_merge_reports_several_runs_as_one(tau: ModuleType, tmp_path: Path) -> None:
+    names = ["bm25", "dense", "bm25-title"]
+    human = {"bm25": 0.5, "dense": 0.4, "bm25-title": 0.1}
+
+    def run(seeds: dict[str, dict[str, float]], by_human: dict[str, float]) -> dict[str, Any]:
+        table = {"human": {s: dict.fromkeys(tau.METRICS, by_human[s]) for s in names}}
+        table |= {
+            label: {s: dict.fromkeys(tau.METRICS, v[s]) for s in names}
+            for label, v in seeds.items()
+        }
+        tau_of = {
+            label: {
+                m: tau.kendall_tau([by_human[s] for s in names], [v[s] for s in names])
+                for m in tau.METRICS
+            }
+            for label, v in seeds.items()
+        }
+        return {
+            "systems": names,
+            "scores": table,
+            "tau": tau_of,
+            "queries": dict.fromkeys(table, 10),
+            "wording": {},
+            "bootstrap": {},
+            "subsets": {},
+        }
+
+    first = run({"title-0": {"bm25": 0.45, "dense": 0.50, "bm25-title": 0.0}}, human)
+    second = run({"title-1": {"bm25": 0.44, "dense": 0.42, "bm25-title": 0.0}}, human)
+    merged = tau.merge([first, second])
+    assert set(merged["tau"]) == {"title-0", "title-1"}
+    # one run alone has one seed of the style: nothing pooled; merged, the means put dense
+    # (0.46) above bm25 (0.445): one of three pairs swapped
+    assert first["tau"] and tau.pooled_by_style(first["scores"], names) == {}
+    assert merged["pooled"]["title"]["ndcg_at_10"] == pytest.approx(1 / 3, abs=1e-4)
+    with pytest.raises(SystemExit, match="title-0 in two runs"):
+        tau.merge([first, first])
+    other = run({"title-2": {"bm25": 0.4, "dense": 0.5, "bm25-title": 0.0}}, human | {"bm25": 0.6})
+    with pytest.raises(SystemExit, match="differ in their systems or human scores"):
+        tau.merge([first, other])
+    paths = []
+    for i, result in enumerate((first, second)):
+        paths += ["--merge", str(tmp_path / f"{i}.json")]
+        (tmp_path / f"{i}.json").write_text(json.dumps(result))
+    assert tau.main([*paths, "--json", str(tmp_path / "all.json")]) == 0
+    assert json.loads((tmp_path / "all.json").read_text())["pooled"] == merged["pooled"]
+    with pytest.raises(SystemExit, match="give no --human"):
+        tau.main([*paths, "--human", "x"])
