@@ -26,7 +26,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -331,23 +331,27 @@ def taus_over(
 def by_style(tau: dict[str, dict[str, float]]) -> dict[str, dict[str, dict[str, float]]]:
     """Mean and least tau per metric over the seeds of each style: sets labelled
     ``STYLE-SEED`` (``title-cut-0`` ... ``title-cut-4``), two seeds or more."""
-    groups: dict[str, list[dict[str, float]]] = {}
-    for label, by_metric in tau.items():
-        style, _, seed = label.rpartition("-")
-        if style and seed.isdigit():
-            groups.setdefault(style, []).append(by_metric)
     return {
         style: {
             m: {
-                "mean": round(sum(t[m] for t in found) / len(found), 4),
-                "least": min(t[m] for t in found),
-                "seeds": len(found),
+                "mean": round(sum(tau[label][m] for label in labels) / len(labels), 4),
+                "least": min(tau[label][m] for label in labels),
+                "seeds": len(labels),
             }
             for m in METRICS
         }
-        for style, found in groups.items()
-        if len(found) > 1
+        for style, labels in style_seeds(tau).items()
     }
+
+
+def style_seeds(labels: Iterable[str]) -> dict[str, list[str]]:
+    """The labels ``STYLE-SEED`` grouped by style, for styles with two seeds or more."""
+    groups: dict[str, list[str]] = {}
+    for label in labels:
+        style, _, seed = label.rpartition("-")
+        if style and seed.isdigit():
+            groups.setdefault(style, []).append(label)
+    return {style: found for style, found in groups.items() if len(found) > 1}
 
 
 def pooled_by_style(
@@ -359,11 +363,6 @@ def pooled_by_style(
     A seed's tau mixes what the style does to the ordering with the draw of its queries; the
     mean score over equal-sized seeds is the score on all their queries, so what stays wrong
     here is the style's own bias, not one draw's noise."""
-    groups: dict[str, list[str]] = {}
-    for label in table:
-        style, _, seed = label.rpartition("-")
-        if label != "human" and style and seed.isdigit():
-            groups.setdefault(style, []).append(label)
     return {
         style: {
             m: round(
@@ -375,8 +374,7 @@ def pooled_by_style(
             )
             for m in METRICS
         }
-        for style, labels in groups.items()
-        if len(labels) > 1
+        for style, labels in style_seeds(table).items()
     }
 
 
@@ -443,15 +441,13 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Several runs' ``--json`` results as one: the same systems and human scores, each label
     from one run only; the pooled taus are computed again over every set."""
     first = results[0]
+    human = first["scores"]["human"]
     merged: dict[str, Any] = {"systems": first["systems"], "subsets": {}}
     keys = ("wording", "queries", "scores", "tau", "bootstrap")
     for key in keys:
         merged[key] = {}
     for result in results:
-        if (
-            result["systems"] != first["systems"]
-            or result["scores"]["human"] != (first["scores"]["human"])
-        ):
+        if result["systems"] != first["systems"] or result["scores"]["human"] != human:
             raise SystemExit("--merge: the runs differ in their systems or human scores")
         again = set(result["tau"]) & set(merged["tau"])
         if again:
