@@ -147,17 +147,13 @@ def cut_document(
     """A document's title and text without ``removed`` (its title: blanked, and cut from the
     text's start where the text repeats it; or a sentence of its text) and without the
     sentences ``echoes``; None when the text does not hold one of them."""
+    sentences = (removed, *echoes)
     if removed == title:
         if normalised(text).startswith(normalised(removed)):
             text = without_sentence(text, removed) or text
-        title = ""
-    else:
-        rest = without_sentence(text, removed)
-        if rest is None:
-            return None
-        text = rest
-    for echo in echoes:
-        rest = without_sentence(text, echo)
+        title, sentences = "", tuple(echoes)
+    for sentence in sentences:
+        rest = without_sentence(text, sentence)
         if rest is None:
             return None
         text = rest
