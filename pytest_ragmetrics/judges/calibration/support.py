@@ -21,19 +21,25 @@ from pytest_ragmetrics.judges.protocols import BatchClaimJudge, ClaimJudge, Judg
 from pytest_ragmetrics.progress import progress
 
 PathLike = str | os.PathLike[str]
-LABELS = {"SUPPORT": True, "CONTRADICT": False, "NOINFO": False}
+LABELS = ("SUPPORT", "CONTRADICT", "NOINFO")
 
 
 @dataclass(frozen=True)
 class LabelledClaim:
-    """One human-labelled (claim, context) pair; ``supported`` ⇔ label SUPPORT."""
+    """One human-labelled (claim, context) pair, its label as read: SUPPORT, CONTRADICT or
+    NOINFO (a JSON ``true`` reads as SUPPORT, ``false`` as NOT_SUPPORTED)."""
 
     id: str
     claim: str
     contexts: tuple[str, ...]
-    supported: bool
     label: str
     line: int = 0
+
+    @property
+    def supported(self) -> bool:
+        """Whether the humans found the claim supported: its label is SUPPORT (the one source,
+        so a record cannot say both)."""
+        return self.label == "SUPPORT"
 
 
 def read_claim_labels(path: PathLike) -> list[LabelledClaim]:
@@ -53,9 +59,9 @@ def read_claim_labels(path: PathLike) -> list[LabelledClaim]:
             raise DataFormatError("'context_sentences' must be a list of strings", path, line)
         label = record.get("label")
         if isinstance(label, bool):
-            supported, name = label, "SUPPORT" if label else "NOT_SUPPORTED"
+            name = "SUPPORT" if label else "NOT_SUPPORTED"
         elif isinstance(label, str) and label.upper() in LABELS:
-            supported, name = LABELS[label.upper()], label.upper()
+            name = label.upper()
         else:
             raise DataFormatError(
                 f"'label' must be SUPPORT, CONTRADICT or NOINFO (or true/false), got {label!r}",
@@ -75,7 +81,7 @@ def read_claim_labels(path: PathLike) -> list[LabelledClaim]:
                 f"item id {item_id!r} already appears on line {seen[item_id]}", path, line
             )
         seen[item_id] = line
-        items.append(LabelledClaim(item_id, claim, tuple(contexts), supported, name, line))
+        items.append(LabelledClaim(item_id, claim, tuple(contexts), name, line))
     if not items:
         raise DataFormatError("no labelled claims in the file", path)
     return items

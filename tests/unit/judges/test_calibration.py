@@ -179,7 +179,8 @@ def toy_labels(n: int = 40) -> list[LabelledClaim]:
         sentence = " ".join(words)
         supported = i % 2 == 0
         claim = sentence if supported else " ".join(words[:4] + list(rng.choice(vocabulary, 4)))
-        items.append(LabelledClaim(f"i{i}", claim, (sentence + ".",), supported, "SUPPORT"))
+        label = "SUPPORT" if supported else "NOINFO"
+        items.append(LabelledClaim(f"i{i}", claim, (sentence + ".",), label))
     return items
 
 
@@ -267,7 +268,7 @@ def test_calibration_file_round_trip_and_kappa_lookup(tmp_path: Path) -> None:
 
 
 def test_undefined_kappa_is_not_a_passing_kappa(tmp_path: Path) -> None:
-    items = [LabelledClaim(f"i{k}", "c", ("s",), True, "SUPPORT") for k in range(3)]
+    items = [LabelledClaim(f"i{k}", "c", ("s",), "SUPPORT") for k in range(3)]
     recorded = RecordedJudge(_verdicts(tmp_path / "v.jsonl", items, flip=set(), skip=set()))
     result = calibrate(recorded, items)
     assert math.isnan(result.kappa)

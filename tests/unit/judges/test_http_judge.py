@@ -380,9 +380,7 @@ def test_api_key_never_written_or_raised(monkeypatch: pytest.MonkeyPatch, tmp_pa
                 judge(server.url, max_retries=3).judge_claims(["another claim"], ["ctx"])
             errors.append(str(info.value))
             errors.append("".join(traceback.format_exception(info.value)))
-    labels = [
-        LabelledClaim("x", "The tower is in Paris SUPPORTED.", tuple(CONTEXTS), True, "SUPPORT")
-    ]
+    labels = [LabelledClaim("x", "The tower is in Paris SUPPORTED.", tuple(CONTEXTS), "SUPPORT")]
     with serve(answer=lambda p: "yes") as server:
         result = calibrate(judge(server.url, cache=cache), labels)
     save_calibration(tmp_path / "calibration.json", result)
