@@ -123,8 +123,10 @@ class ControllerPlugin:
         store: BaselineStore
         try:
             store = BaselineStore.load(settings.baseline)
-        except BaselineError:
-            store = BaselineStore(settings.baseline)  # a broken file is replaced on update
+        except BaselineError as exc:
+            # It may hold entries of tests this run did not run (a merge conflict, a cut
+            # copy): writing this run's entries over it would drop them, so it stays as it is.
+            raise BaselineError(f"{exc}; the baseline was not updated") from None
         self.stale = self.session.stale_entries(store)
         # Tests that crashed keep their entries untouched: their numbers may be incomplete.
         usable = [c.record for c in self.evaluations if c.record.test not in self.errored_tests]

@@ -375,6 +375,32 @@ def test_broken_baseline_is_a_clear_error_naming_the_file(
     assert path.read_text() == content  # never overwritten without --ragmetrics-update-baseline
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        '<<<<<<< HEAD\n{"schema_version": 1, "entries": {}}\n',
+        '{"schema_version": 1, "entries": {"test_other.py::test_x": {"retrieval": {',
+        '{"schema_version": 99, "entries": {}}',
+    ],
+    ids=["merge-conflict", "truncated", "newer-schema"],
+)
+def test_update_leaves_a_baseline_it_cannot_read_as_it_is(
+    project: pytest.Pytester, content: str
+) -> None:
+    """Its entries may be other tests': replacing it with this run's entries would drop them."""
+    path = project.path / ".ragmetrics" / "baseline.json"
+    path.parent.mkdir()
+    path.write_text(content)
+    result = project.runpytest("--ragmetrics-update-baseline")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*baseline.json*the baseline was not updated*"])
+    assert "Traceback" not in result.stdout.str()
+    assert path.read_text() == content
+    path.unlink()  # what the message says to do when the file is not worth restoring
+    project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    assert json.loads(path.read_text())["entries"]
+
+
 @pytest.mark.parametrize("mode", XDIST_QUICK)
 def test_update_under_xdist_is_byte_identical(pytester: pytest.Pytester, mode: list[str]) -> None:
     make_project(
