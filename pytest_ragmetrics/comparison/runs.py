@@ -104,11 +104,18 @@ def score_pairs(
     from pytest_ragmetrics.data.trec import read_run
 
     out = []
+    seen: dict[tuple[str, str], str] = {}
     for text in runs:
         key = run_pair(text, list(qrels_of), names)
         path = run_path(text)
-        evaluation = score(qrels_of[key], read_run(path), metrics, semantics)
         label = run_label(path)
+        if (label, key) in seen:  # one row each: the second would hide the first
+            raise ConfigError(
+                f"{path}: the run {label!r} on {key} is already given ({seen[label, key]}); "
+                "rows are named by the runs' tags (the sixth column): give each run its own tag"
+            )
+        seen[label, key] = path
+        evaluation = score(qrels_of[key], read_run(path), metrics, semantics)
         notes = tuple(f"{label} on {key}: {note}" for note in evaluation.notes)
         out.append(PairEvaluation(label, key, evaluation, notes))
     return out

@@ -313,3 +313,22 @@ def test_supplementary_labels_for_none_of_the_judged_queries_get_a_note(
     ) in text
     err = capsys.readouterr().err
     assert "the file does not say which corpus its labels were made for" in err
+
+
+@pytest.mark.parametrize("second_tag", ["same", None], ids=["same-tag", "same-file"])
+def test_two_runs_that_would_share_a_row_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], second_tag: str | None
+) -> None:
+    """Rows are named by tag: the second run's numbers replaced the first's, exit 0."""
+    first = tmp_path / "a.txt"
+    first.write_text("q1 Q0 d0 1 1.0 same\n")
+    second = tmp_path / "b.txt"
+    second.write_text("q1 Q0 d1 1 1.0 same\n")
+    runs = [str(first), str(second) if second_tag else str(first)]
+    code, text = run_cli("--qrels", QRELS, "--run", runs[0], "--run", runs[1])
+    assert (code, text) == (2, "")
+    err = capsys.readouterr().err
+    assert f"{runs[1]}: the run 'same' on qrels is already given ({runs[0]})" in err
+    second.write_text("q1 Q0 d1 1 1.0 other\n")
+    code, text = run_cli("--qrels", QRELS, "--run", str(first), "--run", str(second))
+    assert code == 0 and "same" in text and "other" in text
