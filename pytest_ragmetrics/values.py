@@ -16,6 +16,13 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 _DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
+def python_only(token: str) -> bool:
+    """Whether ``int``/``float`` would read ``token`` where C's ``atoi``/``strtod`` (trec_eval's
+    readers) read it differently or not at all: ``1_0`` (10 to Python, 1 to C), digits or
+    spaces outside ASCII (``٣``). A file token like that is refused, not guessed at."""
+    return "_" in token or not token.isascii()
+
+
 def parse_int(text: str, option: str, example: int) -> int:
     """An ASCII integer (surrounding spaces allowed), or a ConfigError naming the option."""
     if not _INTEGER.fullmatch(text.strip()) or len(text.strip()) > 18:

@@ -22,6 +22,7 @@ from pytest_ragmetrics.data.model import Corpus, Qrels, Queries
 from pytest_ragmetrics.data.textfile import resolve
 from pytest_ragmetrics.data.trec import QrelsColumns, read_qrels
 from pytest_ragmetrics.errors import DataFormatError
+from pytest_ragmetrics.values import python_only
 
 MANIFEST = "dataset.json"
 FORMATS = ("smart", "trec", "beir")
@@ -379,6 +380,8 @@ def _query_id_translation(
 
 def _integer(token: str, scheme: str) -> int:
     try:
+        if python_only(token):
+            raise ValueError(token)
         return int(token)
     except ValueError:
         raise ValueError(f"query id {token!r} is not a number (query_ids = {scheme})") from None

@@ -16,10 +16,20 @@ from pytest_ragmetrics.data.scores import rank_column_contradiction
 from pytest_ragmetrics.data.textfile import PathLike, read_lines, resolve, split_fields
 from pytest_ragmetrics.errors import DataFormatError, ScoreOrderWarning, how_to_silence
 from pytest_ragmetrics.fileio import atomic_write_text
+from pytest_ragmetrics.values import python_only
+
+_NANS = ("nan", "+nan", "-nan")
 
 
 def parse_grade(token: str, path: PathLike, line: int) -> int:
     """An integer grade, or an error naming file and line."""
+    if python_only(token):
+        raise DataFormatError(
+            f"grade {token!r} is not an integer in ASCII digits (trec_eval would read it "
+            "differently)",
+            path,
+            line,
+        )
     try:
         grade = int(token)
     except ValueError:
@@ -196,9 +206,16 @@ def read_run(path: PathLike) -> Run:
             )
         qid, doc, score_token = fields[0], fields[2], fields[4]
         try:
-            score = float(score_token)
+            score = math.nan if python_only(score_token) else float(score_token)
         except ValueError:
-            raise DataFormatError(f"score {score_token!r} is not a number", p, lineno) from None
+            score = math.nan
+        if math.isnan(score) and score_token.lower() not in _NANS:
+            raise DataFormatError(
+                f"score {score_token!r} is not a number in ASCII digits, as trec_eval reads "
+                "them (e.g. 0.5, -1.25e-3)",
+                p,
+                lineno,
+            )
         if not math.isfinite(score):
             raise DataFormatError(f"score {score_token!r} is not a finite number", p, lineno)
         docs = by_query.setdefault(qid, {})

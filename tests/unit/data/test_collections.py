@@ -641,6 +641,8 @@ def test_manifest_unknown_split(tmp_path: Path) -> None:
         ("ordinal", "first 1 1\n", 1, "query id 'first' is not a number (query_ids = ordinal)"),
         ("number", "1 1 1\n2 2 1\n", 2, "query 2 is not in queries.qry"),
         ("number", "x1 1 1\n", 1, "query id 'x1' is not a number (query_ids = number)"),
+        ("number", "1_0 1 1\n", 1, "query id '1_0' is not a number (query_ids = number)"),
+        ("ordinal", "\u0661 1 1\n", 1, "query id '\u0661' is not a number (query_ids = ordinal)"),
         ("id", "001 1 1\n1 2 1\n", 2, "query '1' is not in queries.qry (query_ids = id;"),
     ],
 )

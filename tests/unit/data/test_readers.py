@@ -552,6 +552,13 @@ MALFORMED: list[tuple[str, str | bytes, Callable[[Path], object], int | None, st
     ),
     ("run.txt", "q1 Q0 d1 1 1e999 tag\n", read_run, 1, "score '1e999' is not a finite number"),
     ("run.txt", "q1 Q0 d1 1 high tag\n", read_run, 1, "score 'high' is not a number"),
+    # Python reads these (10, 3, 2e3); trec_eval's strtod reads 1, 0, 0 or stops: refused.
+    ("run.txt", "q1 Q0 d1 1 1_0 tag\n", read_run, 1, "score '1_0' is not a number in ASCII"),
+    ("run.txt", "q1 Q0 d1 1 \uff13 tag\n", read_run, 1, "score '\uff13' is not a number"),
+    ("run.txt", "q1 Q0 d1 1 2e0_3 tag\n", read_run, 1, "score '2e0_3' is not a number"),
+    ("qrels.txt", "q1 0 d1 1_0\n", read_qrels, 1, "grade '1_0' is not an integer in ASCII"),
+    ("qrels.txt", "q1 0 d1 \u0663\n", read_qrels, 1, "grade '\u0663' is not an integer"),
+    ("qrels.tsv", "q1\td1\t2_0.0\n", read_qrels, 1, "grade '2_0.0' is not an integer"),
     (
         "run.txt",
         "q1 Q0 d1 1 0.5 tag\nq1 Q0 d2\n",
