@@ -20,6 +20,20 @@ from pytest_ragmetrics.errors import ConfigError, OutputError, RagMetricsError
 PathLike = str | os.PathLike[str]
 
 
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict, a key given twice a ValueError: readers disagree on which
+    of the two wins (Python's json keeps the last), so a file holding both means two things.
+    Pass as ``json.loads(..., object_pairs_hook=unique_keys)``."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {key!r} appears twice in one object")
+            seen.add(key)
+    return out
+
+
 @contextlib.contextmanager
 def atomic_writer(path: PathLike, mode: str = "w") -> Iterator[IO[str] | IO[bytes]]:
     """Write to a temporary file in the target's folder, fsync, then ``os.replace`` it.
@@ -390,7 +404,7 @@ def read_json_file(
     if not text.strip():
         raise error(f"{path}: {subject}empty{tail}")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         raise error(f"{path}:{exc.lineno}: {subject}not valid JSON ({exc.msg}){tail}") from None
     except (ValueError, RecursionError) as exc:

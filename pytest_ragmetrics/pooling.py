@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_ragmetrics.data.model import Corpus, Qrels, Queries, Run
 from pytest_ragmetrics.data.textfile import read_jsonl, read_lines, resolve
 from pytest_ragmetrics.errors import DataFormatError
-from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock
+from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, unique_keys
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.judges.relevance import RelevanceJudge, RelevanceVerdict
@@ -442,8 +442,8 @@ def read_supplementary_qrels(path: PathLike) -> SupplementaryQrels:
             first[0] if first else None,
         )
     try:
-        judge = json.loads(first[1][len(HEADER_PREFIX) :])
-    except ValueError:
+        judge = json.loads(first[1][len(HEADER_PREFIX) :], object_pairs_hook=unique_keys)
+    except (ValueError, RecursionError):
         judge = None
     if not isinstance(judge, dict):
         raise DataFormatError("the judge in the header is not a JSON object", p, first[0])

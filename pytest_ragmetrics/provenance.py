@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_ragmetrics.errors import DataFormatError
+from pytest_ragmetrics.fileio import unique_keys
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.data.model import Corpus, Qrels
@@ -42,8 +43,8 @@ def read_dataset_line(text: str, path: Path, line: int) -> dict[str, str] | None
     if not text.startswith(DATASET_PREFIX):
         return None
     try:
-        value = json.loads(text[len(DATASET_PREFIX) :])
-    except ValueError:
+        value = json.loads(text[len(DATASET_PREFIX) :], object_pairs_hook=unique_keys)
+    except (ValueError, RecursionError):
         value = None
     if not isinstance(value, dict) or not isinstance(value.get("corpus"), str):
         raise DataFormatError(

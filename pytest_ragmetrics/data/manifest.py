@@ -22,6 +22,7 @@ from pytest_ragmetrics.data.model import Corpus, Qrels, Queries
 from pytest_ragmetrics.data.textfile import resolve
 from pytest_ragmetrics.data.trec import QrelsColumns, read_qrels
 from pytest_ragmetrics.errors import DataFormatError
+from pytest_ragmetrics.fileio import unique_keys
 from pytest_ragmetrics.values import python_only
 
 MANIFEST = "dataset.json"
@@ -90,11 +91,13 @@ def read_manifest(path: Path) -> Manifest:
     except UnicodeDecodeError:
         raise DataFormatError("not valid UTF-8", path) from None
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         raise DataFormatError(
             f"not valid JSON ({exc.msg} at column {exc.colno})", path, exc.lineno
         ) from None
+    except (ValueError, RecursionError) as exc:  # thousands of digits, deep nesting, a key twice
+        raise DataFormatError(f"cannot read this JSON ({exc})", path) from None
     if not isinstance(data, dict):
         raise DataFormatError(f"expected a JSON object, got {type(data).__name__}", path)
     unknown = sorted(set(data) - {*_REQUIRED, *_OPTIONAL})
@@ -232,11 +235,19 @@ class _Checker:
                 "grades", 'must be an object {code: grade or null}, e.g. {"1": 4, "-1": null}'
             )
         mapping: dict[int, int | None] = {}
+        written: dict[int, str] = {}
         for code, grade in value.items():
             try:
+                if python_only(code):
+                    raise ValueError(code)
                 number = int(code)
             except ValueError:
                 raise self.fail("grades", f"code {code!r} is not an integer") from None
+            if number in written:  # "1" and "01": the second would replace the first
+                raise self.fail(
+                    "grades", f"codes {written[number]!r} and {code!r} are the same number"
+                )
+            written[number] = code
             if grade is not None and (isinstance(grade, bool) or not isinstance(grade, int)):
                 raise self.fail(
                     "grades", f"the grade of code {code} must be an integer or null, got {grade!r}"
@@ -251,6 +262,8 @@ class _Checker:
             codecs.lookup(value)
         except LookupError:
             raise self.fail("encoding", f"unknown text encoding {value!r}") from None
+        if not codecs.lookup(value)._is_text_encoding:  # rot13, base64, zlib: bytes codecs
+            raise self.fail("encoding", f"{value!r} is not a text encoding")
         if "\n".encode(value) != b"\n":
             raise self.fail("encoding", f"{value} is not line-compatible with ASCII")
         return value

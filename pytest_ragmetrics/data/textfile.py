@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragmetrics.errors import DataFormatError
+from pytest_ragmetrics.fileio import unique_keys
 
 PathLike = str | os.PathLike[str]
 
@@ -81,7 +82,7 @@ def read_jsonl(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
     p = resolve(path)
     for lineno, text in read_lines(p):
         try:
-            value = json.loads(text)
+            value = json.loads(text, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as exc:
             raise DataFormatError(
                 f"not valid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON "
@@ -90,8 +91,8 @@ def read_jsonl(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
                 lineno,
             ) from None
         except (ValueError, RecursionError) as exc:
-            # Valid JSON that Python refuses: an integer of thousands of digits, or nesting
-            # deeper than the recursion limit.
+            # Valid JSON that Python refuses: an integer of thousands of digits, nesting
+            # deeper than the recursion limit, a key given twice in one object.
             raise DataFormatError(f"cannot read this JSON line ({exc})", p, lineno) from None
         if not isinstance(value, dict):
             raise DataFormatError(f"expected a JSON object, got {type(value).__name__}", p, lineno)

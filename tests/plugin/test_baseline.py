@@ -359,8 +359,17 @@ def test_crashing_test_keeps_its_entries(pytester: pytest.Pytester) -> None:
             "'metrics' must map metric names to numbers",
         ),
         ('{"schema_version": 1, "entries": []}', "'entries' must be an object"),
+        ('{"schema_version": 1, "entries": {}, "entries": {}}', "the key 'entries' appears twice"),
     ],
-    ids=["empty", "truncated", "newer-schema", "no-schema", "nonsense-value", "nonsense-type"],
+    ids=[
+        "empty",
+        "truncated",
+        "newer-schema",
+        "no-schema",
+        "nonsense-value",
+        "nonsense-type",
+        "key-twice",
+    ],
 )
 def test_broken_baseline_is_a_clear_error_naming_the_file(
     project: pytest.Pytester, content: str, message: str

@@ -22,6 +22,7 @@ from pytest_ragmetrics.pooling import (
     read_supplementary_qrels,
     supplement,
 )
+from pytest_ragmetrics.provenance import DATASET_PREFIX
 from tests.helpers.fake_openai import Reply, completion, serve
 from tests.helpers.plugin_project import SERIAL_AND_N2, make_project
 
@@ -235,6 +236,12 @@ def test_a_pool_without_texts_cannot_be_judged(
     [
         ("q1 0 d1 1\n", ":1: supplementary qrels start with a line"),
         (HEADER_PREFIX + "not json\nq1 0 d1 1\n", ":1: the judge in the header is not"),
+        (HEADER_PREFIX + "[" * 100_000 + "\nq1 0 d1 1\n", ":1: the judge in the header is not"),
+        (HEADER_PREFIX + '{"a": 1, "a": 2}\nq1 0 d1 1\n', ":1: the judge in the header is not"),
+        (
+            HEADER_PREFIX + '{"name": "j"}\n' + DATASET_PREFIX + "{" * 100_000 + "\n",
+            ":2: the dataset in the header must be",
+        ),
         (HEADER_PREFIX + '{"name": "j"}\nq1 0 d1\n', ":2: "),
         (HEADER_PREFIX + '{"name": "j"}\nq1 0 d1 x\n', ":2: grade 'x' is not an integer"),
     ],

@@ -575,6 +575,10 @@ def manifest_case(edit: dict[str, Any], reason: str, *, drop: str | None = None)
         manifest_case({"query_ids": "position"}, "'query_ids': must be one of id, number, ordinal"),
         manifest_case({"qrels_columns": 3}, "'qrels_columns': must be one of auto, pairs, got 3"),
         manifest_case({"grades": {"one": 4}}, "'grades': code 'one' is not an integer"),
+        # The same number twice: the later code replaced the earlier one's grade.
+        manifest_case({"grades": {"3": 2, "03": 0}}, "'grades': codes '3' and '03' are the same"),
+        manifest_case({"grades": {"-1": 0, " -1": 1}}, "codes '-1' and ' -1' are the same number"),
+        manifest_case({"grades": {"1_0": 4}}, "'grades': code '1_0' is not an integer"),
         manifest_case(
             {"grades": {"1": 4.5}}, "'grades': the grade of code 1 must be an integer or null"
         ),
@@ -589,6 +593,8 @@ def manifest_case(edit: dict[str, Any], reason: str, *, drop: str | None = None)
             {"encoding": "utf-16"}, "'encoding': utf-16 is not line-compatible with ASCII"
         ),
         manifest_case({"name": ""}, "'name': must be a non-empty string"),
+        manifest_case({"encoding": "uu_codec"}, "'encoding': 'uu_codec' is not a text encoding"),
+        manifest_case({"encoding": "bz2"}, "'encoding': 'bz2' is not a text encoding"),
     ],
 )
 def test_manifest_malformed(
@@ -607,8 +613,11 @@ def test_manifest_malformed(
         ('{"format": "smart",\n "documents": }', 2, "not valid JSON (Expecting value at column"),
         ('["format", "smart"]', None, "expected a JSON object, got list"),
         (b'{"name": "caf\xe9"}', None, "not valid UTF-8"),
+        ('{"format": "smart", "name": "a", "format": "trec"}', None, "the key 'format' appears"),
+        ("[" * 50_000 + "]" * 50_000, None, "cannot read this JSON"),
+        ('{"provenance": {"n": ' + "9" * 5000 + "}}", None, "cannot read this JSON"),
     ],
-    ids=["syntax", "not-an-object", "bad-utf8"],
+    ids=["syntax", "not-an-object", "bad-utf8", "key-twice", "deep", "huge-integer"],
 )
 def test_manifest_not_json(
     tmp_path: Path, content: str | bytes, line: int | None, reason: str

@@ -494,6 +494,14 @@ MALFORMED: list[tuple[str, str | bytes, Callable[[Path], object], int | None, st
         "query id 'q1' appears twice (first at line 1)",
     ),
     ("queries.jsonl", "", read_queries, None, "no queries in queries file"),
+    # Python's json keeps the last of two equal keys; another reader keeps the first.
+    (
+        "queries.jsonl",
+        '{"_id": "q1", "text": "a"}\n{"_id": "q2", "text": "b", "_id": "q9"}\n',
+        read_queries,
+        2,
+        "the key '_id' appears twice in one object",
+    ),
     (
         "qrels.tsv",
         "query-id\tcorpus-id\tscore\nq1\td1\t1.5\n",
