@@ -53,7 +53,7 @@ def parse_tolerances(items: Sequence[str], where: str = "ragmetrics_tolerance") 
     """Parse ``0.01 ndcg_at_10=0.005 recall_at_100=2%``."""
     default = Tolerance(0.01)
     per_metric: dict[str, Tolerance] = {}
-    given_as: dict[str, str] = {}
+    given_as: dict[str, str] = {}  # metric name (or "" for the default) -> the item that set it
     for item in split_list(items):
         if "=" in item:
             metric, _, value = item.partition("=")
@@ -69,5 +69,11 @@ def parse_tolerances(items: Sequence[str], where: str = "ragmetrics_tolerance") 
             given_as[name] = item
             per_metric[name] = _parse_one_tolerance(value, f"{where} ({name})")
         else:
+            if "" in given_as:  # the last would win: which one was meant is not known
+                raise ConfigError(
+                    f"{where}: {given_as['']} and {item} both set the tolerance of every "
+                    "metric; give it once"
+                )
+            given_as[""] = item
             default = _parse_one_tolerance(item, where)
     return Tolerances(default, per_metric)

@@ -113,6 +113,26 @@ def test_bad_input_exits_two(
     assert "--tolerance: 'x' is not a tolerance" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("tolerances", "message"),
+    [
+        (["0.5", "0.01"], "0.5 and 0.01 both set the tolerance of every metric"),
+        (["0.01 2%"], "0.01 and 2% both set the tolerance of every metric"),
+        (["mrr=0.1", "0.2", "mrr=0.3"], "mrr=0.1 and mrr=0.3 set the tolerance of mrr twice"),
+    ],
+)
+def test_a_tolerance_given_twice_is_refused_not_the_last_kept(
+    files: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    tolerances: list[str],
+    message: str,
+) -> None:
+    """The last value won, so a loose tolerance after a strict one passed a drop."""
+    flags = [arg for value in tolerances for arg in ("--tolerance", value)]
+    assert run("compare", str(files[0]), str(files[1]), *flags) == (2, "")
+    assert message in capsys.readouterr().err
+
+
 # --------------------------------------------------------------------------------------------
 # Comparing runs: ragmetrics compare --qrels Q RUN_A RUN_B [RUN_C ...]
 
