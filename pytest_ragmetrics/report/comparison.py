@@ -54,28 +54,54 @@ def marks_legend(comparison: SystemsComparison) -> str:
     )
 
 
+OTHER_QUERIES = "†"
+
+
+def _same(value: float, mean: float | None) -> bool:
+    """Equal as far as a report shows (means are stored to six decimals)."""
+    return mean is not None and abs(value - mean) <= 1e-6
+
+
 def runs_grid(comparison: SystemsComparison) -> Table:
     """Every run's means (the best of each metric marked), with the Δ against the
-    reference, and its status."""
+    reference, and its status.
+
+    A Δ is over the queries the two runs pair; where those are not the queries of the means
+    shown (a run that lacks queries, another query set), the Δ is marked † and the legend
+    says so, since it is then not the difference of the two numbers in the column.
+    """
     from pytest_ragmetrics.comparison import KIND_WORDS, k_text
 
     metrics = list(comparison.metrics)
     by_system = {id(v.system): v for v in comparison.versus}
+    reference = comparison.reference.record.evaluation.mean
     rows = []
+    elsewhere = False
     for system in comparison.systems:
         versus = by_system.get(id(system))
         verdicts = {m.metric: m for m in versus.verdict.metrics} if versus else {}
         row = list(cells([system.label, KIND_WORDS[system.kind], k_text(system.record.k)]))
         for metric in metrics:
             found = verdicts.get(metric)
+            mean = system.record.evaluation.mean.get(metric)
             suffix = "" if found is None else delta_cell(comparison, found)
-            row.append(Cell(_value(system.record.evaluation.mean.get(metric)), suffix))
+            if found is not None and not (
+                _same(found.current, mean) and _same(found.baseline, reference.get(metric))
+            ):
+                suffix, elsewhere = suffix[:-1] + f" {OTHER_QUERIES})", True
+            row.append(Cell(_value(mean), suffix))
         row.append(Cell(versus.verdict.status if versus else "reference"))
         rows.append(row)
     marked = mark_best(rows, range(3, 3 + len(metrics)))
     align = (*alignment(3, len(metrics)), "left")
     headers = ("run", "input", "k", *metrics, "status")
-    return Table(headers, tuple(map(tuple, marked)), align, (marks_legend(comparison),))
+    legend = [marks_legend(comparison)]
+    if elsewhere:
+        legend.append(
+            f"{OTHER_QUERIES} Δ over the queries both runs have, not those of the means shown: "
+            "the run's own table below gives both means over them"
+        )
+    return Table(headers, tuple(map(tuple, marked)), align, tuple(legend))
 
 
 def versus_grid(versus: Versus) -> Table:

@@ -712,3 +712,25 @@ def test_runs_form_names_the_reference_queries_a_run_lacks(tmp_path: Path) -> No
     assert f"note: {note}\n" in text
     code, text = run(*args, "--format", "json")
     assert note in json.loads(text)["comparisons"][0]["notes"]
+
+
+def test_a_delta_over_other_queries_than_the_means_shown_is_marked(runs) -> None:
+    """The grid showed the reference's mean over all queries and a Δ paired over fewer, so
+    a run could look higher than the reference and be flagged as a drop."""
+    lines = runs["b"].read_text().splitlines(keepends=True)
+    fewer = runs["tmp"] / "fewer.run"
+    fewer.write_text("".join(line for line in lines if line.split()[0] in ("q1", "q2", "q3")))
+    runs["fewer"] = fewer
+    code, text = cli("compare --qrels {qrels} {a} {fewer} -m mrr --query-set intersection", runs)
+    assert code == 1  # a query of the reference is lost
+    row = next(line for line in text.splitlines() if "fewer.run " in line and "TREC run" in line)
+    assert "†)" in row
+    assert "† Δ over the queries both runs have, not those of the means shown" in text
+    code, text = cli("compare --qrels {qrels} {a} {b} -m mrr", runs)
+    assert code == 0
+    assert "†" not in text  # the same queries: the Δ is the difference of the means shown
+    _, text = cli(
+        "compare --qrels {qrels} {a} {fewer} -m mrr --query-set intersection --format markdown",
+        runs,
+    )
+    assert "†)" in text and "† Δ over the queries both runs have" in text
