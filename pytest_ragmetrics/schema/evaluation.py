@@ -49,6 +49,7 @@ def evaluation_problem(entry: Any) -> str | None:
         lambda: _semantics_problem(entry.get("semantics") or {}),
         lambda: _dataset_problem(entry.get("dataset")),
         lambda: number_map(_or_empty(entry.get("thresholds")), "thresholds", nullable=False),
+        lambda: means_problem(entry.get("metrics"), entry.get("per_query", {})),
     )
     for check in checks:
         problem = check()
@@ -144,6 +145,35 @@ def per_query_problem(per_query: Any, field: str, words: str) -> str | None:
         lambda v: v is None or is_number(v),
         lambda qid, metric: f"{words} of {metric!r} for query {qid!r} is not a number",
     )
+
+
+# A stored mean and the mean of its stored per-query values (each rounded to six decimals) may
+# differ by rounding, never by more than this.
+MEAN_ROUNDING = 2e-6
+
+
+def means_problem(metrics: Any, per_query: Any) -> str | None:
+    """A mean that is not the mean of its per-query values (null ones left out, as the
+    engine leaves them out). The plugin compares means and the statistics pair per-query
+    values, so a file holding both (a merge that took one side's means and the other's
+    per-query values, a hand edit) would be judged two ways at once."""
+    if not isinstance(metrics, Mapping) or not isinstance(per_query, Mapping):
+        return None  # their shapes are checked (and named) before
+    for metric, mean in metrics.items():
+        if not is_number(mean) or mean != mean:
+            continue
+        values = [
+            row[metric]
+            for row in per_query.values()
+            if is_number(row.get(metric)) and row[metric] == row[metric]
+        ]
+        if values and abs(sum(values) / len(values) - mean) > MEAN_ROUNDING:
+            return (
+                f"'metrics.{metric}' is {mean!r} but its {len(values)} per-query values "
+                f"average {sum(values) / len(values):.6f}: the file mixes two versions (a "
+                "merge, an edit)"
+            )
+    return None
 
 
 def details_problem(details: Any, field: str) -> str | None:

@@ -170,6 +170,10 @@ BAD_ENTRY_FIELDS = [
     ("semantics", {"tie_break": "random"}, "'semantics.tie_break' is a scoring rule"),
     ("notes", "note", "'notes' must be a list of strings"),
     ("identity", [], "'identity' must be an object"),
+    # A mean and per-query values from two versions (a merge took one side's of each): the
+    # mean decided the verdict and the per-query values the statistics.
+    ("metrics", {"ndcg_at_10": 1.5}, "'metrics.ndcg_at_10' is 1.5 but its 4 per-query values"),
+    ("per_query", {"q2": {"mrr": 5.0}}, "per-query values average"),
 ]
 
 

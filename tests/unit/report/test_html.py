@@ -254,6 +254,7 @@ def test_histogram_counts_now_and_baseline() -> None:
     entry = document["evaluations"][0]
     values = {"q00000": 0.05, "q00001": 0.15, "q00002": 0.19, "q00003": 1.0}
     entry["per_query"] = {q: {"ndcg_at_10": v} for q, v in values.items()}
+    entry["metrics"]["ndcg_at_10"] = sum(values.values()) / len(values)
     entry["baseline_per_query"] = {q: {"ndcg_at_10": 1.0} for q in values} | {
         "gone": {"ndcg_at_10": 0.5}
     }
