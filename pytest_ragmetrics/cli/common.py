@@ -138,7 +138,7 @@ def dataset_pairs(args: argparse.Namespace) -> list[DatasetSelection]:
     """The (dataset, split) pairs of repeated --dataset [NAME=]DIR and --split."""
     from pytest_ragmetrics.data.selection import parse_named_paths, parse_splits, select_datasets
 
-    named = parse_named_paths(" ".join(args.dataset), "--dataset")
+    named = parse_named_paths(list(args.dataset), "--dataset")
     splits = parse_splits(split_text(args), [name for name, _ in named], "--split")
     ignore = bool(getattr(args, "ignore_identical_ids", False))
     return list(select_datasets([(n, Path(p)) for n, p in named], splits, lambda name: ignore))

@@ -45,18 +45,25 @@ def pair_key(name: str, split: str) -> str:
     return f"{name.replace('-', '--')}-{split}"
 
 
-def parse_named_paths(text: str, where: str) -> list[tuple[str, str]]:
+def parse_named_paths(text: str | Sequence[str], where: str) -> list[tuple[str, str]]:
     """``"a=path/one path/two"`` -> ``[("a", "path/one"), ("two", "path/two")]``.
 
-    A bare path is named after its last folder; names must be unique and plain (letters,
-    digits, ``.``, ``_``, ``-``), since they become part of test ids.
+    A text (an ini value) is split at white space; a sequence (repeated command-line values)
+    is taken item by item, so a folder may have spaces in its name there. A bare path is named
+    after its last folder; names must be unique and plain (letters, digits, ``.``, ``_``,
+    ``-``), since they become part of test ids.
     """
     out: list[tuple[str, str]] = []
-    for item in text.split():
+    for item in text.split() if isinstance(text, str) else text:
         name, sep, path = item.partition("=")
         if not sep:
             path = item
-            name = Path(item.rstrip("/\\")).name or item
+            name = Path(item.rstrip("/\\")).name
+            if name in ("", ".", ".."):
+                raise ConfigError(
+                    f"{where}: {item!r} has no folder name to name the dataset after; write "
+                    f"NAME={item}"
+                )
         if not path:
             raise ConfigError(f"{where}: {item!r} names no folder; write name=path/to/folder")
         if not _NAME.fullmatch(name):

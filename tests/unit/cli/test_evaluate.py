@@ -332,3 +332,22 @@ def test_two_runs_that_would_share_a_row_are_refused(
     second.write_text("q1 Q0 d1 1 1.0 other\n")
     code, text = run_cli("--qrels", QRELS, "--run", str(first), "--run", str(second))
     assert code == 0 and "same" in text and "other" in text
+
+
+def test_a_dataset_folder_with_a_space_is_one_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each --dataset value is one folder: 'my data' was split into 'my' and 'data'."""
+    from tests.helpers.plugin_project import write_dataset
+
+    folder = write_dataset(tmp_path / "two words")
+    run = tmp_path / "run.txt"
+    run.write_text("q1 Q0 d1 1 1.0 t\nq2 Q0 d2 1 1.0 t\n")
+    code, text = run_cli("--dataset", f"animals={folder}", "--run", str(run), "-m", "P_1")
+    assert code == 0 and "0.5000" in text
+    monkeypatch.chdir(folder)
+    assert run_cli("--dataset", ".", "--run", str(run)) == (2, "")
+    err = capsys.readouterr().err
+    assert "--dataset: '.' has no folder name to name the dataset after; write NAME=." in err
+    code, text = run_cli("--dataset", "here=.", "--run", str(run), "-m", "P_1")
+    assert code == 0 and "0.5000" in text
