@@ -211,6 +211,11 @@ class _Checker:
                 paths += matched
             else:
                 paths.append(self.file(item, key))
+        first: dict[Path, Path] = {}
+        for path in paths:  # read twice, each of its documents would 'appear twice'
+            same = first.setdefault(path.resolve(), path)
+            if same is not path:
+                raise self.fail(key, f"{path.name} is listed twice (as {same} and {path})")
         return tuple(paths)
 
     def names(

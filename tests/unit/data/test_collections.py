@@ -568,6 +568,8 @@ def manifest_case(edit: dict[str, Any], reason: str, *, drop: str | None = None)
         manifest_case(
             {"documents": ["d/*.txt"]}, "'documents': the pattern d/*.txt matches no file"
         ),
+        manifest_case({"documents": ["docs.all", "./docs.all"]}, "docs.all is listed twice (as"),
+        manifest_case({"documents": ["docs.all", "docs.*"]}, "docs.all is listed twice (as"),
         manifest_case({"queries": 7}, "'queries': must be a file name, got 7"),
         manifest_case({"qrels": "qrels.txt"}, "'qrels' must be an object {split: file}"),
         manifest_case({"qrels": {}}, "'qrels' must be an object {split: file}"),

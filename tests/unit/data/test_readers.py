@@ -494,6 +494,13 @@ MALFORMED: list[tuple[str, str | bytes, Callable[[Path], object], int | None, st
         "query id 'q1' appears twice (first at line 1)",
     ),
     ("queries.jsonl", "", read_queries, None, "no queries in queries file"),
+    (
+        "queries.jsonl",
+        '{"_id": "q\\u0000", "text": "a"}\n',
+        read_queries,
+        1,
+        "the escape \\u0000 (a NUL character) is not text",
+    ),
     # Python's json keeps the last of two equal keys; another reader keeps the first.
     (
         "queries.jsonl",
