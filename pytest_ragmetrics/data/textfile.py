@@ -98,24 +98,7 @@ def read_jsonl(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
             raise DataFormatError(f"expected a JSON object, got {type(value).__name__}", p, lineno)
         if _SURROGATE_ESCAPE.search(text):
             _refuse_lone_surrogates(value, p, lineno)
-        if "\\u0000" in text and any("\x00" in s for s in _strings(value)):
-            # As a NUL byte in the file is refused: ids cannot hold it (numpy drops a trailing
-            # one, so "d2\x00" would become "d2"), and no text means it.
-            raise DataFormatError("the escape \\u0000 (a NUL character) is not text", p, lineno)
         yield lineno, value
-
-
-def _strings(value: Any) -> Iterator[str]:
-    """Every string in a JSON value, keys included."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield key
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -168,6 +151,12 @@ def require_str(
             text = str(value)
             if not text:
                 raise DataFormatError(f"{what} {key!r} is empty", path, line)
+            if "\x00" in text:  # numpy drops a trailing NUL: "d2\x00" would become "d2"
+                raise DataFormatError(
+                    f"{what} {text!r} holds a NUL character (\\u0000); ids must be text",
+                    path,
+                    line,
+                )
             return text
     names = " or ".join(repr(k) for k in keys)
     raise DataFormatError(f"missing {names} ({what})", path, line)

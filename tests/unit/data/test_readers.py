@@ -499,7 +499,7 @@ MALFORMED: list[tuple[str, str | bytes, Callable[[Path], object], int | None, st
         '{"_id": "q\\u0000", "text": "a"}\n',
         read_queries,
         1,
-        "the escape \\u0000 (a NUL character) is not text",
+        "query id 'q\\x00' holds a NUL character",
     ),
     # Python's json keeps the last of two equal keys; another reader keeps the first.
     (
