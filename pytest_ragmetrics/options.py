@@ -75,6 +75,15 @@ def _positive(example: int) -> Parser:
     return parse
 
 
+def _alpha(text: str, where: str) -> float:
+    from pytest_ragmetrics.values import parse_float
+
+    value = parse_float(text, where)
+    if not 0 < value <= 1:  # 0: no p-value is below it, so no regression could ever fail
+        raise ConfigError(f"{where}: {text!r} must be a p-value above 0 and at most 1, e.g. 0.05")
+    return value
+
+
 def _between(low: float, high: float) -> Parser:
     def parse(text: str, where: str) -> float:
         from pytest_ragmetrics.values import float_in
@@ -480,8 +489,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "ragmetrics_alpha",
         "fail a regression only when its randomization-test p-value "
-        "is below this too (default: off)",
-        parse=_between(0.0, 1.0),
+        "is below this too, 0 < P <= 1 (default: off)",
+        parse=_alpha,
         metavar="P",
         cli="--alpha",
     ),

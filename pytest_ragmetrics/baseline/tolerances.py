@@ -46,6 +46,11 @@ def _parse_one_tolerance(text: str, where: str) -> Tolerance:
         ) from None
     if not math.isfinite(value) or value < 0:
         raise ConfigError(f"{where}: tolerance {text!r} must be a non-negative number")
+    if relative and value > 100:  # more than the whole value may be lost: a typo, not a gate
+        raise ConfigError(
+            f"{where}: tolerance {text!r} lets a metric lose more than its whole value; a "
+            "relative tolerance is at most 100% (100% already lets it fall to 0)"
+        )
     return Tolerance(value / 100 if relative else value, relative)
 
 

@@ -345,6 +345,11 @@ def _score_value(score: object, doc: str, query_id: str, retriever: str) -> floa
     """A returned score as a finite float, or a RetrieverError naming document and query."""
     try:
         value = float(score)  # type: ignore[arg-type]
+    except OverflowError:  # an int beyond a float's range (10**400); its repr may be refused
+        raise RetrieverError(
+            f"retriever {retriever!r} returned an integer score too large for a float for "
+            f"document {doc!r}, query {query_id!r}; scores must be finite"
+        ) from None
     except (TypeError, ValueError):
         raise RetrieverError(
             f"retriever {retriever!r} returned score {score!r} for document {doc!r}, query "

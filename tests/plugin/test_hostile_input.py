@@ -134,6 +134,12 @@ def test_ids_with_spaces_survive_beir_and_trec_files(tmp_path: Path, space: str)
         ([], 'ragmetrics_relevance_level = "\u0661"\n', "ragmetrics_relevance_level:"),
         ([], 'ragmetrics_alpha = "\u0660.5"\n', "ragmetrics_alpha:"),
         (["--ragmetrics-tolerance=\u0661%"], "", "ragmetrics_tolerance:"),
+        # Settings under which no regression could ever fail: no p is below 0, and more than
+        # 100% lets a metric lose more than its whole value.
+        (["--ragmetrics-alpha=0"], "", "ragmetrics_alpha: '0' must be a p-value above 0"),
+        ([], 'ragmetrics_alpha = "0.0"\n', "ragmetrics_alpha: '0.0' must be a p-value above 0"),
+        (["--ragmetrics-tolerance=200%"], "", "tolerance '200%' lets a metric lose more than"),
+        ([], 'ragmetrics_tolerance = "mrr=150%"\n', "tolerance '150%' lets a metric lose"),
         (["--ragmetrics-dataset=loop"], "", "ragmetrics_dataset: cannot resolve 'loop'"),
         (["--ragmetrics-json=loop/r.json"], "", "ragmetrics_json:"),
         (["--ragmetrics-baseline=loop"], "", "ragmetrics_baseline:"),
