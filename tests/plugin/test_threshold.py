@@ -69,6 +69,59 @@ def test_closest_marker_wins(pytester: pytest.Pytester) -> None:
 
 
 @pytest.mark.parametrize(
+    "markers",
+    [
+        "@pytest.mark.rag_threshold(precision_at_2=0.99)\n"
+        "@pytest.mark.rag_threshold(precision_at_2=0.1)",
+        "@pytest.mark.rag_threshold(precision_at_2=0.1)\n"
+        "@pytest.mark.rag_threshold(P_2=0.99, recall_at_5=0.1)",
+        "@pytest.mark.rag_threshold(precision_at_2=0.1, dataset='data')\n"
+        "@pytest.mark.rag_threshold(precision_at_2=0.99, dataset='data-test')",
+    ],
+    ids=["stacked", "stacked-alias", "stacked-same-dataset"],
+)
+def test_two_bounds_for_a_metric_at_one_level_are_a_collection_error(
+    pytester: pytest.Pytester, markers: str
+) -> None:
+    """Stacked markers apply bottom up: the looser bound won and the stricter was dropped."""
+    make_project(
+        pytester,
+        tests=f"""
+        import pytest
+
+        {markers.replace(chr(10), chr(10) + "        ")}
+        def test_it(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+    """,
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*two markers at one level bound precision_at_2 (*; give its*"])
+
+
+@pytest.mark.parametrize(
+    ("scoped", "unscoped", "outcome"), [(0.1, 0.99, "passed"), (0.99, 0.1, "failed")]
+)
+def test_a_dataset_marker_beats_a_general_one_at_its_level(
+    pytester: pytest.Pytester, scoped: float, unscoped: float, outcome: str
+) -> None:
+    make_project(
+        pytester,
+        tests=f"""
+        import pytest
+
+        pytestmark = pytest.mark.rag_threshold(precision_at_2=0.0)
+
+        @pytest.mark.rag_threshold(precision_at_2={unscoped})
+        @pytest.mark.rag_threshold(precision_at_2={scoped}, dataset="data")
+        def test_it(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+    """,
+    )
+    pytester.runpytest().assert_outcomes(**{outcome: 1})
+
+
+@pytest.mark.parametrize(
     ("marker", "message"),
     [
         (
