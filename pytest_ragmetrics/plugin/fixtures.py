@@ -394,9 +394,17 @@ def rag_eval(request: pytest.FixtureRequest) -> RagEval:
         supplement=session.supplement,
         on_record=on_record,
         report_fields=report_fields,
+        query=_query_of(item),
     )
     item.stash[RAG_EVAL_KEY] = recorder
     return recorder
+
+
+def _query_of(item: pytest.Item) -> str | None:
+    """The query id of a rag_query test instance (None for other tests)."""
+    callspec = getattr(item, "callspec", None)
+    query = callspec.params.get("rag_query") if callspec is not None else None
+    return query if isinstance(query, str) else None
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 def parametrize_datasets(metafunc: pytest.Metafunc, session: RagSession) -> None:
     test = metafunc.definition.nodeid
+    check_query_markers(metafunc, test)
     uses_dataset = "rag_dataset" in metafunc.fixturenames
     marked = list(metafunc.definition.iter_markers("rag_dataset"))
     if not uses_dataset and not marked:
@@ -40,6 +41,26 @@ def parametrize_datasets(metafunc: pytest.Metafunc, session: RagSession) -> None
             "test uses no dataset fixture to run once per pair; use rag_dataset (or rag_run, "
             "rag_queries, ...) in the test, or name one pair"
         )
+
+
+def check_query_markers(metafunc: pytest.Metafunc, test: str) -> None:
+    """A ``rag_queries`` marker that would select nothing: one with no ids (an empty list
+    spread into it would widen the test to every query), or one on a function that does not
+    use ``rag_query`` (it runs once, over every query). A class's or module's marker may
+    cover tests of both kinds, so only the function's own are checked for the second."""
+    definition = metafunc.definition
+    for node, marker in definition.iter_markers_with_node("rag_queries"):
+        if not marker.args:
+            raise ConfigError(
+                f"{test}: rag_queries() names no query; name at least one (with none the "
+                "test would run for every query)"
+            )
+        if node is definition and "rag_query" not in metafunc.fixturenames:
+            raise ConfigError(
+                f"{test}: @pytest.mark.rag_queries picks the queries of a rag_query test, and "
+                "this test does not use rag_query, so it would evaluate every query; add the "
+                "rag_query parameter, or drop the marker"
+            )
 
 
 # The fixtures whose value depends on the (dataset, split) pair: the built-in ones request

@@ -69,8 +69,12 @@ class RagEval:
         supplement: Callable[[], Supplement | None] | None = None,
         on_record: Callable[[EvaluationRecord], None] | None = None,
         report_fields: Callable[..., Mapping[str, Any]] | None = None,
+        query: str | None = None,
     ) -> None:
         self.test = test
+        # In a rag_query test, the query of this instance: a retrieval evaluation covers it
+        # alone, so its means and thresholds are that query's, not every query's.
+        self._query = query
         self._metrics = tuple(metrics)
         self._semantics = semantics
         self._k = k
@@ -151,12 +155,15 @@ class RagEval:
         scores: str | None = None,
     ) -> Evaluation:
         """Evaluate ``run`` (qrels default to the dataset's) and record it; returns the result.
+        In a ``rag_query`` test only that test's query is evaluated.
 
         ``retriever`` (or, without it, the retriever the run records, as ``rag_run``'s does)
         gives the identity stored in reports and baselines. ``scores`` declares which way a
         dict run's scores point, as for :meth:`Run.from_dict`.
         """
         run_obj, judgments, dataset_info, sources = self._judgments_of(run, qrels, scores)
+        if self._query is not None:
+            run_obj, judgments = run_obj.restrict([self._query]), judgments.restrict([self._query])
         names = self._metrics_for("retrieval", metrics)
         rules = self._semantics
         options: dict[str, Any] = {

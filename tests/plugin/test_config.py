@@ -74,7 +74,7 @@ def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
             "'lots' is not a tolerance; write 0.01 (absolute) or 2% (relative)",
         ),
         (["--ragmetrics-tolerance=nope_at_3=0.1"], "unknown metric 'nope_at_3'"),
-        (["--ragmetrics-alpha=2"], "ragmetrics_alpha: '2' must be between 0 and 1"),
+        (["--ragmetrics-alpha=2"], "ragmetrics_alpha: '2' must be a p-value above 0 and at most 1"),
         (["--ragmetrics-min-judge-kappa=x"], "ragmetrics_min_judge_kappa: 'x' is not a number"),
         (["--ragmetrics-retriever=elastic"], "'elastic' is not a built-in retriever"),
         (["--ragmetrics-json=../../report.json"], "ragmetrics_json"),

@@ -217,6 +217,63 @@ def test_rag_queries_marker_with_unknown_id_is_a_collection_error(
     result.stdout.fnmatch_lines(["*rag_queries: query ids not in the dataset: q9*"])
 
 
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ("rag_queries('q1')\n        def test_some(rag_eval, rag_run):", "does not use rag_query"),
+        ("rag_queries()\n        def test_some(rag_query):", "rag_queries() names no query"),
+        ("rag_queries(*[])\n        def test_some(rag_query):", "rag_queries() names no query"),
+    ],
+    ids=["without-rag-query", "empty", "empty-list"],
+)
+def test_a_rag_queries_marker_that_selects_nothing_is_a_collection_error(
+    pytester: pytest.Pytester, marker: str, message: str
+) -> None:
+    """Both ran every query: the marker was ignored, or an empty list widened the test."""
+    make_project(
+        pytester,
+        tests=f"""
+        import pytest
+
+        @pytest.mark.{marker}
+            pass
+    """,
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*test_some: *{message}*"])
+
+
+def test_rag_eval_in_a_rag_query_test_evaluates_that_query(pytester: pytest.Pytester) -> None:
+    """rag_eval.retrieval(rag_run) recorded the mean over every query under each query's
+    test, so its rag_threshold passed on other queries' values."""
+    make_project(
+        pytester,
+        tests="""
+        import pytest
+
+        @pytest.fixture
+        def rag_run():  # the relevant document first for q1 and q2, second for q3 and q4
+            first = {"q1": "d1", "q2": "d2", "q3": "d4", "q4": "d1"}
+            second = {"q1": "d2", "q2": "d1", "q3": "d3", "q4": "d5"}
+            return {q: {first[q]: 2.0, second[q]: 1.0} for q in first}
+
+        # The mean over the four queries is 0.5: every instance passed.
+        @pytest.mark.rag_threshold(recall_at_1=0.4)
+        def test_each(rag_eval, rag_query, rag_run):
+            evaluation = rag_eval.retrieval(rag_run)
+            assert list(evaluation.query_ids) == [rag_query.id]
+            assert evaluation.mean["recall_at_1"] == rag_query.metrics["recall_at_1"]
+    """,
+    )
+    result = pytester.runpytest("-v", "--ragmetrics-json=r.json")
+    result.assert_outcomes(passed=2, failed=2)
+    for line in ("*test_each[[]q1[]] PASSED*", "*test_each[[]q3[]] FAILED*"):
+        result.stdout.fnmatch_lines([line])  # each alone: the order of instances may vary
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert [e["num_queries"] for e in report["evaluations"]] == [1, 1, 1, 1]
+
+
 def test_failing_retriever_error_is_shown_cleanly(pytester: pytest.Pytester) -> None:
     conftest = """
         import pytest
