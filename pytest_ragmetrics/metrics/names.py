@@ -121,6 +121,7 @@ def register_metric(
     cutoff: Cutoff = "optional",
     description: str = "",
     worst: float | None = None,
+    higher_is_better: bool = True,
 ) -> None:
     """Register an extra retrieval metric family.
 
@@ -129,8 +130,17 @@ def register_metric(
     uncut) and returns one float per query. Registering a built-in name is an error.
     ``<name>_judged`` evaluates the same function on the judged-only rankings. ``worst``
     declares the worst value the metric can take (0.0 for one in [0, 1], higher better): a
-    fall to it on every query then fails whatever the p-value, as for built-in metrics.
+    fall to it on every query then fails whatever the p-value, as for built-in metrics; a
+    value below it is an error. ``higher_is_better`` declares the metric's direction: deltas,
+    thresholds and regressions read higher as better, so a metric where lower is better (a
+    mean rank, a latency) is refused; register its negation or reciprocal instead.
     """
+    if higher_is_better is not True:
+        raise MetricError(
+            f"metric {name!r}: higher_is_better={higher_is_better!r}; only metrics where higher "
+            "is better can be registered (deltas, thresholds and regressions read them so): "
+            "register the negation, e.g. lambda ranked, k: -mean_rank(ranked, k), or 1 / value"
+        )
     if worst is not None and (
         isinstance(worst, bool)
         or not isinstance(worst, (int, float))

@@ -121,8 +121,14 @@ def _metric_values(spec: MetricSpec, rj: RankedJudgments) -> FloatArray:
     if fam is None or fam.function is None:
         raise MetricError(f"metric {spec.name!r} is not a retrieval metric")
     try:
-        values = np.asarray(fam.function(rj, k), dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+        returned = fam.function(rj, k)
+    except Exception as exc:  # the user's code: named, with what it raised
+        raise MetricError(
+            f"registered metric {spec.name!r} raised {type(exc).__name__}: {exc}"
+        ) from exc
+    try:
+        values = np.asarray(returned, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise MetricError(
             f"registered metric {spec.name!r} did not return numbers ({exc}); return one float "
             "per query"
@@ -131,6 +137,13 @@ def _metric_values(spec: MetricSpec, rj: RankedJudgments) -> FloatArray:
         raise MetricError(
             f"registered metric {family!r} returned shape {values.shape}, expected "
             f"({rj.n_queries},)"
+        )
+    below = np.flatnonzero(values < fam.worst) if fam.worst is not None else np.empty(0, int)
+    if len(below):
+        raise MetricError(
+            f"registered metric {spec.name!r} returned {float(values[below[0]])!r}, below its "
+            f"declared worst value {fam.worst!r}: a registered metric is higher-is-better, so "
+            "worst is the least value it can take (if lower is better, register its negation)"
         )
     return values
 

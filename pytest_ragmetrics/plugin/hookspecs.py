@@ -12,11 +12,13 @@ import pytest
 def pytest_ragmetrics_register_metrics(register: Callable[..., None]) -> None:
     """Register extra retrieval metrics, once per process at configure time.
 
-    Call ``register(name, function, cutoff="optional"|"required"|"none", worst=None)``;
-    ``function(ranked, k)`` receives :class:`pytest_ragmetrics.RankedJudgments` and returns one
-    float per query. ``worst`` declares the metric's worst value (0.0 for one in [0, 1]): a
-    fall to it on every query then fails whatever the p-value. The new names work everywhere
-    a metric name does (marker, ini, reports, baselines).
+    Call ``register(name, function, cutoff="optional"|"required"|"none", worst=None,
+    higher_is_better=True)``; ``function(ranked, k)`` receives
+    :class:`pytest_ragmetrics.RankedJudgments` and returns one float per query, higher better
+    (a lower-is-better metric is refused: register its negation). ``worst`` declares the
+    metric's least value (0.0 for one in [0, 1]): a fall to it on every query then fails
+    whatever the p-value, and a value below it is an error. The new names work everywhere a
+    metric name does (marker, ini, reports, baselines).
     """
 
 

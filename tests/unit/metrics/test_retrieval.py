@@ -931,3 +931,24 @@ def test_errors_are_ours_never_bare_lookups() -> None:
     for qrels, run, metrics in cases:
         with pytest.raises(RagMetricsError):
             evaluate(qrels, run, metrics)
+
+
+def test_registered_metric_direction_is_declared_and_checked() -> None:
+    """Every verdict reads higher as better: a mean rank registered with worst=100 'improved'
+    when it fell to its worst value."""
+    with pytest.raises(MetricError, match="higher_is_better=False; only metrics where higher"):
+        register_metric("latency", lambda rj, k: np.zeros(rj.n_queries), higher_is_better=False)
+    register_metric("mean_place", lambda rj, k: np.full(rj.n_queries, 2.0), worst=100.0)
+    register_metric("boom", lambda rj, k: int("x"), cutoff="none")
+    register_metric("huge", lambda rj, k: [10**400] * rj.n_queries, cutoff="none")
+    try:
+        run = {"q": ranked("a", "b")}
+        with pytest.raises(MetricError, match=r"'mean_place' returned 2.0, below its declared"):
+            evaluate({"q": {"a": 1}}, run, ["mean_place"])
+        with pytest.raises(MetricError, match=r"'boom' raised ValueError: invalid literal"):
+            evaluate({"q": {"a": 1}}, run, ["boom"])
+        with pytest.raises(MetricError, match=r"'huge' did not return numbers"):
+            evaluate({"q": {"a": 1}}, run, ["huge"])
+    finally:
+        for name in ("mean_place", "boom", "huge"):
+            unregister_metric(name)
