@@ -173,6 +173,16 @@ def means_problem(metrics: Any, per_query: Any) -> str | None:
                 f"average {sum(values) / len(values):.6f}: the file mixes two versions (a "
                 "merge, an edit)"
             )
+    per_query_metrics = {name for row in per_query.values() for name in row}
+    unmatched = sorted(per_query_metrics ^ set(metrics)) if per_query_metrics else []
+    if unmatched:
+        name = unmatched[0]
+        what = (
+            "per-query values but no mean"
+            if name in per_query_metrics
+            else "a mean but no per-query value"
+        )
+        return f"{name!r} has {what}: the file mixes two versions (a merge, an edit)"
     return None
 
 
