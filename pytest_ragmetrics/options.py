@@ -621,8 +621,8 @@ def configured(getoption: Callable[..., Any], getini: Callable[[str], Any]) -> b
         if getoption(option.name, default=None) is not None:
             return True
         value = getini(option.name)
-        if option.ini_type == "bool":
-            if value:
+        if option.ini_type == "bool":  # text ("false" by default), checked when settings are read
+            if str(value).strip().lower() not in ("", "0", "false", "no", "off"):
                 return True
         elif option.ini_type == "args":
             if list(value) != option.ini_default:
