@@ -78,8 +78,8 @@ class ControllerPlugin:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Update the baseline if asked, then write the JSON and Markdown reports."""
-        if not self.session.in_use:
-            return
+        if not self.session.in_use or session.config.option.collectonly:
+            return  # --collect-only runs nothing: an empty report would replace the last one
         # A baseline that cannot be written does not keep the reports from being written
         # (nor a report the others): each failure is one line in the summary and fails the run.
         self._attempt(self.finish_baseline)

@@ -303,3 +303,16 @@ def test_markdown_report_shows_markup_in_names_as_text() -> None:
         "\\`code\\` [n] | 0.5000 | - |"
     )
     assert inline("ndcg_at_10\nline two") == "ndcg_at_10 line two"  # inner underscores stay
+
+
+def test_collect_only_writes_no_report_and_keeps_the_last(pytester: pytest.Pytester) -> None:
+    """--collect-only runs nothing: it wrote a report of no evaluations over the last one."""
+    make_project(pytester, tests=TESTS)
+    pytester.runpytest("--ragmetrics-json=r.json", "--ragmetrics-markdown=r.md")
+    before = {name: (pytester.path / name).read_bytes() for name in ("r.json", "r.md")}
+    assert json.loads(before["r.json"])["evaluations"]
+    result = pytester.runpytest(
+        "--collect-only", "--ragmetrics-json=r.json", "--ragmetrics-markdown=r.md"
+    )
+    assert result.ret == pytest.ExitCode.OK
+    assert {name: (pytester.path / name).read_bytes() for name in before} == before
