@@ -104,6 +104,8 @@ def describe_change(
             f"{part}: {count_before} → {count_after} {plural} "
             f"({count_after - count_before:+d}), contents differ"
         )
+    if count_before is None or count_after is None:  # no counts recorded: say no more
+        return f"{part}: contents differ"
     return f"{part}: contents differ (same number of {plural or 'items'})"
 
 

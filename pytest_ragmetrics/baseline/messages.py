@@ -95,7 +95,14 @@ def _metric_lines(m: MetricVerdict, words: Mapping[str, str]) -> list[str]:
         lines.append(f"  {m.metric}: lost on {m.lost}{of} queries (n/a now): {named}{more}")
     c = m.comparison
     if c is None or not c.n:
-        return lines
+        if m.status == "lost":
+            return lines
+        # No query paired (the entry holds no per-query values): the means alone, said so.
+        return [
+            *lines,
+            f"  {m.metric}: {m.baseline:.4f} → {m.current:.4f}, Δ {delta_text(m.delta)} (no "
+            "per-query values to pair: means only)",
+        ]
     lines.append(
         f"  {m.metric}: {m.baseline:.4f} → {m.current:.4f}, Δ {delta_text(m.delta)} "
         f"(95% CI [{delta_text(c.ci_low)}, {delta_text(c.ci_high)}], p = {c.p_value:.4f}); "

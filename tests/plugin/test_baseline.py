@@ -475,3 +475,23 @@ def test_a_worker_without_its_collection_makes_nothing_stale() -> None:
     fresh = RagSession(lambda: no_settings)
     fresh.merge_worker_collection(None)
     assert not fresh.collection_complete
+
+
+def test_a_regression_against_means_only_still_names_its_metrics(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry without per-query values (written by another tool, cut by hand) pairs no
+    query: the message said it regressed and named no metric's drop."""
+    project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    path = project.path / ".ragmetrics" / "baseline.json"
+    data = json.loads(path.read_text())
+    for named in data["entries"].values():
+        for entry in named.values():
+            del entry["per_query"]
+    path.write_text(json.dumps(data))
+    monkeypatch.setenv("RAG_WORSE", "1")
+    result = project.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*recall_at_1: 1.0000 → 0.0000, Δ -1.0000 (no per-query values to pair: means only)*"]
+    )
