@@ -142,6 +142,17 @@ def make_project(
         pytester.makepyfile(test_rag=textwrap.dedent(tests))
 
 
+def marked_test_error(pytester: pytest.Pytester, marker: str, test: str, message: str) -> None:
+    """A project whose one test is ``@pytest.mark.<marker>`` over ``test`` (its ``def`` and
+    body); its collection must fail with ``message`` after the test's name, no traceback."""
+    body = f"import pytest\n\n@pytest.mark.{marker}\n{textwrap.dedent(test)}"
+    make_project(pytester, tests=body)
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ERROR collecting test_rag.py*", f"*::test_*: *{message}*"])
+    assert "Traceback" not in result.stdout.str()
+
+
 # A serial run and one under two xdist workers. ``-n 0`` is not a third mode: xdist is loaded in a
 # serial run too, and the plugin tells a worker from the controller only by ``workerinput``, which
 # neither has, so it ran the serial code path again (about 30 s of the quick tier per test).

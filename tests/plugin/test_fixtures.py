@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.helpers.plugin_project import XDIST_MODES, make_project
+from tests.helpers.plugin_project import XDIST_MODES, make_project, marked_test_error
 
 
 def test_dataset_fixtures(pytester: pytest.Pytester) -> None:
@@ -199,49 +199,21 @@ def test_rag_query_with_k_selection_and_marker(pytester: pytest.Pytester) -> Non
     result.stdout.fnmatch_lines(["*test_all[[]q3[]]*PASSED*"])
 
 
-def test_rag_queries_marker_with_unknown_id_is_a_collection_error(
-    pytester: pytest.Pytester,
-) -> None:
-    make_project(
-        pytester,
-        tests="""
-        import pytest
-
-        @pytest.mark.rag_queries("q9")
-        def test_some(rag_query):
-            pass
-    """,
-    )
-    result = pytester.runpytest()
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*rag_queries: query ids not in the dataset: q9*"])
-
-
 @pytest.mark.parametrize(
-    ("marker", "message"),
+    ("marker", "signature", "message"),
     [
-        ("rag_queries('q1')\n        def test_some(rag_eval, rag_run):", "does not use rag_query"),
-        ("rag_queries()\n        def test_some(rag_query):", "rag_queries() names no query"),
-        ("rag_queries(*[])\n        def test_some(rag_query):", "rag_queries() names no query"),
+        ("rag_queries('q9')", "rag_query", "rag_queries: query ids not in the dataset: q9"),
+        # These ran every query: the marker was ignored, or an empty list widened the test.
+        ("rag_queries('q1')", "rag_eval, rag_run", "does not use rag_query"),
+        ("rag_queries()", "rag_query", "rag_queries() names no query"),
+        ("rag_queries(*[])", "rag_query", "rag_queries() names no query"),
     ],
-    ids=["without-rag-query", "empty", "empty-list"],
+    ids=["unknown-id", "without-rag-query", "empty", "empty-list"],
 )
-def test_a_rag_queries_marker_that_selects_nothing_is_a_collection_error(
-    pytester: pytest.Pytester, marker: str, message: str
+def test_a_rag_queries_marker_that_selects_no_known_query_is_a_collection_error(
+    pytester: pytest.Pytester, marker: str, signature: str, message: str
 ) -> None:
-    """Both ran every query: the marker was ignored, or an empty list widened the test."""
-    make_project(
-        pytester,
-        tests=f"""
-        import pytest
-
-        @pytest.mark.{marker}
-            pass
-    """,
-    )
-    result = pytester.runpytest()
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines([f"*test_some: *{message}*"])
+    marked_test_error(pytester, marker, f"def test_some({signature}):\n    pass\n", message)
 
 
 def test_rag_eval_in_a_rag_query_test_evaluates_that_query(pytester: pytest.Pytester) -> None:

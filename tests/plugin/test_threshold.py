@@ -6,7 +6,7 @@ import glob
 
 import pytest
 
-from tests.helpers.plugin_project import XDIST_QUICK, make_project
+from tests.helpers.plugin_project import XDIST_QUICK, make_project, marked_test_error
 
 
 @pytest.mark.parametrize("mode", XDIST_QUICK)
@@ -139,25 +139,8 @@ def test_a_dataset_marker_beats_a_general_one_at_its_level(
 def test_bad_marker_is_a_collection_error(
     pytester: pytest.Pytester, marker: str, message: str
 ) -> None:
-    make_project(
-        pytester,
-        tests=f"""
-        import pytest
-
-        @pytest.mark.{marker}
-        def test_it(rag_eval, rag_run):
-            rag_eval.retrieval(rag_run)
-
-        def test_other():
-            pass
-    """,
-    )
-    result = pytester.runpytest()
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(
-        ["*ERROR collecting test_rag.py*", f"*test_it: *{glob.escape(message)}*"]
-    )
-    assert "Traceback" not in result.stdout.str()
+    test = "def test_it(rag_eval, rag_run):\n    rag_eval.retrieval(rag_run)\n"
+    marked_test_error(pytester, marker, test, glob.escape(message))
 
 
 def test_threshold_without_an_evaluation_fails(pytester: pytest.Pytester) -> None:
