@@ -117,6 +117,13 @@ def _metric_values(spec: MetricSpec, rj: RankedJudgments) -> FloatArray:
         return bpref(rj)
     if family == "infap":
         return infap(rj)
+    return _registered_values(spec, rj)
+
+
+def _registered_values(spec: MetricSpec, rj: RankedJudgments) -> FloatArray:
+    """A registered metric's values per query, checked: numbers, one per query, none below
+    the metric's declared worst value; what its function raised is named."""
+    family, k = spec.family, spec.k
     fam = families().get(family)
     if fam is None or fam.function is None:
         raise MetricError(f"metric {spec.name!r} is not a retrieval metric")
