@@ -620,9 +620,12 @@ def configured(getoption: Callable[..., Any], getini: Callable[[str], Any]) -> b
     for option in OPTIONS:
         if getoption(option.name, default=None) is not None:
             return True
-        value = getini(option.name)
-        if option.ini_type == "bool":  # text ("false" by default), checked when settings are read
-            if str(value).strip().lower() not in ("", "0", "false", "no", "off"):
+        try:
+            value = getini(option.name)
+        except Exception:  # pytest's UsageError for text its bool type refuses: the settings,
+            return True  # read next, name the key
+        if option.ini_type == "bool":
+            if value:
                 return True
         elif option.ini_type == "args":
             if list(value) != option.ini_default:

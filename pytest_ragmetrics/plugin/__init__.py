@@ -73,15 +73,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     """Ini keys, each with a --ragmetrics-... override, and the command-line-only flags."""
     group = parser.getgroup("ragmetrics", "RAG metrics and baselines (pytest-ragmetrics)")
     for option in OPTIONS:
-        # A true/false key is read as text and checked by us: pytest's own bool type fails on
-        # "maybe" with "invalid truth value", naming neither the key nor what it accepts.
-        boolean = option.ini_type == "bool"
-        ini_type = "string" if boolean else option.ini_type
         parser.addini(
             option.name,
             option.help,
-            type=ini_type,  # type: ignore[arg-type]
-            default="false" if boolean else option.ini_default,
+            type=option.ini_type,  # type: ignore[arg-type]
+            default=False if option.ini_type == "bool" else option.ini_default,
         )
         help_text = option.help.replace("%", "%%")  # argparse formats help with %
         if option.ini_type == "bool":

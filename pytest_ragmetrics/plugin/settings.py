@@ -472,7 +472,12 @@ def settings_from_pytest(config: Any) -> Settings:
         value = config.getoption(name, default=None)
         if value is not None:
             return value, True
-        return config.getini(name), False
+        from pytest import UsageError  # loaded already: this reads a pytest Config
+
+        try:
+            return config.getini(name), False
+        except UsageError as exc:  # its bool type: "invalid truth value 'maybe'", no key
+            raise ConfigError(f"{name}: {exc}; write true or false") from None
 
     inipath = config.inipath
     return build_settings(

@@ -205,3 +205,15 @@ def test_collect_only_with_plugin_imports_nothing_heavy(pytester: pytest.Pyteste
     )
     result = pytester.runpytest_subprocess("--co", "-q", "-s", "-p", "no:xdist", *UNRELATED_PLUGINS)
     result.stdout.fnmatch_lines(["HEAVY:"])
+
+
+@pytest.mark.parametrize("table", ["tool.pytest", "tool.pytest.ini_options"])
+def test_true_false_keys_take_toml_booleans_in_either_table(
+    pytester: pytest.Pytester, table: str
+) -> None:
+    """pytest 9's native [tool.pytest] table keeps TOML types: a true/false key must take a
+    TOML boolean there (a key declared as text refused it), and text in the older table."""
+    pytester.makepyprojecttoml(f"[{table}]\nragmetrics_junit_properties = true\n")
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
