@@ -264,10 +264,10 @@ class _Checker:
         try:
             if not isinstance(value, str):
                 raise LookupError(value)
-            codecs.lookup(value)
+            codec = codecs.lookup(value)
         except LookupError:
             raise self.fail("encoding", f"unknown text encoding {value!r}") from None
-        if not codecs.lookup(value)._is_text_encoding:  # rot13, base64, zlib: bytes codecs
+        if not codec._is_text_encoding:  # rot13, base64, zlib: bytes codecs
             raise self.fail("encoding", f"{value!r} is not a text encoding")
         if "\n".encode(value) != b"\n":
             raise self.fail("encoding", f"{value} is not line-compatible with ASCII")

@@ -40,9 +40,11 @@ def _significant(comparison: SystemsComparison, metric: MetricVerdict) -> bool:
     return c is not None and c.n > 0 and c.p_value < comparison.significance
 
 
-def delta_cell(comparison: SystemsComparison, metric: MetricVerdict) -> str:
-    """A run's Δ against the reference and its marks: ``(+0.0343 ▲*)``."""
+def delta_cell(comparison: SystemsComparison, metric: MetricVerdict, extra: str = "") -> str:
+    """A run's Δ against the reference and its marks: ``(+0.0343 ▲*)``; ``extra`` is a mark
+    after them (``†``)."""
     marks = MARKS.get(metric.status, "") + ("*" if _significant(comparison, metric) else "")
+    marks = f"{marks} {extra}".strip() if extra else marks
     return f"({delta_text(metric.delta)}{' ' + marks if marks else ''})"
 
 
@@ -84,11 +86,13 @@ def runs_grid(comparison: SystemsComparison) -> Table:
         for metric in metrics:
             found = verdicts.get(metric)
             mean = system.record.evaluation.mean.get(metric)
-            suffix = "" if found is None else delta_cell(comparison, found)
-            if found is not None and not (
-                _same(found.current, mean) and _same(found.baseline, reference.get(metric))
-            ):
-                suffix, elsewhere = suffix[:-1] + f" {OTHER_QUERIES})", True
+            suffix = ""
+            if found is not None:
+                other = not (
+                    _same(found.current, mean) and _same(found.baseline, reference.get(metric))
+                )
+                elsewhere = elsewhere or other
+                suffix = delta_cell(comparison, found, OTHER_QUERIES if other else "")
             row.append(Cell(_value(mean), suffix))
         row.append(Cell(versus.verdict.status if versus else "reference"))
         rows.append(row)
