@@ -25,12 +25,21 @@ MAX_TOKENS = 5
 Unparseable = Literal["error", "unjudged"]
 
 _VERDICT = re.compile(r"^\W*(?:(?:final\s+)?answer\W*)?(yes|no)\b", re.IGNORECASE)
+_YES_OR_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 
 
 def parse_yes_no(reply: str) -> bool | None:
-    """True for a reply starting with "yes", False for "no", None for anything else."""
+    """True for a reply starting with "yes", False for "no", None for anything else.
+
+    A reply that says the other word too is None: "Answer yes or no: no", "yes/no" and "Yes or
+    no? Not supported." repeat the instruction (small models do) and say nothing by their
+    first word, so they are no verdict rather than a "yes".
+    """
     match = _VERDICT.match(reply.strip())
     if match is None:
+        return None
+    said = {word.lower() for word in _YES_OR_NO.findall(reply)}
+    if len(said) != 1:
         return None
     return match.group(1).lower() == "yes"
 
@@ -38,11 +47,13 @@ def parse_yes_no(reply: str) -> bool | None:
 def is_verdict(value: Any) -> bool:
     """The shape of a cached verdict: {"reply": text, "verdict": true or false}. A reply that
     did not parse into yes or no (an empty one, a refusal) is no verdict: never stored, and
-    an entry holding one (written by an older version) is asked again."""
+    an entry holding one (written by an older version) is asked again, as is one whose reply
+    does not read as its verdict today (an older version read "Answer yes or no: no" as yes)."""
     return (
         isinstance(value, dict)
         and isinstance(value.get("reply"), str)
         and isinstance(value.get("verdict"), bool)
+        and parse_yes_no(value["reply"]) is value["verdict"]
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_ragmetrics.cache import Cache
-from pytest_ragmetrics.errors import JudgeError
+from pytest_ragmetrics.errors import CacheWarning, JudgeError
 from pytest_ragmetrics.judges import HttpJudge, calibrate, save_calibration
 from pytest_ragmetrics.judges.calibration import LabelledClaim
 from pytest_ragmetrics.judges.http import ENV_API_KEY, ENV_MODEL, ENV_URL, parse_yes_no
@@ -252,6 +252,13 @@ def test_garbage_verdict_can_be_left_unjudged(tmp_path: Path) -> None:
         ("Yesterday", None),
         ("I think yes", None),
         ("", None),
+        # The instruction echoed back: both words, no verdict (a "yes" by the first word).
+        ("Answer yes or no: no", None),
+        ("Yes or no? Not supported.", None),
+        ("yes/no", None),
+        ("No. The passage does say yes to the dose.", None),
+        ("Yes, yes.", True),
+        ("No, no support.", False),
     ],
 )
 def test_parse_yes_no(reply: str, verdict: bool | None) -> None:
@@ -323,6 +330,31 @@ def test_cache_key_follows_model_rubric_and_inputs(tmp_path: Path) -> None:
         assert server.count == 4
         judge(server.url, cache=tmp_path, seed=7).judge_claims(["x"], ["y"])
         assert server.count == 5
+
+
+def test_a_cached_verdict_its_reply_does_not_say_is_asked_again(tmp_path: Path) -> None:
+    # An older parser stored "Answer yes or no: no" as a yes; the entry is not trusted today.
+    with serve() as server:
+        judge(server.url, cache=tmp_path).judge_claims(["x SUPPORTED"], ["y"])
+        assert server.count == 1
+        [entry] = [p for p in tmp_path.rglob("*.json") if p.is_file()]
+        stored = json.loads(entry.read_text())
+        found = next(v for v in _dicts(stored) if "verdict" in v)
+        found["reply"], found["verdict"] = "Answer yes or no: no", True
+        entry.write_text(json.dumps(stored))
+        with pytest.warns(CacheWarning, match="does not have the shape"):
+            claims = judge(server.url, cache=tmp_path).judge_claims(["x SUPPORTED"], ["y"])
+        assert server.count == 2
+    assert claims[0].supported is True and claims[0].verdict == "Yes."
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    """Every object in a JSON value, outermost first."""
+    if isinstance(value, dict):
+        return [value] + [d for v in value.values() for d in _dicts(v)]
+    if isinstance(value, list):
+        return [d for v in value for d in _dicts(v)]
+    return []
 
 
 def test_failed_questions_are_not_cached(tmp_path: Path) -> None:
