@@ -69,9 +69,11 @@ def agreement(human: Sequence[bool], judge: Sequence[bool]) -> Agreement:
     if n == 0:
         return Agreement(0, math.nan, math.nan, confusion)
     observed = (tp + tn) / n
-    # Chance agreement: both say yes by chance + both say no by chance.
-    expected = ((tp + fn) / n) * ((tp + fp) / n) + ((fp + tn) / n) * ((fn + tn) / n)
-    kappa = math.nan if expected == 1.0 else (observed - expected) / (1.0 - expected)
+    # kappa = (p_o - p_e) / (1 - p_e), p_e the chance agreement (both say yes by chance + both
+    # say no by chance). Multiplied through by n * n it is a ratio of integers, divided once:
+    # kappa exactly at a gate (84/280 = 0.3) is 0.3, not 0.29999999999999993.
+    chance = (tp + fn) * (tp + fp) + (fp + tn) * (fn + tn)
+    kappa = math.nan if chance == n * n else (n * (tp + tn) - chance) / (n * n - chance)
     return Agreement(n, observed, kappa, confusion)
 
 

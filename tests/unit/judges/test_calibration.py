@@ -67,6 +67,16 @@ def test_kappa_textbook_example() -> None:
     assert cohen_kappa(human, judge) == pytest.approx(0.4)
 
 
+def test_kappa_exactly_at_a_gate_is_that_number() -> None:
+    # tp 3, fp 3, fn 4, tn 18 (n 28): kappa = (28*21 - 7*6 - 21*22) / (28*28 - 504) = 84/280,
+    # which the float formula gave as 0.29999999999999993, below a gate of 0.3.
+    human = [True] * 3 + [False] * 3 + [True] * 4 + [False] * 18
+    judge = [True] * 3 + [True] * 3 + [False] * 4 + [False] * 18
+    found = agreement(human, judge)
+    assert found.confusion == {"tp": 3, "fp": 3, "fn": 4, "tn": 18}
+    assert found.kappa == 0.3 and found.kappa >= 0.3
+
+
 def test_kappa_edge_cases() -> None:
     assert agreement([True, False], [True, False]).kappa == 1.0
     assert agreement([True, False], [False, True]).kappa == -1.0
