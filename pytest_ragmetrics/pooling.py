@@ -500,9 +500,12 @@ class Supplement:
                 f"judge {name!r} has no calibration (run `ragmetrics calibrate --question "
                 f"relevance --save`) and ragmetrics_min_judge_kappa = {self.min_kappa:g}"
             )
+        from pytest_ragmetrics.judges.calibration.store import below
+
+        bound = 0.0 if self.min_kappa is None else self.min_kappa  # set: else it is used
         return (
-            f"judge {name!r} has Cohen's kappa {self.kappa:.3f} < ragmetrics_min_judge_kappa "
-            f"{self.min_kappa:g}"
+            f"judge {name!r} has Cohen's kappa {below(self.kappa, bound)} < "
+            f"ragmetrics_min_judge_kappa {bound:g}"
         )
 
     def evaluate(

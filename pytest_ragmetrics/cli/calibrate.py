@@ -285,6 +285,9 @@ def calibration_tables(
         ["kappa", number(result.kappa)],
         ["seconds", f"{result.seconds:.1f}"],
     ]
+    if result.unjudged:
+        # What ragmetrics_min_judge_kappa reads: no trust bought by leaving hard items out.
+        rows.insert(-1, ["kappa for the gate (unjudged = disagreements)", number(result.gated)])
     matrix = [
         [f"human: {positive}", str(c["tp"]), str(c["fn"])],
         [f"human: {negative}", str(c["fp"]), str(c["tn"])],

@@ -216,10 +216,13 @@ def _with_late_thresholds(
 def gated_metrics(record: EvaluationRecord, session: RagSession) -> dict[str, str]:
     """Per answer-layer metric of ``record`` that may not fail its test, why: the calibrated
     κ of the question that decided it is unknown or below ``ragmetrics_min_judge_kappa``.
-    Each metric has its question: the judge's own (claim support, answer relevance) for
-    groundedness and answer_relevance, the agreement question for answer_correctness against
-    free-text references, the context question for context_relevance (the evaluation's
-    ``identity["questions"]``). Label references are matched by an exact rule: never gated."""
+    Each metric has its question: the judge's own claim-support question for groundedness,
+    the agreement question for answer_correctness against free-text references, the context
+    question for context_relevance (the evaluation's ``identity["questions"]``). The judge's
+    answer-relevance question ("does this answer address the question?") is one no
+    calibration measures: a claim-support κ says nothing of it, so under the gate
+    answer_relevance is never enforced. Label references are matched by an exact rule:
+    never gated."""
     bound = session.settings.min_judge_kappa
     if record.layer != "answer" or bound is None:
         return {}
@@ -227,15 +230,31 @@ def gated_metrics(record: EvaluationRecord, session: RagSession) -> dict[str, st
     judge = record.identity.get("judge")
     reasons: dict[str, str] = {}
     for metric in record.evaluation.metrics:
-        reason = _question_gate(questions.get(metric, judge), bound, session)
+        identity = questions.get(metric, judge)
+        if metric == "answer_relevance" and metric not in questions:
+            reason = _uncalibrated_relevance(identity, bound)
+        else:
+            reason = _question_gate(identity, bound, session)
         if reason:
             reasons[metric] = reason
     return reasons
 
 
+def _uncalibrated_relevance(identity: object, bound: float) -> str:
+    """Why the judge's answer-relevance verdicts may not fail a test under the gate."""
+    if isinstance(identity, Mapping) and identity.get("exact"):
+        return ""
+    name = identity.get("name", "judge") if isinstance(identity, Mapping) else "judge"
+    return (
+        f"judge {name!r} asks whether an answer addresses the question, which no calibration "
+        f"measures (ragmetrics calibrate measures claim support), and "
+        f"ragmetrics_min_judge_kappa = {bound:g} requires a calibrated question: thresholds "
+        "and baseline are not enforced"
+    )
+
+
 def _question_gate(identity: object, bound: float, session: RagSession) -> str:
     """Why verdicts of the question with this identity may not fail a test ('' when they may)."""
-    settings = session.settings
     if not isinstance(identity, Mapping) or not identity:
         return (
             f"no single judge identity is known, and ragmetrics_min_judge_kappa = {bound:g} "
@@ -243,19 +262,14 @@ def _question_gate(identity: object, bound: float, session: RagSession) -> str:
         )
     if identity.get("exact"):
         return ""
-    kappa = session.judge_kappa(identity)
+    why = session.judge_gate(identity, bound)
+    if not why:
+        return ""
     name = identity.get("name", "judge")
-    if kappa is None:
-        return (
-            f"judge {name!r} has no calibration in {settings.calibration} (run "
-            f"`{_calibrate_command(str(name))}`); thresholds and baseline are not enforced"
-        )
-    if kappa < bound:
-        return (
-            f"judge {name!r} has Cohen's kappa {kappa:.3f} < ragmetrics_min_judge_kappa "
-            f"{bound:g}; thresholds and baseline are not enforced"
-        )
-    return ""
+    return (
+        f"judge {name!r} {why} (run `{_calibrate_command(str(name))}`); thresholds and "
+        "baseline are not enforced"
+    )
 
 
 def _calibrate_command(name: str) -> str:

@@ -181,11 +181,12 @@ class RagSession:
             self._supplement = dataclasses.replace(self._supplement, notes=notes)
         return self._supplement
 
-    def judge_kappa(self, judge: Mapping[str, Any]) -> float | None:
-        """The calibrated kappa of a judge identity, from the calibration file."""
-        from pytest_ragmetrics.judges.calibration import load_kappa
+    def judge_gate(self, judge: Mapping[str, Any], bound: float) -> str:
+        """Why the kappa gate at ``bound`` refuses a judge identity (a clause after its name,
+        from the calibration file), or '' when its verdicts may fail tests."""
+        from pytest_ragmetrics.judges.calibration.store import kappa_gate
 
-        return load_kappa(self.settings.calibration, dict(judge))
+        return kappa_gate(self.settings.calibration, dict(judge), bound)
 
     def explain_dataset_change(
         self, record: EvaluationRecord, entry: Mapping[str, Any]

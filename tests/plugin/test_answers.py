@@ -87,8 +87,8 @@ def test_answer_layer_table_and_threshold(pytester: pytest.Pytester) -> None:
         (
             0.2,
             "passed",
-            "judge 'toy-judge' has Cohen's kappa 0.200 < ragmetrics_min_judge_kappa "
-            "0.6; thresholds and baseline are not enforced",
+            "judge 'toy-judge' has Cohen's kappa 0.200 (n 20) < ragmetrics_min_judge_kappa "
+            "0.6 (run `ragmetrics calibrate --save`); thresholds and baseline are not enforced",
         ),
         (0.8, "failed", "*groundedness = 0.7500 < threshold 0.9*"),
     ],
@@ -105,6 +105,29 @@ def test_kappa_gate(
     result.stdout.fnmatch_lines([f"*{message}*"])
     if outcome == "passed":
         result.stdout.fnmatch_lines(["test_rag.py::test_answers [[]toy[]]*(not enforced)"])
+
+
+def test_a_claim_support_kappa_does_not_enforce_answer_relevance(
+    pytester: pytest.Pytester,
+) -> None:
+    # Calibrated well for claim support; answer_relevance (0.667 < 0.9) is asked by another
+    # question, which no calibration measures: shown, said, never failing the test.
+    tests = TESTS.replace("rag_threshold(groundedness=0.9)", "rag_threshold(answer_relevance=0.9)")
+    make_project(pytester, ini='ragmetrics_min_judge_kappa = "0.6"\n', tests=tests)
+    write_calibration(pytester, 0.8)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*answer_relevance not enforced: judge 'toy-judge' asks whether an answer addresses "
+            "the question, which no calibration measures*"
+        ]
+    )
+    assert "groundedness not enforced" not in result.stdout.str()
+    # Without the gate the threshold holds.
+    ungated = pytester.runpytest("-o", "ragmetrics_min_judge_kappa=")
+    ungated.assert_outcomes(failed=1)
+    ungated.stdout.fnmatch_lines(["*answer_relevance = 0.6667 < threshold 0.9*"])
 
 
 def test_answer_metrics_are_gated_by_the_baseline(

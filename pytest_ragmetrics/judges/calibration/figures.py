@@ -89,7 +89,9 @@ class CalibrationResult:
     ``judge`` is the identity of the judge the figures apply to (for a threshold judge: with
     the tuned threshold). ``n``/``accuracy``/``kappa``/``confusion`` are measured on the
     evaluation half for a threshold judge (``tuning`` holds the tuning half's figures), on
-    all labelled items otherwise. ``unjudged`` items (no verdict) are left out of the figures.
+    all labelled items otherwise. ``unjudged`` items (no verdict) are left out of the figures;
+    ``gate_kappa`` counts each of them as a disagreement (what the ragmetrics_min_judge_kappa
+    gate reads: a judge that leaves the hard items unjudged is not trusted on the rest).
     """
 
     judge: dict[str, Any]
@@ -104,6 +106,15 @@ class CalibrationResult:
     seed: int | None = None
     seconds: float = 0.0
     items: list[dict[str, Any]] = field(default_factory=list)
+    gate_kappa: float | None = None
+
+    @property
+    def gated(self) -> float:
+        """The kappa the gate reads: ``kappa`` when nothing is unjudged, else ``gate_kappa``
+        (NaN for a record saved before unjudged items were counted)."""
+        if self.unjudged == 0:
+            return self.kappa
+        return math.nan if self.gate_kappa is None else self.gate_kappa
 
     @property
     def judge_key(self) -> str:
@@ -119,6 +130,7 @@ class CalibrationResult:
             "confusion": dict(self.confusion),
             "threshold": self.threshold,
             "unjudged": self.unjudged,
+            "gate_kappa": _num(self.gated),
             "tuning": None if self.tuning is None else self.tuning.to_dict(),
             "seed": self.seed,
             "seconds": round(self.seconds, 3),
@@ -148,6 +160,7 @@ class CalibrationResult:
             seed=data.get("seed"),
             seconds=float(data.get("seconds", 0.0)),
             items=list(data.get("items") or []),
+            gate_kappa=None if data.get("gate_kappa") is None else float(data["gate_kappa"]),
         )
 
 
@@ -298,8 +311,14 @@ class Measured:
         """The judge's own verdicts scored on every item it judged."""
         judged = [i for i, v in enumerate(self.judged) if v is not None]
         result = agreement([self.human[i] for i in judged], [bool(self.judged[i]) for i in judged])
+        # For the gate, an unjudged item is a disagreement (the judge said the opposite).
+        counted = [not h if v is None else v for h, v in zip(self.human, self.judged, strict=True)]
         return self._result(
-            identity, result, threshold=None, unjudged=len(self.human) - len(judged)
+            identity,
+            result,
+            threshold=None,
+            unjudged=len(self.human) - len(judged),
+            gate_kappa=agreement(self.human, counted).kappa,
         )
 
 

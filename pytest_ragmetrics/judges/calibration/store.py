@@ -72,12 +72,57 @@ def load_calibration(path: PathLike, judge_identity: Mapping[str, Any]) -> Calib
 
 
 def load_kappa(path: PathLike, judge_identity: Mapping[str, Any]) -> float | None:
-    """The recorded kappa of this judge; None if it was never calibrated or its kappa was
+    """The kappa the gate reads for this judge (unjudged items counted as disagreements, see
+    :attr:`CalibrationResult.gated`); None if it was never calibrated or that kappa is
     undefined (a gate must then refuse it: NaN would compare as "not below" any bound)."""
     result = load_calibration(path, judge_identity)
-    if result is None or math.isnan(result.kappa):
+    if result is None or math.isnan(result.gated):
         return None
-    return result.kappa
+    return result.gated
 
 
-__all__ = ["CALIBRATION_SCHEMA", "load_calibration", "load_kappa", "save_calibration"]
+def kappa_gate(path: PathLike, judge_identity: Mapping[str, Any], bound: float) -> str:
+    """Why the gate at ``bound`` refuses this judge's verdicts, as a clause after its name
+    ("has no calibration in ...", "has Cohen's kappa 0.2996 (n 28) < ..."); '' when it may
+    fail tests. The command to run is the caller's to add."""
+    result = load_calibration(path, judge_identity)
+    if result is None:
+        return f"has no calibration in {path}"
+    kappa = result.gated
+    if math.isnan(kappa):
+        if result.unjudged and not math.isnan(result.kappa):
+            return (
+                f"has a calibration in {path} saved before unjudged items counted against "
+                "the gate; calibrate it again"
+            )
+        return (
+            f"has a calibration in {path} whose kappa is undefined (the labels or the "
+            "judge's verdicts are all one class); calibrate it on labels of both classes"
+        )
+    if kappa >= bound:
+        return ""
+    unjudged = f", {result.unjudged} unjudged counted as disagreements" if result.unjudged else ""
+    return (
+        f"has Cohen's kappa {below(kappa, bound)} (n {result.n + result.unjudged}{unjudged}) "
+        f"< ragmetrics_min_judge_kappa {bound:g}"
+    )
+
+
+def below(value: float, bound: float) -> str:
+    """``value`` to 3 decimals, or with as many more as it takes to read as below ``bound``
+    (0.2999 is not written "0.300" beside a bound of 0.3)."""
+    for digits in range(3, 18):
+        text = f"{value:.{digits}f}"
+        if float(text) < bound:
+            return text
+    return repr(value)
+
+
+__all__ = [
+    "CALIBRATION_SCHEMA",
+    "below",
+    "kappa_gate",
+    "load_calibration",
+    "load_kappa",
+    "save_calibration",
+]

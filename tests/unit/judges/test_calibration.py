@@ -40,6 +40,8 @@ from pytest_ragmetrics.judges import (
     read_claim_labels,
     save_calibration,
 )
+from pytest_ragmetrics.judges.calibration.figures import Measured
+from pytest_ragmetrics.judges.calibration.store import below, kappa_gate
 from pytest_ragmetrics.transport import Endpoint
 from tests.helpers.scifact_data import CLAIM_LABELS as LABELS
 from tests.helpers.scifact_data import REPO, SCIFACT
@@ -75,6 +77,57 @@ def test_kappa_exactly_at_a_gate_is_that_number() -> None:
     found = agreement(human, judge)
     assert found.confusion == {"tp": 3, "fp": 3, "fn": 4, "tn": 18}
     assert found.kappa == 0.3 and found.kappa >= 0.3
+
+
+def _measured(human: list[bool], judged: list[bool | None]) -> Measured:
+    rows = [{"human": h, "judge": j, "score": None} for h, j in zip(human, judged, strict=True)]
+    return Measured.of(rows, {"n": len(rows)}, 0.0)
+
+
+def test_the_gate_counts_unjudged_items_as_disagreements(tmp_path: Path) -> None:
+    # A judge that left 20 of 22 items unjudged agreed on the other two: kappa 1 over n 2.
+    human = [True, False] + [True] * 10 + [False] * 10
+    judged: list[bool | None] = [True, False] + [None] * 20
+    result = _measured(human, judged).as_judged({"name": "j", "model": "m"})
+    assert (result.n, result.unjudged, result.kappa) == (2, 20, 1.0)
+    # Counted as said the opposite, the 20 make it 2 agreements in 22: kappa -9/11.
+    assert result.gated == pytest.approx(-9 / 11)
+    path = tmp_path / "calibration.json"
+    save_calibration(path, result)
+    assert load_kappa(path, result.judge) == pytest.approx(-9 / 11)
+    why = kappa_gate(path, result.judge, 0.8)
+    assert why == (
+        "has Cohen's kappa -0.818 (n 22, 20 unjudged counted as disagreements) < "
+        "ragmetrics_min_judge_kappa 0.8"
+    )
+    # Nothing unjudged: the gate reads the kappa itself.
+    whole = _measured([True, False, True, False], [True, False, True, False]).as_judged(
+        {"name": "k"}
+    )
+    assert whole.gated == whole.kappa == 1.0
+
+
+def test_the_gate_says_why_a_recorded_kappa_is_unusable(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.json"
+    assert kappa_gate(path, {"name": "none"}, 0.5) == f"has no calibration in {path}"
+    one_class = _measured([True] * 4, [True] * 4).as_judged({"name": "one"})
+    save_calibration(path, one_class)
+    assert "kappa is undefined (the labels or the judge's verdicts are all one class)" in (
+        kappa_gate(path, one_class.judge, 0.5)
+    )
+    # A record saved before the gate counted unjudged items cannot be read as it.
+    old = _measured([True, False, True], [True, False, None]).as_judged({"name": "old"})
+    data = old.to_dict()
+    del data["gate_kappa"]
+    save_calibration(path, CalibrationResult.from_dict(data))
+    assert "saved before unjudged items counted" in kappa_gate(path, old.judge, 0.5)
+    assert load_kappa(path, old.judge) is None
+
+
+def test_a_kappa_below_the_gate_never_reads_as_the_gate() -> None:
+    assert below(0.2996, 0.3) == "0.2996"
+    assert below(0.29999999999999993, 0.3) == "0.2999999999999999"
+    assert below(0.25, 0.3) == "0.250"
 
 
 def test_kappa_edge_cases() -> None:
@@ -624,6 +677,8 @@ def test_http_judge_agreement_verdicts_are_scored_as_given(tmp_path: Path) -> No
         assert result.threshold is None and result.tuning is None
         assert result.unjudged == 1 and result.n == 3
         assert result.confusion == {"tp": 1, "fp": 1, "fn": 0, "tn": 1}
+        # For the gate, 'd' (human AGREE, no verdict) counts as DISAGREE: tp 1 fp 1 fn 1 tn 1.
+        assert result.kappa == pytest.approx(0.4) and result.gated == 0.0
         assert result.judge == judge.question_identity("agreement")
         assert [row["judge"] for row in result.items] == [True, True, False, None]
         strict = HttpJudge(Endpoint(server.url, "m"), cache=tmp_path / "c")  # unparseable = error
