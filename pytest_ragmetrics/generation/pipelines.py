@@ -6,6 +6,7 @@ code (:class:`FunctionPipeline` adds a name and a ``version``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -192,7 +193,12 @@ class RecordedAnswers:
                 f"recorded {self._by_id[first].query[:80]!r}, now {queries[first][:80]!r}); "
                 "regenerate the recording"
             )
-        return [self._by_id[q] for q in queries]
+        # A line without its question takes the dataset's (the ids match): the judges ask
+        # whether the answer addresses it and whether a context is relevant to it.
+        return [
+            self._by_id[q] if self._by_id[q].query else dataclasses.replace(self._by_id[q], query=t)
+            for q, t in queries.items()
+        ]
 
     def __call__(self, query: str) -> tuple[str, list[str]]:
         for answer in self._by_id.values():

@@ -84,6 +84,22 @@ def test_a_context_id_given_twice_is_an_error_naming_the_line(tmp_path: Path) ->
         GeneratedAnswer("q1", "x", "a", (("d1", "t"), ("d1", "u")))
 
 
+def test_a_recorded_answer_without_its_question_takes_the_datasets(tmp_path: Path) -> None:
+    # The judges were asked about an empty question ("Question: \n\nPassage: ..."): context
+    # relevance 0 for every query, answer relevance silently not judged.
+    path = tmp_path / "answers.jsonl"
+    path.write_text(
+        line(query_id="q1", answer="Cats purr.", contexts=[{"id": "d1", "text": "t"}])
+        + line(query_id="q2", query="Do dogs bark?", answer="yes", contexts=[])
+    )
+    found = answer_all(RecordedAnswers(path), {"q1": "Do cats purr?", "q2": "Do dogs bark?"})
+    assert [(a.query_id, a.query) for a in found.answers] == [
+        ("q1", "Do cats purr?"),
+        ("q2", "Do dogs bark?"),
+    ]
+    assert found.answers[0].answer == "Cats purr." and found.answers[0].contexts == (("d1", "t"),)
+
+
 def test_a_recording_of_another_question_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "answers.jsonl"
     path.write_text(
