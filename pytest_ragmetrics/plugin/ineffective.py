@@ -55,6 +55,15 @@ def ineffective_options(settings: Settings, environ: Mapping[str, str] | None = 
             for name in _GENERATOR_OPTIONS
             if _set(settings, name)
         ]
+    elif settings.answers is not None and settings.answers.exists() and not settings.record_answers:
+        used = [
+            f"ragmetrics_{n}" for n in ("generator_url", *_GENERATOR_OPTIONS) if _set(settings, n)
+        ]
+        notes.append(
+            f"rag_pipeline replays the recorded answers in {settings.display(settings.answers)}: "
+            f"the generator ({', '.join(used) or 'RAGMETRICS_GENERATOR_URL'}) makes none of "
+            "them; --ragmetrics-record-answers regenerates them with it"
+        )
     if settings.judge_budget is not None and judge != "http" and not generator:
         notes.append(
             "ragmetrics_judge_budget has no effect: nothing remote spends tokens (neither "

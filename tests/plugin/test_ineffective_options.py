@@ -3,6 +3,7 @@ one note per such setting in the terminal summary, instead of silently doing not
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,28 @@ def test_the_terminal_summary_shows_the_note(pytester: pytest.Pytester) -> None:
             "ragmetrics: note: ragmetrics_judge_budget has no effect: nothing remote*",
         ]
     )
+
+
+def test_a_replayed_recording_says_the_generator_makes_none_of_its_answers(
+    tmp_path: Path,
+) -> None:
+    # A changed generator model beside an existing recording replayed the old answers silently.
+    answers = tmp_path / "answers.jsonl"
+    settings = Settings(
+        tmp_path, generator_url="http://g", generator_model="gen-B", answers=answers
+    )
+    assert ineffective_options(settings, {}) == []  # no recording yet: answers are generated
+    answers.write_text("")
+    assert ineffective_options(settings, {}) == [
+        "rag_pipeline replays the recorded answers in answers.jsonl: the generator "
+        "(ragmetrics_generator_url, ragmetrics_generator_model) makes none of them; "
+        "--ragmetrics-record-answers regenerates them with it"
+    ]
+    recording = dataclasses.replace(settings, record_answers=True)
+    assert ineffective_options(recording, {}) == []
+    by_environment = Settings(tmp_path, answers=answers)
+    assert ineffective_options(by_environment, {"RAGMETRICS_GENERATOR_URL": "http://g"}) == [
+        "rag_pipeline replays the recorded answers in answers.jsonl: the generator "
+        "(RAGMETRICS_GENERATOR_URL) makes none of them; --ragmetrics-record-answers "
+        "regenerates them with it"
+    ]
