@@ -531,7 +531,27 @@ def _incomparable(
             reasons.append(dataset_change.get(part) or f"{part}: contents differ")
         elif (part in before) != (part in after):
             reasons.append(f"{part}: the baseline and this run use different datasets")
+    if current["layer"] == "answer" and entry.get("layer") == "answer":
+        reasons += _instrument_change(entry.get("identity") or {}, current["identity"] or {})
     return reasons
+
+
+# What measures an answer-layer evaluation, as against what it measures (the pipeline).
+_INSTRUMENT = ("judge", "questions")
+
+
+def _instrument_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """Why answer metrics judged by another judge (its model, prompts, sampling, or the
+    question behind a metric) cannot be compared with the baseline's: a lenient judge would
+    read a worse pipeline as improved. Nothing when the baseline recorded no judge."""
+    if not before.get("judge"):
+        return []
+    was = {key: before.get(key) for key in _INSTRUMENT}
+    now = {key: after.get(key) for key in _INSTRUMENT}
+    change = _identity_change(was, now)
+    if not change:
+        return []
+    return [f"the judge changed ({change}): its numbers measure with another instrument"]
 
 
 def load_evaluations(path: Path) -> dict[tuple[str, str], dict[str, Any]]:

@@ -348,6 +348,22 @@ def test_a_changed_context_threshold_is_a_configuration_change(
         ["*configuration changed since the baseline: "
          "questions.context_relevance.parameters.threshold: 0.2 → 0.3*"]
     )  # fmt: skip
+    # Another judge is another instrument: its numbers are not compared with the baseline's
+    # (a lenient judge read a worse pipeline as "improved"), whichever way they moved.
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*is not comparable with its baseline*",
+         "*the judge changed (questions.context_relevance.parameters.threshold: 0.2 → 0.3)*"]
+    )  # fmt: skip
+    blessed = pytester.runpytest("--ragmetrics-update-baseline", "-p", "no:randomly")
+    blessed.assert_outcomes(passed=1)
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
+    # The pipeline is what is tested: changing it is compared, never refused.
+    ini = pytester.path / "pyproject.toml"
+    ini.write_text(ini.read_text().replace('ragmetrics_top_n = "2"', 'ragmetrics_top_n = "1"'))
+    changed = pytester.runpytest("-p", "no:randomly")
+    assert "not comparable" not in changed.stdout.str()
+    changed.stdout.fnmatch_lines(["*configuration changed since the baseline: pipeline.top_n*"])
 
 
 def test_each_answer_metric_has_its_own_kappa_gate(pytester: pytest.Pytester) -> None:
