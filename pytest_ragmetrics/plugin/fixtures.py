@@ -326,7 +326,9 @@ def rag_run(
 ) -> Run:
     """``rag_retriever`` searched over ``rag_queries`` at ragmetrics_k, once per session (and
     dataset). Where identical ids are dropped, one more document is searched, as BEIR does,
-    so that k remain when a query finds itself."""
+    so that k remain when a query finds itself. A retriever that returns more than it was
+    asked for is cut to its top k (in trec_eval's order); one that returns a document id the
+    dataset's corpus does not hold (a framework's generated id) is an error."""
     session = rag_session(request.config)
     settings = session.settings
     pair = session.selection_of(rag_dataset)  # BEIR's rule where it applies to this dataset
@@ -343,9 +345,35 @@ def rag_run(
                 f"{type(result).__name__}; return a Run (e.g. Run.from_rankings("
                 "{query_id: [doc_id, ...]})) or a dict {query_id: {doc_id: score}}"
             )
-        return Run.from_dict(result).with_retriever(identity_of(rag_retriever), settings.k)
+        asked = settings.k + 1 if ignore else settings.k
+        run = Run.from_dict(result)
+        if len(run.scores) and int(run.depths().max()) > asked:
+            run = run.truncate(asked)  # recall_at_5 of a k = 2 run is not its deeper list's
+        check_corpus_ids(run, rag_dataset, rag_retriever)
+        return run.with_retriever(identity_of(rag_retriever), settings.k)
 
     return without_traceback(search)
+
+
+def check_corpus_ids(run: Run, dataset: Dataset, retriever: object) -> None:
+    """A RetrieverError when ``run`` holds a document the corpus of ``dataset`` does not (no
+    check when the dataset has no corpus): its metrics would read 0 for the ids alone."""
+    import numpy as np
+
+    corpus = dataset.corpus
+    if not len(corpus):
+        return
+    missing = [d for d in run.doc_ids[np.unique(run.doc_codes)].tolist() if d not in corpus]
+    if not missing:
+        return
+    first = missing[0]
+    query = next(q for q in run if any(d == first for d, _ in run.ranking(q)))
+    raise RetrieverError(
+        f"rag_retriever {retriever!r} returned {len(missing)} document id(s) that the corpus "
+        f"of dataset {dataset.name!r} does not hold (first: {first!r} for query {query!r}); "
+        "return the corpus ids (a framework's generated ids are not: give from_langchain or "
+        "from_llama_index the corpus id's metadata key, id_key=)"
+    )
 
 
 @pytest.fixture

@@ -267,6 +267,60 @@ def test_failing_retriever_error_is_shown_cleanly(pytester: pytest.Pytester) -> 
     )
 
 
+def test_a_retriever_that_ignores_k_is_cut_to_k(pytester: pytest.Pytester) -> None:
+    # It returns every document; with k = 2 recall_at_5 was read at depth 5 (1.0, where the
+    # top 2 hold no relevant document for q1: 0.75 over the four queries).
+    conftest = """
+        import pytest
+
+        ORDER = ["d2", "d3", "d1", "d4", "d5"]
+
+        class Everything:
+            def search(self, queries, k):
+                return {q: {d: 5.0 - i for i, d in enumerate(ORDER)} for q in queries}
+
+        @pytest.fixture(scope="session")
+        def rag_retriever():
+            return Everything()
+    """
+    tests = """
+        def test_it(rag_eval, rag_run):
+            assert rag_run.k == 2 and rag_run.depths().tolist() == [2, 2, 2, 2]
+            e = rag_eval.retrieval(rag_run, metrics=["recall_at_5"])
+            assert e.mean["recall_at_5"] == 0.5  # q2 (d2) and q3 (d3, grade 1) only
+    """
+    make_project(pytester, conftest=conftest, tests=tests, ini='ragmetrics_k = "2"\n')
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_document_id_outside_the_corpus_is_an_error(pytester: pytest.Pytester) -> None:
+    # A framework's generated ids (uuids) read as 0.0 on every metric, with a note only.
+    conftest = """
+        import pytest
+
+        class Generated:
+            def search(self, queries, k):
+                return {q: {"d1": 2.0, "5f0c-uuid": 1.0} for q in queries}
+
+            def __repr__(self):
+                return "Generated()"
+
+        @pytest.fixture(scope="session")
+        def rag_retriever():
+            return Generated()
+    """
+    make_project(pytester, conftest=conftest, tests="def test_it(rag_run):\n    pass\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*rag_retriever Generated() returned 1 document id(s) that the corpus of dataset "
+            "'data' does not hold (first: '5f0c-uuid' for query 'q1'); return the corpus ids*"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
 def test_builtin_dense_retriever_encodes_once_under_xdist(pytester: pytest.Pytester) -> None:
     """Two workers need the same corpus embeddings: one encodes, the other waits and reads."""
     pytest.importorskip("sentence_transformers")
