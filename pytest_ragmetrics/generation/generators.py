@@ -18,7 +18,15 @@ ENV_URL = "RAGMETRICS_GENERATOR_URL"
 ENV_MODEL = "RAGMETRICS_GENERATOR_MODEL"
 ENV_API_KEY = "RAGMETRICS_GENERATOR_API_KEY"
 #: How generators speak: their errors, environment variables and deadline (120 s).
-NAMING = Naming("generator", GeneratorError, ENV_URL, ENV_MODEL, ENV_API_KEY, timeout=120.0)
+NAMING = Naming(
+    "generator",
+    GeneratorError,
+    ENV_URL,
+    ENV_MODEL,
+    ENV_API_KEY,
+    timeout=120.0,
+    settings="ragmetrics_generator_",
+)
 MAX_TOKENS = 128  # an answer's default max_tokens
 
 

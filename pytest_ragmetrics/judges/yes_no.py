@@ -19,7 +19,9 @@ ENV_URL = "RAGMETRICS_JUDGE_URL"
 ENV_MODEL = "RAGMETRICS_JUDGE_MODEL"
 ENV_API_KEY = "RAGMETRICS_JUDGE_API_KEY"
 #: How the HTTP judges speak: their errors, environment variables and deadline (60 s).
-NAMING = Naming("HTTP judge", JudgeError, ENV_URL, ENV_MODEL, ENV_API_KEY)
+NAMING = Naming(
+    "HTTP judge", JudgeError, ENV_URL, ENV_MODEL, ENV_API_KEY, settings="ragmetrics_judge_"
+)
 #: A yes/no judge's default ``max_tokens``: room for "yes" or "no" and a little more.
 MAX_TOKENS = 5
 Unparseable = Literal["error", "unjudged"]

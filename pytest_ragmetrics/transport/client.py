@@ -293,8 +293,9 @@ class ChatClient:
         except TimeoutError:
             raise _Retryable(
                 lambda n: (
-                    f"no reply from {self.url} within {timeout:.3g} s ({n} attempts); "
-                    "raise timeout= or check the server"
+                    f"no reply from {self.url} within {timeout:.3g} s ({n} attempts); raise "
+                    f"the attempt timeout ({self.naming.knob('attempt_timeout')}) or the "
+                    f"deadline ({self.naming.knob('timeout')}), or check the server"
                 )
             ) from None
         except urllib.error.URLError as exc:
@@ -326,7 +327,9 @@ class ChatClient:
         return _Retryable(
             lambda n: (
                 f"{self.url} answered HTTP {status} {n} times ({snippet}); the server is "
-                "overloaded or failing. Try later, or raise max_retries/backoff"
+                f"overloaded or failing. Try later, lower the concurrency "
+                f"({self.naming.knob('concurrency')}), or raise max_retries= and backoff= "
+                "(arguments of the Endpoint in Python)"
             ),
             retry_after,
         )
@@ -338,7 +341,8 @@ class ChatClient:
             if retry_after > max_backoff:
                 raise self._error(
                     f"{self.url} asks to wait {retry_after:.0f} s before retrying (Retry-After), "
-                    f"more than max_backoff={max_backoff:g} s; try later or raise max_backoff"
+                    f"more than max_backoff={max_backoff:g} s; try later or raise max_backoff= "
+                    "(an argument of the Endpoint in Python)"
                 )
             delay = retry_after
         else:

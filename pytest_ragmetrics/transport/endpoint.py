@@ -49,7 +49,9 @@ class Secret:
 class Naming:
     """How a user of an endpoint speaks: the name its errors start with, the error class, the
     environment variables that set its URL, its model and (by default) hold its key, and its
-    deadline when the endpoint names none."""
+    deadline when the endpoint names none; ``settings`` is the prefix of the pytest settings
+    that configure it (``ragmetrics_judge_``; '' when none do), for messages that say what
+    to raise."""
 
     label: str
     error: type[RagMetricsError]
@@ -57,6 +59,15 @@ class Naming:
     model_env: str
     api_key_env: str
     timeout: float = 60.0
+    settings: str = ""
+
+    def knob(self, name: str) -> str:
+        """Where endpoint setting ``name`` is set: the Python argument, the pytest setting
+        (when there is one) and the ``ragmetrics`` command's flag."""
+        found = [f"{name}="]
+        if self.settings:
+            found.append(f"{self.settings}{name}")
+        return " / ".join([*found, f"--{name.replace('_', '-')}"])
 
 
 def _names(cls: type[Any]) -> tuple[str, ...]:

@@ -130,9 +130,14 @@ def test_configuration_errors(endpoint: Endpoint, kwargs: dict[str, Any], messag
 def test_timeout_is_retried_then_reported() -> None:
     with serve([Reply(delay=1.5), Reply(delay=1.5)]) as server:
         j = judge(server.url, timeout=5, attempt_timeout=0.2, max_retries=1)
-        with pytest.raises(JudgeError, match=r"no reply .* within 0.2 s \(2 attempts\)"):
+        with pytest.raises(JudgeError, match=r"no reply .* within 0.2 s \(2 attempts\)") as e:
             j.judge_claims(["x"], ["y"])
         assert server.count == 2
+    # It names where each timeout is set: in Python, in pytest, on the command line.
+    assert (
+        "raise the attempt timeout (attempt_timeout= / ragmetrics_judge_attempt_timeout / "
+        "--attempt-timeout) or the deadline (timeout= / ragmetrics_judge_timeout / --timeout)"
+    ) in str(e.value)
 
 
 def test_timeout_then_success() -> None:
@@ -167,8 +172,12 @@ def test_5xx_backs_off_exponentially_then_fails() -> None:
     waits: list[float] = []
     with serve([Reply(503, "overloaded")] * 3) as server:
         j = judge(server.url, max_retries=2, backoff=0.5, sleep=waits.append)
-        with pytest.raises(JudgeError, match=r"HTTP 503 3 times \(overloaded\)"):
+        with pytest.raises(JudgeError, match=r"HTTP 503 3 times \(overloaded\)") as e:
             j.judge_claims(["x"], ["y"])
+        assert "lower the concurrency (concurrency= / ragmetrics_judge_concurrency" in str(e.value)
+        assert "raise max_retries= and backoff= (arguments of the Endpoint in Python)" in str(
+            e.value
+        )
         assert server.count == 3
     assert len(waits) == 2
     assert 0.5 <= waits[0] <= 0.55 and 1.0 <= waits[1] <= 1.1
