@@ -187,23 +187,34 @@ def answers_of(lines: Iterable[tuple[int, dict[str, Any]]], path: Path) -> list[
     return found
 
 
-def answers_jsonl(answers: Iterable[GeneratedAnswer]) -> str:
-    """The text of an answers file (one sorted-key JSON object per line)."""
+def answers_jsonl(
+    answers: Iterable[GeneratedAnswer], extra: Mapping[str, Any] | None = None
+) -> str:
+    """The text of an answers file (one sorted-key JSON object per line, each with the keys
+    of ``extra`` too)."""
     return "".join(
-        json.dumps(a.to_dict(), ensure_ascii=False, sort_keys=True) + "\n" for a in answers
+        json.dumps({**a.to_dict(), **(extra or {})}, ensure_ascii=False, sort_keys=True) + "\n"
+        for a in answers
     )
 
 
-def write_answers(path: PathLike, answers: Iterable[GeneratedAnswer], *, hint: str = "") -> None:
+def write_answers(
+    path: PathLike,
+    answers: Iterable[GeneratedAnswer],
+    *,
+    hint: str = "",
+    extra: Mapping[str, Any] | None = None,
+) -> None:
     """Write an answers file atomically (under a lock: parallel writers never interleave); a
-    refused write is an OutputError naming the file, with ``hint`` (how to write elsewhere)."""
+    refused write is an OutputError naming the file, with ``hint`` (how to write elsewhere).
+    ``extra`` keys go on every line (the corpus a recording was made on)."""
     from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, writing
 
     target = Path(path)
     what = "recorded answers"
     with writing(target, what=what, hint=hint):
         target.parent.mkdir(parents=True, exist_ok=True)
-    text = answers_jsonl(answers)
+    text = answers_jsonl(answers, extra)
     with exclusive_lock(target.with_name(target.name + ".lock"), what=what, hint=hint):
         atomic_write_text(target, text, what=what, hint=hint)
 

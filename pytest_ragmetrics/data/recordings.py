@@ -20,6 +20,9 @@ from pytest_ragmetrics.errors import DataFormatError
 
 Pair = tuple[str, str]  # (dataset name, split)
 TAG = "dataset"
+# The fingerprint of the corpus the answers' contexts came from (written when recording; a
+# hand-made file without it is not checked).
+CORPUS = "corpus_sha256"
 
 
 def _tag_of(record: Any, path: Path, line: int) -> Pair | None:
@@ -41,12 +44,16 @@ def _describe(pair: Pair) -> str:
     return f"dataset {pair[0]!r}, split {pair[1]!r}"
 
 
-def read_recording(path: PathLike, pair: Pair | None = None) -> tuple[list[GeneratedAnswer], str]:
+def read_recording(
+    path: PathLike, pair: Pair | None = None, corpus: str | None = None
+) -> tuple[list[GeneratedAnswer], str]:
     """The answers of ``pair`` in a recording and the sha256 of their lines.
 
     ``pair=None`` (one dataset configured): the untagged lines, or the lines of the only pair
     the file holds. A file of several pairs, an untagged file read for a pair, or a pair the
-    file has no line of is a DataFormatError naming the file and what to do.
+    file has no line of is a DataFormatError naming the file and what to do. With ``corpus``
+    (the fingerprint of the corpus they are replayed on), a line recorded on another corpus
+    is one too: its contexts are not this corpus's documents.
     """
     p = resolve(path)
     by_pair: dict[Pair | None, list[tuple[int, dict[str, Any]]]] = {}
@@ -82,6 +89,8 @@ def read_recording(path: PathLike, pair: Pair | None = None) -> tuple[list[Gener
             "with --ragmetrics-record-answers",
             p,
         )
+    if corpus is not None:
+        _check_corpus(chosen, corpus, p)
     answers = answers_of(chosen, p)
     digest = hashlib.sha256(
         "".join(json.dumps(r, sort_keys=True) + "\n" for _, r in chosen).encode("utf-8")
@@ -89,12 +98,34 @@ def read_recording(path: PathLike, pair: Pair | None = None) -> tuple[list[Gener
     return answers, digest
 
 
+def _check_corpus(lines: list[tuple[int, dict[str, Any]]], corpus: str, path: Path) -> None:
+    for line, record in lines:
+        found = record.get(CORPUS)
+        if found is None or found == corpus:
+            continue
+        if not isinstance(found, str):
+            raise DataFormatError(f"'{CORPUS}' must be a string, got {found!r:.80}", path, line)
+        raise DataFormatError(
+            f"query {record.get('query_id')!r} was answered on another corpus (fingerprint "
+            f"{found[:12]}, the dataset's is {corpus[:12]}): its contexts are not this "
+            "corpus's documents; record the answers again with --ragmetrics-record-answers",
+            path,
+            line,
+        )
+
+
 def write_recording(
-    path: PathLike, answers: Iterable[GeneratedAnswer], pair: Pair, *, hint: str = ""
+    path: PathLike,
+    answers: Iterable[GeneratedAnswer],
+    pair: Pair,
+    *,
+    hint: str = "",
+    extra: dict[str, Any] | None = None,
 ) -> None:
     """Record the answers of ``pair``, keeping the other pairs' lines (under the file's
     lock, atomically: xdist workers recording different pairs keep each other's); a refused
-    write is an OutputError naming the file, with ``hint``."""
+    write is an OutputError naming the file, with ``hint``. ``extra`` keys go on each of
+    this pair's lines."""
     from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, writing
 
     target = Path(path)
@@ -104,7 +135,7 @@ def write_recording(
     tag = {"name": pair[0], "split": pair[1]}
     with exclusive_lock(target.with_name(target.name + ".lock"), what=what, hint=hint):
         kept = [record for record in _readable(target) if _kept(record, pair)]
-        mine = [{**a.to_dict(), TAG: tag} for a in answers]
+        mine = [{**a.to_dict(), **(extra or {}), TAG: tag} for a in answers]
         text = "".join(
             json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n" for record in kept + mine
         )

@@ -61,16 +61,20 @@ class AnswerSet:
         *,
         dataset: tuple[str, str] | None = None,
         hint: str = "",
+        corpus: str | None = None,
     ) -> None:
         """Record the answers as JSONL (atomically), to replay with :class:`RecordedAnswers`;
         with ``dataset=(name, split)``, as that pair's lines, keeping the other pairs'. A
-        refused write is an OutputError naming the file, with ``hint``."""
-        if dataset is None:
-            write_answers(path, self.answers, hint=hint)
-        else:
-            from pytest_ragmetrics.data.recordings import write_recording
+        refused write is an OutputError naming the file, with ``hint``. ``corpus`` (the
+        fingerprint of the corpus the contexts came from) is kept on each line, so that a
+        replay on another corpus is refused."""
+        from pytest_ragmetrics.data.recordings import CORPUS, write_recording
 
-            write_recording(path, self.answers, dataset, hint=hint)
+        extra = {} if corpus is None else {CORPUS: corpus}
+        if dataset is None:
+            write_answers(path, self.answers, hint=hint, extra=extra)
+        else:
+            write_recording(path, self.answers, dataset, hint=hint, extra=extra)
 
 
 @dataclass(frozen=True)

@@ -147,15 +147,20 @@ class RecordedAnswers:
 
     ``dataset=(name, split)`` replays the answers recorded for that pair of a file holding
     several (see :mod:`~pytest_ragmetrics.data.recordings`); its identity is then the hash of
-    that pair's lines, so recording another pair changes nothing of this one."""
+    that pair's lines, so recording another pair changes nothing of this one. ``corpus``, the
+    fingerprint of the corpus they are replayed on, refuses lines recorded on another."""
 
     def __init__(
-        self, path: str | os.PathLike[str], *, dataset: tuple[str, str] | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        dataset: tuple[str, str] | None = None,
+        corpus: str | None = None,
     ) -> None:
         self.path = Path(path)
         from pytest_ragmetrics.data.recordings import read_recording
 
-        answers, digest = read_recording(self.path, dataset)
+        answers, digest = read_recording(self.path, dataset, corpus)
         self._identity: dict[str, Any] = {"pipeline": "recorded", "file": self.path.name}
         if dataset is None:
             self._identity["file_sha256"] = hashlib.sha256(self.path.read_bytes()).hexdigest()

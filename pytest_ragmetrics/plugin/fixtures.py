@@ -238,7 +238,8 @@ def rag_pipeline(request: pytest.FixtureRequest, rag_dataset: Dataset) -> Pipeli
         from pytest_ragmetrics.generation import RecordedAnswers
 
         pair = recorded_pair(request, rag_dataset)
-        return without_traceback(lambda: RecordedAnswers(path, dataset=pair))
+        corpus = rag_dataset.corpus.fingerprint
+        return without_traceback(lambda: RecordedAnswers(path, dataset=pair, corpus=corpus))
     retriever = request.getfixturevalue("rag_retriever")
     corpus = request.getfixturevalue("rag_corpus")
     generator = request.getfixturevalue("rag_generator")
@@ -286,7 +287,8 @@ def rag_answers(
             check_writable(recording, what="recorded answers", hint=hint)
         answers = answer_all(rag_pipeline, queries, cache=cache, corpus=rag_dataset.corpus)
         if recording is not None:
-            answers.write(recording, dataset=recorded_pair(request, rag_dataset), hint=hint)
+            pair = recorded_pair(request, rag_dataset)
+            answers.write(recording, dataset=pair, hint=hint, corpus=rag_dataset.corpus.fingerprint)
         return answers
 
     return without_traceback(run)

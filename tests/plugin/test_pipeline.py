@@ -142,6 +142,17 @@ def test_recorded_answers_replay_alike_serially_and_under_xdist(
     assert parallel["evaluations"] == serial["evaluations"]
     assert serial["evaluations"][0]["cost"]["generator"]["cache_hits"] == 4
     assert serial["evaluations"][0]["identity"]["judge"]["model"] == "words"
+    # On another corpus (same ids, a document rewritten) the recorded contexts are not its
+    # documents: replaying them was silent (groundedness judged on the old texts).
+    corpus = pytester.path / "data" / "corpus.jsonl"
+    corpus.write_text(corpus.read_text().replace("Cats purr", "Cats hiss"))
+    moved = pytester.runpytest("-p", "no:randomly")
+    moved.assert_outcomes(errors=1)
+    moved.stdout.fnmatch_lines(
+        ["*answers.jsonl:1: query 'q1' was answered on another corpus (fingerprint *, the "
+         "dataset's is *): its contexts are not this corpus's documents; record the answers "
+         "again with --ragmetrics-record-answers*"]
+    )  # fmt: skip
 
 
 def test_dry_run_counts_the_calls_and_generates_nothing(pytester: pytest.Pytester) -> None:
