@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Literal, TypedDict
@@ -60,6 +61,25 @@ def oriented(pairs: Sequence[tuple[str, Any]], kind: ScoreKind) -> list[tuple[st
     if kind == "distance":
         return [(doc, -float(score)) for doc, score in pairs]
     return list(pairs)
+
+
+def best_first(
+    pairs: list[tuple[str, Any]], kind: ScoreKind, where: Callable[[], str]
+) -> list[tuple[str, Any]]:
+    """``pairs`` (oriented: higher is better) if their scores never rise along the
+    framework's own order, which is best first; else a RetrieverError naming ``where()``: the
+    scores were read the wrong way (a distance taken for a similarity, or a store's relevance
+    function that falls as similarity rises, as LangChain's for FAISS inner products), and
+    ranking by them would turn the framework's ranking upside down."""
+    for (before, a), (after, b) in itertools.pairwise(pairs):
+        if b > a + 1e-9 * max(1.0, abs(a)):
+            other = "similarity" if kind in ("distance", "relevance") else "distance"
+            raise RetrieverError(
+                f"{where()}: the framework listed {after!r} (score {b:.6g}) after {before!r} "
+                f"({a:.6g}), best first, but its scores read as {kind} rank them the other "
+                f"way; pass scores={other!r} (or scores='rank' to keep its order)"
+            )
+    return pairs
 
 
 def document_id(document: Any, own_id: object, id_key: str, what: Callable[[], str]) -> str:

@@ -36,6 +36,10 @@ KNOWN_SCORES: dict[str, common.ScoreKind] = {
 
 
 def _core() -> Any:
+    """``langchain_core`` with the submodules read here imported: a package does not load
+    its submodules, so ``core.vectorstores`` failed unless something else had imported it."""
+    for submodule in ("vectorstores", "retrievers"):
+        common.require(f"langchain_core.{submodule}", EXTRA)
     return common.require("langchain_core", EXTRA)
 
 
@@ -165,10 +169,25 @@ class LangChainVectorStore(common.AdapterRetriever):
         """What the scores are, and the store's relevance function when it is used."""
         if scores not in (None, "relevance"):
             return scores, None
+        strategy = getattr(getattr(self.obj, "distance_strategy", None), "value", None)
+        if (
+            scores is None
+            and strategy == "MAX_INNER_PRODUCT"
+            and getattr(self.obj, "override_relevance_score_fn", None) is None
+        ):
+            # LangChain's relevance function for inner products (1 - x for x > 0) falls as
+            # the inner product rises: the scores themselves are similarities.
+            return "similarity", None
         try:
             function = self.obj._select_relevance_score_fn()
         except NotImplementedError:
             function = None
+        except ValueError as exc:  # FAISS's DOT_PRODUCT and JACCARD: "Unknown distance ..."
+            raise ConfigError(
+                f"{common.class_name(self.obj)} has no relevance score function for its "
+                f"distance strategy {strategy or '?'} ({exc}): pass scores='distance' or "
+                "scores='similarity'"
+            ) from None
         if callable(function):
             return "relevance", function
         base = _core().vectorstores.VectorStore
@@ -205,9 +224,13 @@ class LangChainVectorStore(common.AdapterRetriever):
         ids = _doc_ids([d for d, _ in found], self.id_key, f"retriever {self._name!r}")
         if self._convert is not None:
             convert = self._convert
-            return [(doc, convert(s)) for doc, (_, s) in zip(ids, found, strict=True)]
-        return common.oriented(
-            [(doc, s) for doc, (_, s) in zip(ids, found, strict=True)], self.scores
+            pairs = [(doc, convert(s)) for doc, (_, s) in zip(ids, found, strict=True)]
+        else:
+            pairs = common.oriented(
+                [(doc, s) for doc, (_, s) in zip(ids, found, strict=True)], self.scores
+            )
+        return common.best_first(
+            pairs, self.scores, lambda: f"retriever {self._name!r}, query {text[:60]!r}"
         )
 
 

@@ -86,7 +86,7 @@ class LlamaIndexRetriever(common.AdapterRetriever):
     def _pairs(self, nodes: Sequence[Any], qid: str) -> list[tuple[str, Any]]:
         where = f"retriever {self._name!r}, query {qid!r}"
         pairs = [(node_id(n.node, self.id_key, where), n.score) for n in nodes]
-        return common.oriented(pairs, self.scores)
+        return common.best_first(common.oriented(pairs, self.scores), self.scores, lambda: where)
 
     def search_many(self, items: list[tuple[str, str]], k: int) -> list[list[tuple[str, Any]]]:
         retriever = self._retriever(k)

@@ -84,6 +84,26 @@ def test_faiss_raw_distances_are_negated(faiss_store: Any) -> None:
     assert run.ranking("q000") == [(d.metadata["id"], -float(s)) for d, s in direct]
 
 
+def test_faiss_inner_products_rank_the_right_way_up() -> None:
+    from langchain_community.vectorstores.utils import DistanceStrategy
+
+    store = FAISS.from_documents(
+        documents(), WordEmbeddings(), distance_strategy=DistanceStrategy.MAX_INNER_PRODUCT
+    )
+    # LangChain's relevance function for inner products (1 - x) falls as they rise: read
+    # through it, the ranking came out upside down (nDCG 0.478 where 0.889 was right).
+    retriever = from_langchain(store)
+    assert retriever.identity()["scores"] == "similarity"
+    run = retriever.search(QUERIES, 10)
+    assert means(run) == pytest.approx(means(by_hand(CORPUS, QUERIES, 10)), abs=1e-9)
+    with pytest.raises(RetrieverError, match="pass scores='similarity'"):
+        from_langchain(store, scores="distance").search(QUERIES, 10)
+    for strategy in (DistanceStrategy.DOT_PRODUCT, DistanceStrategy.JACCARD):
+        other = FAISS.from_documents(documents(), WordEmbeddings(), distance_strategy=strategy)
+        with pytest.raises(ConfigError, match=r"no relevance score function .*pass scores="):
+            from_langchain(other)
+
+
 def test_the_in_memory_store_returns_similarities_and_ranks_alike(memory_store: Any) -> None:
     retriever = from_langchain(memory_store)
     assert retriever.identity()["scores"] == "similarity"
@@ -146,8 +166,10 @@ def test_a_store_of_unknown_scores_must_say_what_they_are() -> None:
     # Distances negated: the nearest first, the same order as cosine on unit vectors.
     expected = by_hand(CORPUS, QUERIES, 10)
     assert means(run) == means(expected)
-    wrong = from_langchain(store, scores="similarity").search(QUERIES, 10)
-    assert means(wrong)["ndcg_at_10"] < means(run)["ndcg_at_10"]  # the farthest first
+    # Declared the wrong way, the scores rise along the store's own best-first order: an
+    # error (it evaluated the farthest first), naming the query and what to pass.
+    with pytest.raises(RetrieverError, match=r"query 'w42 .*pass scores='distance'"):
+        from_langchain(store, scores="similarity").search(QUERIES, 10)
 
 
 def test_a_retriever_is_batched_with_the_concurrency(faiss_store: Any) -> None:
@@ -314,3 +336,24 @@ def test_faiss_over_minilm_agrees_with_the_dense_retriever() -> None:
     adapted = from_langchain(store).search(QUERIES, 10)
     own = dense.search(QUERIES, 10)
     assert means(adapted) == pytest.approx(means(own), abs=1e-9)
+
+
+def test_a_plain_retriever_works_in_a_fresh_interpreter() -> None:
+    # Only langchain_core.retrievers imported, as a plain BaseRetriever's module does: the
+    # adapter read core.vectorstores, a submodule nothing had loaded (AttributeError).
+    code = """
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pytest_ragmetrics import Queries
+from pytest_ragmetrics.integrations.langchain import from_langchain
+
+class Fixed(BaseRetriever):
+    def _get_relevant_documents(self, query, *, run_manager):
+        return [Document(page_content="a", metadata={"id": "d1"})]
+
+run = from_langchain(Fixed()).search(Queries.from_dict({"q1": "x"}), 1)
+print(run.ranking("q1")[0][0])
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "d1"

@@ -84,11 +84,15 @@ def test_adapter_and_hand_loop_give_identical_metrics(index: Any) -> None:
     assert adapted.ranking("q000") == Run.from_dict(hand).ranking("q000")
 
 
-def test_distances_are_negated_when_said(index: Any) -> None:
+def test_scores_said_the_wrong_way_are_an_error(index: Any) -> None:
+    # The retriever lists nodes best first by similarity: read as distances they rose along
+    # that order and the ranking was silently turned upside down.
     retriever = index.as_retriever(similarity_top_k=5)
-    run = from_llama_index(retriever, scores="distance").search(QUERIES, 5)
+    with pytest.raises(RetrieverError, match=r"query 'q000'.*pass scores='similarity'"):
+        from_llama_index(retriever, scores="distance").search(QUERIES, 5)
+    run = from_llama_index(retriever).search(QUERIES, 5)
     direct = retriever.retrieve(QUERIES["q000"])
-    assert run.ranking("q000")[0] == (direct[-1].node.node_id, -direct[-1].score)
+    assert run.ranking("q000")[0] == (direct[0].node.node_id, direct[0].score)
 
 
 def test_the_id_comes_from_the_metadata_key() -> None:
