@@ -13,9 +13,13 @@ numbers, strings, bytes, and tuples and frozensets of them (their first :data:`M
 items). Objects that describe themselves count by that description: a retriever, generator or
 judge by its ``identity()``, a corpus or queries by their ``fingerprint``. What it cannot see:
 data the function reads (files, the network, a database), mutable values (the content of a
-list, dict or set: it may be a memo filled as the function runs), other objects (a model, an
-index, a client count by their type only), and code in other modules or packages. Pass
-``version=`` and bump it when one of those changes.
+list, dict or set: it may be a memo filled as the function runs), other objects (a model, a
+faiss index, a client count by their type only), and code in other modules or packages. Pass
+``version=`` (or ``name=``/``parameters=`` that tell them apart) when one of those changes.
+
+A bound method counts with its class's methods (those it calls through ``self``) and the
+instance's values, as a callable object does; a wrapper that is no Python function
+(``functools.lru_cache``) by the function it wraps; a numpy array by its content.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ import hashlib
 import inspect
 import json
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+from pytest_ragmetrics.errors import ConfigError
 
 #: Of a tuple or frozenset in a closure cell, default or global, the items beyond this many
 #: count by their type only (hashing a whole corpus for every identity would be slow).
@@ -68,6 +74,34 @@ def function_identity(
     return identity
 
 
+def jsonable(value: Any, where: str) -> Any:
+    """``value`` as an identity holds it: JSON values as they are (mappings with string keys,
+    lists, finite numbers), a function or callable by :func:`function_identity`; anything
+    else (a model object, NaN) a ConfigError naming ``where`` and the key, at construction
+    rather than as a bare TypeError when a baseline or cache key is written."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ConfigError(f"{where}: {value!r} is not a finite number")
+        return value
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ConfigError(f"{where}: key {key!r} is not a string")
+            out[key] = jsonable(item, f"{where}[{key!r}]")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [jsonable(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if callable(value) and not isinstance(value, type):
+        return function_identity(value)
+    raise ConfigError(
+        f"{where}: a {type(value).__name__} cannot go into an identity (JSON values "
+        "only); describe it instead, e.g. its name and version as strings"
+    )
+
+
 class _Walker:
     """One digest's walk: remembers what it visited, so recursion and cycles end."""
 
@@ -87,17 +121,25 @@ class _Walker:
             yield from self.values(thing.args)
             yield from self.values(sorted(thing.keywords.items()))
         elif isinstance(thing, types.MethodType):
+            # The method, the class it reaches other methods through (self._helper()), and
+            # the instance's own values (self.a), as for a callable object.
             yield f"method:{type(thing.__self__).__qualname__}"
             yield from self.parts(thing.__func__)
+            if not isinstance(thing.__self__, type):
+                yield from self.parts(type(thing.__self__))
+                yield from self.values(sorted(getattr(thing.__self__, "__dict__", {}).items()))
         elif isinstance(thing, types.FunctionType):
             yield from self.function(thing)
         elif isinstance(thing, type):
             yield from self.cls(thing)
+        elif _wrapped(thing) is not None:
+            # A wrapper that is no Python function (functools.lru_cache, functools.cache):
+            # the function it wraps is the code.
+            yield f"wrapper:{qualified_name(type(thing))}"
+            yield from self.parts(_wrapped(thing))
         elif callable(thing) and not _is_builtin(thing):
-            call = vars(type(thing)).get("__call__")
             yield f"object:{qualified_name(type(thing))}"
-            if isinstance(call, types.FunctionType):
-                yield from self.parts(call)
+            yield from self.parts(type(thing))  # __call__ and the methods it calls
             yield from self.values(sorted(getattr(thing, "__dict__", {}).items()))
         else:
             yield f"name:{qualified_name(thing)}"
@@ -179,7 +221,20 @@ class _Walker:
         return module is not None and module == self.module and not _is_builtin(target)
 
 
+def _wrapped(thing: Any) -> Any:
+    """What a wrapper that is not a Python function wraps (``__wrapped__``), else None."""
+    if isinstance(thing, (types.FunctionType, types.MethodType, type, functools.partial)):
+        return None
+    inner = getattr(thing, "__wrapped__", None)
+    return inner if callable(inner) else None
+
+
 def _underlying(thing: Any) -> Any:
+    for _ in range(100):  # a wrapper of a wrapper ...: the innermost function's module
+        inner = _wrapped(thing)
+        if inner is None:
+            break
+        thing = inner
     while isinstance(thing, functools.partial):
         thing = thing.func
     if isinstance(thing, types.MethodType):
@@ -236,6 +291,27 @@ def _self_description(value: Any) -> str | None:
     return None
 
 
+#: A numpy array up to this many bytes counts by its content (an index, the embeddings a
+#: search reads); a larger one by its dtype and shape.
+MAX_ARRAY_BYTES = 256 * 1024 * 1024
+
+
+def _is_array(value: Any) -> bool:
+    kind = type(value)
+    return kind.__module__ == "numpy" and kind.__qualname__ == "ndarray"
+
+
+def _array_repr(value: Any) -> str:
+    """A numpy array by dtype, shape and (up to :data:`MAX_ARRAY_BYTES`) a digest of its
+    bytes: two retrievers over different arrays never share an identity."""
+    head = f"ndarray[{value.dtype.str},{'x'.join(map(str, value.shape))}]"
+    if value.dtype.hasobject or value.nbytes > MAX_ARRAY_BYTES:
+        return f"<{head}>"
+    import numpy as np
+
+    return f"<{head} sha256={hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()}>"
+
+
 def _is_container(value: Any) -> bool:
     return isinstance(value, (tuple, frozenset))
 
@@ -257,6 +333,8 @@ def _stable_repr(value: Any, budget: list[int] | None = None) -> str:
         return f"frozenset{{{','.join(sorted(_stable_repr(v, budget) for v in value))}}}"
     if isinstance(value, types.CodeType):
         return f"<code {value.co_name}>"
+    if _is_array(value):
+        return _array_repr(value)
     described = _self_description(value)
     if described is not None:
         return described

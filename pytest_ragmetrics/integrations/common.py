@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Literal, TypedDict
 
+from pytest_ragmetrics.code_identity import jsonable
 from pytest_ragmetrics.data.model import Corpus, Queries, Run
 from pytest_ragmetrics.errors import ConfigError, GeneratorError, RetrieverError
 from pytest_ragmetrics.executors.base import LocalExecutor
@@ -18,6 +19,7 @@ from pytest_ragmetrics.retrievers.base import (
     check_run,
     guarded_call,
 )
+from pytest_ragmetrics.values import positive_int
 
 #: What a framework's scores mean: ``relevance`` (higher is better, normalised to [0, 1]),
 #: ``similarity`` (higher is better), ``distance`` (lower is better: the run holds its
@@ -167,9 +169,9 @@ class AdapterRetriever(Named):
             raise ConfigError(f"{self.kind}: id_key must be a non-empty string, got {id_key!r}")
         self.obj = obj
         self.id_key = id_key
-        self.concurrency = check_k(concurrency, f"{self.kind} (concurrency)")
+        self.concurrency = positive_int(concurrency, f"{self.kind}: concurrency")
         self.corpus = corpus
-        self.parameters = dict(parameters or {})
+        self.parameters = jsonable(dict(parameters or {}), f"{self.kind}: parameters")
         self._name = name or type(obj).__name__
 
     def __repr__(self) -> str:
@@ -279,7 +281,7 @@ class AdapterPipeline:
         self.obj = obj
         self.name = name or type(obj).__name__
         self.version = str(version)
-        self.concurrency = check_k(concurrency, f"{self.kind} pipeline (concurrency)")
+        self.concurrency = positive_int(concurrency, f"{self.kind} pipeline: concurrency")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, version={self.version!r})"

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypedDict, Unpack
 
+from pytest_ragmetrics.code_identity import jsonable
 from pytest_ragmetrics.errors import ConfigError, GeneratorError
 from pytest_ragmetrics.integrations import common
 
@@ -101,7 +102,7 @@ class LangChainRetriever(common.AdapterRetriever):
             kwargs = dict(getattr(self.obj, "search_kwargs", None) or {})
             kwargs.pop("k", None)  # k is the search's
             if kwargs:
-                found["search_kwargs"] = kwargs
+                found["search_kwargs"] = jsonable(kwargs, f"{self.kind}: search_kwargs")
         return found
 
     def _kwargs(self, k: int) -> dict[str, Any]:
@@ -210,8 +211,8 @@ class LangChainVectorStore(common.AdapterRetriever):
         if strategy is not None:
             found["distance_strategy"] = str(getattr(strategy, "value", strategy))
         found.update(_embedding_identity(self.obj))
-        if self.search_kwargs:
-            found["search_kwargs"] = self.search_kwargs
+        if self.search_kwargs:  # a filter function by its code digest
+            found["search_kwargs"] = jsonable(self.search_kwargs, f"{self.kind}: search_kwargs")
         return found
 
     def search_one(self, text: str, k: int) -> list[tuple[str, Any]]:

@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypedDict, TypeVar, Unpack, runtime_checkable
 import numpy as np
 
 from pytest_ragmetrics.cache import Cache, default_cache
-from pytest_ragmetrics.code_identity import function_identity
+from pytest_ragmetrics.code_identity import function_identity, jsonable
 from pytest_ragmetrics.data.model import Corpus, Queries, Run, as_str_array
 from pytest_ragmetrics.data.scores import (
     ScoreKind,
@@ -397,9 +397,9 @@ class CallableRetriever(Named):
         self.function = function
         self.batched = batched
         self.corpus = corpus
-        self.parameters = dict(parameters or {})
         self._name = name or getattr(function, "__qualname__", None) or type(function).__name__
         where = f"from_function({self._name!r})"
+        self.parameters = jsonable(dict(parameters or {}), f"{where}: parameters")
         self.scores: ScoreKind = check_score_kind("similarity" if scores is None else scores, where)
         self.declared = scores is not None
         self.version = version

@@ -46,7 +46,7 @@ def _digest(tmp_path: Path, source: str, expression: str, seed: str = "1") -> st
     """The digest of ``expression`` (over module ``usermod`` holding ``source``), computed in a
     fresh interpreter with its own hash seed."""
     folder = tmp_path / f"src{abs(hash((source, expression, seed)))}"
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     (folder / "usermod.py").write_text(textwrap.dedent(source))
     script = (
         "import usermod\nfrom pytest_ragmetrics.code_identity import code_digest\n"
@@ -155,3 +155,97 @@ def test_function_identity_names_the_function_and_its_version() -> None:
     assert identity["version"] == "3"
     assert len(identity["code"]) == 20
     assert "version" not in function_identity(search)
+
+
+METHODS = """
+import functools
+
+GOOD = {"a": ["d1"]}
+
+
+class Searcher:
+    def __init__(self, depth):
+        self.depth = depth
+
+    def _pick(self, text):
+        return GOOD.get(text, [])
+
+    def search(self, text):
+        return self._pick(text)[: self.depth]
+
+    def __call__(self, text):
+        return self._pick(text)
+
+
+@functools.lru_cache(maxsize=None)
+def cached(text):
+    return GOOD.get(text, [])
+"""
+
+
+def test_methods_reached_through_self_and_the_instance_values_count(tmp_path: Path) -> None:
+    # An edit of _pick left the digest of Searcher(2).search (and of Searcher(2)) unchanged:
+    # a stale cached run was reused.
+    edited = METHODS.replace(
+        "return GOOD.get(text, [])\n\n    def search", 'return ["d6"]\n\n    def search'
+    )
+    assert edited != METHODS
+    for expression in ("usermod.Searcher(2).search", "usermod.Searcher(2)"):
+        assert _digest(tmp_path, METHODS, expression) != _digest(tmp_path, edited, expression)
+    assert _digest(tmp_path, METHODS, "usermod.Searcher(2).search") != _digest(
+        tmp_path, METHODS, "usermod.Searcher(3).search"
+    )
+    assert _digest(tmp_path, METHODS, "usermod.Searcher(2).search") == _digest(
+        tmp_path, METHODS, "usermod.Searcher(2).search", seed="7"
+    )
+
+
+def test_an_lru_cache_wrapper_counts_by_the_function_it_wraps(tmp_path: Path) -> None:
+    edited = METHODS.replace(
+        "def cached(text):\n    return GOOD.get(text, [])", "def cached(text):\n    return []"
+    )
+    assert edited != METHODS
+    assert _digest(tmp_path, METHODS, "usermod.cached") != _digest(
+        tmp_path, edited, "usermod.cached"
+    )
+
+
+def test_numpy_arrays_count_by_their_content() -> None:
+    import numpy as np
+
+    def over(index: np.ndarray):  # type: ignore[no-untyped-def]
+        def search(text: str) -> list[str]:
+            return [str(int(index.argmax()))]
+
+        return search
+
+    a, b = np.array([0.1, 0.9]), np.array([0.9, 0.1])
+    assert code_digest(over(a)) == code_digest(over(a.copy()))
+    assert code_digest(over(a)) != code_digest(over(b))
+
+
+def test_what_an_identity_cannot_hold_is_refused_when_it_is_given() -> None:
+    import pytest
+
+    from pytest_ragmetrics.code_identity import jsonable
+    from pytest_ragmetrics.errors import ConfigError
+    from pytest_ragmetrics.retrievers import from_function
+
+    class Model:
+        pass
+
+    # A model object in parameters= was a bare TypeError from the cache key's JSON.
+    with pytest.raises(ConfigError, match=r"from_function\('s'\): parameters\['model'\]: a Model"):
+        from_function(lambda text: [], name="s", parameters={"model": Model()}, cache=True)
+    with pytest.raises(ConfigError, match=r"parameters\['t'\]: nan is not a finite number"):
+        from_function(lambda text: [], name="s", parameters={"t": float("nan")})
+    with pytest.raises(ConfigError, match=r"key 1 is not a string"):
+        jsonable({1: "a"}, "x")
+
+    # A filter function is held by its name and code digest (LangChain search_kwargs).
+    def keep(metadata: dict[str, str]) -> bool:
+        return metadata.get("lang") == "en"
+
+    held = jsonable({"filter": keep, "fetch_k": [20, 1.5]}, "search_kwargs")
+    assert held["filter"]["function"].endswith("keep") and len(held["filter"]["code"]) == 20
+    assert held["fetch_k"] == [20, 1.5]
