@@ -50,6 +50,7 @@ def evaluation_problem(entry: Any) -> str | None:
         lambda: _dataset_problem(entry.get("dataset")),
         lambda: number_map(_or_empty(entry.get("thresholds")), "thresholds", nullable=False),
         lambda: means_problem(entry.get("metrics"), entry.get("per_query", {})),
+        lambda: count_problem(entry.get("num_queries"), entry.get("per_query")),
     )
     for check in checks:
         problem = check()
@@ -184,6 +185,20 @@ def means_problem(metrics: Any, per_query: Any) -> str | None:
         )
         return f"{name!r} has {what}: the file mixes two versions (a merge, an edit)"
     return None
+
+
+def count_problem(num_queries: Any, per_query: Any) -> str | None:
+    """Per-query values held for other queries than ``num_queries`` counts: a comparison
+    would pair fewer queries than the evaluation had, and its means would be another
+    evaluation's (a row cut out of a file, a merge)."""
+    if not isinstance(per_query, Mapping) or not per_query or not isinstance(num_queries, int):
+        return None
+    if len(per_query) == num_queries:
+        return None
+    return (
+        f"'num_queries' is {num_queries} but 'per_query' holds {len(per_query)} queries: the "
+        "file mixes two versions (a merge, an edit)"
+    )
 
 
 def details_problem(details: Any, field: str) -> str | None:

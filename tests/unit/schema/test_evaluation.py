@@ -43,3 +43,18 @@ def test_a_consistent_entry_passes_rounding_included() -> None:
 def test_an_entry_mixing_two_versions_is_named(metrics: dict[str, Any], message: str) -> None:
     problem = evaluation_problem(entry(metrics, PER_QUERY))
     assert problem is not None and message in problem and "mixes two versions" in problem
+
+
+def test_per_query_rows_for_other_queries_than_counted_are_named() -> None:
+    # A query cut out with the means recomputed over the rest: `ragmetrics compare` paired
+    # 3 of 4 queries and showed the other file's means over those 3 as its "after" column.
+    cut = entry({"mrr": 1.0, "map": 0.5}, {"q1": PER_QUERY["q1"]})
+    cut["num_queries"] = 2
+    problem = evaluation_problem(cut)
+    assert problem == (
+        "'num_queries' is 2 but 'per_query' holds 1 queries: the file mixes two versions (a "
+        "merge, an edit)"
+    )
+    grown = entry({"mrr": 0.75, "map": 0.5}, PER_QUERY)
+    grown["num_queries"] = 3
+    assert "'num_queries' is 3 but 'per_query' holds 2" in (evaluation_problem(grown) or "")
