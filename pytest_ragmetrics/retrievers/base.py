@@ -293,10 +293,10 @@ def _ranking_entries(
     scores: list[float] = []
     seen: set[str] = set()
     for doc, score in pairs:
-        if not isinstance(doc, str):
+        if not isinstance(doc, str) or not doc.strip():
             raise RetrieverError(
                 f"retriever {retriever!r} returned doc id {doc!r} ({type(doc).__name__}) for "
-                f"query {query_id!r}; doc ids must be strings"
+                f"query {query_id!r}; doc ids must be non-empty strings"
             )
         if doc in seen:
             raise RetrieverError(
@@ -342,7 +342,13 @@ def _result_pairs(result: object, query_id: str, retriever: str) -> tuple[list[A
 
 
 def _score_value(score: object, doc: str, query_id: str, retriever: str) -> float:
-    """A returned score as a finite float, or a RetrieverError naming document and query."""
+    """A returned score as a finite float, or a RetrieverError naming document and query. A
+    string ("0.9") or a bool is no score, as in a data file: float() would take them."""
+    if isinstance(score, (str, bytes, bool)):
+        raise RetrieverError(
+            f"retriever {retriever!r} returned score {score!r} ({type(score).__name__}) for "
+            f"document {doc!r}, query {query_id!r}; scores must be numbers"
+        )
     try:
         value = float(score)  # type: ignore[arg-type]
     except OverflowError:  # an int beyond a float's range (10**400); its repr may be refused

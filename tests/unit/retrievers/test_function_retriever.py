@@ -50,6 +50,27 @@ class Calls:
         self.count = 0
 
 
+@pytest.mark.parametrize(
+    ("ranking", "message"),
+    [
+        ([("d1", "0.9")], r"score '0\.9' \(str\) for document 'd1', query 'q1'"),
+        ([("d1", True)], r"score True \(bool\) for document 'd1', query 'q1'"),
+        ({"d1": b"1"}, r"score b'1' \(bytes\)"),
+        ([("", 0.5)], r"doc id '' \(str\) for query 'q1'; doc ids must be non-empty"),
+        (["  "], r"doc id '  '"),
+    ],
+    ids=["str-score", "bool-score", "bytes-score", "empty-id", "blank-id"],
+)
+def test_what_a_data_file_may_not_hold_a_function_may_not_return(
+    ranking: object, message: str
+) -> None:
+    # float() takes "0.9" and True; a run file's reader refuses both, and an empty id.
+    from pytest_ragmetrics import RetrieverError
+
+    with pytest.raises(RetrieverError, match=message):
+        from_function(lambda text: ranking).search(Queries.from_dict({"q1": "x"}), 5)
+
+
 def test_cache_keeps_runs_keyed_by_code_corpus_queries_and_k(tmp_path: Path) -> None:
     calls = Calls()
 
