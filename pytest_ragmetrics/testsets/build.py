@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_ragmetrics._version import __version__
@@ -87,7 +87,7 @@ def build_testset(
 ) -> TestSet:
     """Filter ``candidates``, keep the first ``count`` survivors, and record how."""
     kept, reports = apply_filters(candidates, corpus, settings, advance=advance)
-    final = tuple(kept[:count])
+    final, twins = judged_twins(kept[:count], corpus)
     copy = corpus_without_removed(corpus, final)
     styles: dict[str, int] = {}
     for c in final:
@@ -107,10 +107,39 @@ def build_testset(
         "queries": len(final),
         "styles": styles,
         "references": sum(1 for c in final if c.answer),
+        "twins_judged": twins,
         "cost": dict(cost or {}),
         "review": None,
     }
     return TestSet(final, provenance, copy)
+
+
+def judged_twins(
+    candidates: Sequence[Candidate], corpus: Corpus
+) -> tuple[tuple[Candidate, ...], int]:
+    """Each candidate with the documents identical to a relevant one (the same title and
+    text) judged as that one is, and how many such judgments were added: a twin left unjudged
+    counts as non-relevant, so a system that cannot tell the two apart lost half its score."""
+    by_text: dict[tuple[str, str], list[str]] = {}
+    for doc in corpus:
+        by_text.setdefault((doc.title, doc.text), []).append(doc.id)
+    out: list[Candidate] = []
+    added = 0
+    for candidate in candidates:
+        relevant = dict(candidate.relevant)
+        for doc_id, grade in candidate.relevant:
+            if doc_id not in corpus:
+                continue
+            doc = corpus[doc_id]
+            for twin in by_text[(doc.title, doc.text)]:
+                if twin not in relevant:
+                    relevant[twin] = grade
+                    added += 1
+        if len(relevant) == len(candidate.relevant):
+            out.append(candidate)
+        else:
+            out.append(replace(candidate, relevant=tuple(relevant.items())))
+    return tuple(out), added
 
 
 def _corpus_provenance(corpus: Corpus, source: str, copy: Corpus | None) -> dict[str, Any]:

@@ -175,6 +175,28 @@ def test_build_counts_every_filter_and_keeps_the_first_count(tmp_path: Path) -> 
     assert p["corpus"]["fingerprint"] == docs.fingerprint and p["seed"] == 3
 
 
+def test_a_document_identical_to_a_relevant_one_is_judged_alike() -> None:
+    # Twins b and c: each query judged one of them, so a system that could not tell them
+    # apart (a tie, broken by id) lost half its MRR on the query that judged b.
+    from pytest_ragmetrics.data.model import Corpus
+
+    docs = Corpus.from_dict(
+        {
+            "a": {"title": "", "text": "Something else entirely here."},
+            "b": {"title": "T", "text": "Twin text about cats."},
+            "c": {"title": "T", "text": "Twin text about cats."},
+        }
+    )
+    cands = [_c("gen-1", "first query", "c"), _c("gen-2", "second query", "b")]
+    testset = build_testset(
+        cands, 2, docs, FilterSettings(leak_words=None), generator={"generator": "t"},
+        corpus_source="toy",
+    )  # fmt: skip
+    assert [dict(c.relevant) for c in testset] == [{"c": 1, "b": 1}, {"b": 1, "c": 1}]
+    assert testset.provenance["twins_judged"] == 2
+    assert [c.source for c in testset] == ["c", "b"]  # the document it was made from stays first
+
+
 # -- the folder -------------------------------------------------------------------------------
 
 
