@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 
 import pytest
 
@@ -246,22 +247,30 @@ def test_rag_eval_in_a_rag_query_test_evaluates_that_query(pytester: pytest.Pyte
     assert [e["num_queries"] for e in report["evaluations"]] == [1, 1, 1, 1]
 
 
-def test_failing_retriever_error_is_shown_cleanly(pytester: pytest.Pytester) -> None:
-    conftest = """
-        import pytest
-        from pytest_ragmetrics import Run
-
-        class Broken:
-            def search(self, queries, k):
-                return Run.from_dict({"q1": {"d1": float("nan")}})
-
-        @pytest.fixture(scope="session")
-        def rag_retriever():
-            return Broken()
-    """
+def rag_run_error(pytester: pytest.Pytester, retriever: str) -> pytest.RunResult:
+    """The run of a test using rag_run, with rag_retriever an instance of the class
+    ``retriever`` defines (named ``Retriever``); it must end in one error."""
+    conftest = (
+        "import pytest\nfrom pytest_ragmetrics import Run\n\n"
+        + textwrap.dedent(retriever)
+        + "\n\n@pytest.fixture(scope='session')\ndef rag_retriever():\n    return Retriever()\n"
+    )
     make_project(pytester, conftest=conftest, tests="def test_it(rag_run):\n    pass\n")
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
+    assert "Traceback" not in result.stdout.str()
+    return result
+
+
+def test_failing_retriever_error_is_shown_cleanly(pytester: pytest.Pytester) -> None:
+    result = rag_run_error(
+        pytester,
+        """
+        class Retriever:
+            def search(self, queries, k):
+                return Run.from_dict({"q1": {"d1": float("nan")}})
+        """,
+    )
     result.stdout.fnmatch_lines(
         ["*score nan of document 'd1' for query 'q1' is not a finite number*"]
     )
@@ -295,30 +304,23 @@ def test_a_retriever_that_ignores_k_is_cut_to_k(pytester: pytest.Pytester) -> No
 
 def test_a_document_id_outside_the_corpus_is_an_error(pytester: pytest.Pytester) -> None:
     # A framework's generated ids (uuids) read as 0.0 on every metric, with a note only.
-    conftest = """
-        import pytest
-
-        class Generated:
+    result = rag_run_error(
+        pytester,
+        """
+        class Retriever:
             def search(self, queries, k):
                 return {q: {"d1": 2.0, "5f0c-uuid": 1.0} for q in queries}
 
             def __repr__(self):
                 return "Generated()"
-
-        @pytest.fixture(scope="session")
-        def rag_retriever():
-            return Generated()
-    """
-    make_project(pytester, conftest=conftest, tests="def test_it(rag_run):\n    pass\n")
-    result = pytester.runpytest()
-    result.assert_outcomes(errors=1)
+        """,
+    )
     result.stdout.fnmatch_lines(
         [
             "*rag_retriever Generated() returned 1 document id(s) that the corpus of dataset "
             "'data' does not hold (first: '5f0c-uuid' for query 'q1'); return the corpus ids*"
         ]
     )
-    assert "Traceback" not in result.stdout.str()
 
 
 def test_builtin_dense_retriever_encodes_once_under_xdist(pytester: pytest.Pytester) -> None:

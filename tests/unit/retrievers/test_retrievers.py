@@ -135,7 +135,7 @@ def test_short_runs_do_not_warn_when_the_corpus_is_smaller_than_k() -> None:
         ("d1", "returned str for query 'q1'"),
         (None, "returned NoneType for query 'q1'"),
         ([("d1",)], r"position 0 for query 'q1'"),
-        ([("d1", "high")], r"score 'high' for document 'd1', query 'q1'"),
+        ([("d1", "high")], r"score 'high' \(str\) for document 'd1', query 'q1'"),
         ([("d1", float("nan"))], r"score nan.*must be finite"),
         # Beyond a float's range: float() raised OverflowError out of our code.
         ([("d1", 10**400)], r"integer score too large for a float for document 'd1', query"),
