@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-import itertools
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Literal, TypedDict
 
+import numpy as np
+
 from pytest_ragmetrics.code_identity import jsonable
 from pytest_ragmetrics.data.model import Corpus, Queries, Run
+from pytest_ragmetrics.data.scores import Contradiction, order_contradiction
 from pytest_ragmetrics.errors import ConfigError, GeneratorError, RetrieverError
 from pytest_ragmetrics.executors.base import LocalExecutor
 from pytest_ragmetrics.retrievers.base import (
@@ -65,43 +69,53 @@ def oriented(pairs: Sequence[tuple[str, Any]], kind: ScoreKind) -> list[tuple[st
     return list(pairs)
 
 
-def best_first(
-    pairs: list[tuple[str, Any]], kind: ScoreKind, where: Callable[[], str]
-) -> list[tuple[str, Any]]:
-    """``pairs`` (oriented: higher is better) if their scores never rise along the
-    framework's own order, which is best first; else a RetrieverError naming ``where()``: the
-    scores were read the wrong way (a distance taken for a similarity, or a store's relevance
-    function that falls as similarity rises, as LangChain's for FAISS inner products), and
-    ranking by them would turn the framework's ranking upside down."""
-    for (before, a), (after, b) in itertools.pairwise(pairs):
-        if b > a + 1e-9 * max(1.0, abs(a)):
-            other = "similarity" if kind in ("distance", "relevance") else "distance"
-            raise RetrieverError(
-                f"{where()}: the framework listed {after!r} (score {b:.6g}) after {before!r} "
-                f"({a:.6g}), best first, but its scores read as {kind} rank them the other "
-                f"way; pass scores={other!r} (or scores='rank' to keep its order)"
-            )
-    return pairs
+def _is_generated(value: str) -> bool:
+    """Whether ``value`` is a random UUID, the id LangChain's stores and LlamaIndex give a
+    document or node that was given none (never a corpus id one can rely on)."""
+    try:
+        return str(uuid.UUID(value)) == value.lower()
+    except ValueError:
+        return False
 
 
-def document_id(document: Any, own_id: object, id_key: str, what: Callable[[], str]) -> str:
-    """The corpus id of a framework document: ``document.metadata[id_key]``, else (with the
-    default ``id_key="id"``) its own id; else a RetrieverError naming ``what()`` (built only
-    then: the usual case is a string in the metadata)."""
+def document_id(
+    document: Any,
+    own_id: object,
+    id_key: str,
+    what: Callable[[], str],
+    corpus: Corpus | None = None,
+) -> str:
+    """The corpus id of a framework document: ``document.metadata[id_key]`` (text, or an int
+    as its digits), else (with the default ``id_key="id"``) its own id unless the framework
+    generated it (a random UUID not in ``corpus``); else a RetrieverError naming ``what()``
+    (built only then: the usual case is a string in the metadata)."""
     metadata = getattr(document, "metadata", None)
     metadata = metadata if isinstance(metadata, Mapping) else {}
     value = metadata.get(id_key)
     if isinstance(value, str) and value:
         return value
-    if value is None and id_key == "id":
-        value = own_id
-    if value is None or value == "":
-        keys = ", ".join(sorted(map(str, metadata))) or "none"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if value is not None and value != "":
         raise RetrieverError(
-            f"{what()} has no {id_key!r} in its metadata (its keys: {keys}); store the corpus "
-            "id there, or name the field that holds it with id_key="
+            f"{what()} has {id_key}={value!r} ({type(value).__name__}) in its metadata, but a "
+            "corpus id is text (an int is read as its digits): store the id there as the "
+            "corpus writes it"
         )
-    return str(value)
+    if value is None and id_key == "id" and isinstance(own_id, str) and own_id:
+        if not _is_generated(own_id) or (corpus is not None and own_id in corpus):
+            return own_id
+        raise RetrieverError(
+            f"{what()} has no 'id' in its metadata, and its own id {own_id!r} is a random "
+            "UUID the framework generated, not a corpus id; store the corpus id in its "
+            "metadata['id'] (or name the field that holds it with id_key=; if the corpus's "
+            "ids are UUIDs, pass corpus= to take those it holds)"
+        )
+    keys = ", ".join(sorted(map(str, metadata))) or "none"
+    raise RetrieverError(
+        f"{what()} has no {id_key!r} in its metadata (its keys: {keys}); store the corpus "
+        "id there, or name the field that holds it with id_key="
+    )
 
 
 def raiser(error: BaseException) -> Callable[[], None]:
@@ -113,8 +127,16 @@ def raiser(error: BaseException) -> Callable[[], None]:
     return again
 
 
-def check_once(ids: Sequence[str], query_id: str, retriever: str) -> None:
-    """A RetrieverError when a ranking holds a document twice: chunks of one document."""
+#: How to give each chunk an id of its own, for a ranking that holds one document twice.
+CHUNK_IDS = (
+    "store each chunk's own id in its metadata as '<doc id>#<n>' (say under 'chunk_id'), "
+    "pass id_key='chunk_id'"
+)
+
+
+def check_once(ids: Sequence[str], query_id: str, retriever: str, chunk_ids: str) -> None:
+    """A RetrieverError when a ranking holds a document twice: chunks of one document
+    (``chunk_ids``: how to give each its own id, in the framework's terms)."""
     if len(set(ids)) == len(ids):
         return
     seen: set[str] = set()
@@ -122,11 +144,33 @@ def check_once(ids: Sequence[str], query_id: str, retriever: str) -> None:
         if doc in seen:
             raise RetrieverError(
                 f"retriever {retriever!r} returned document {doc!r} twice for query "
-                f"{query_id!r}: several chunks of one document? Name each chunk's own id with "
-                "id_key= and wrap the retriever in pytest_ragmetrics.retrievers.chunked(...) "
-                "to rank documents by their best chunk"
+                f"{query_id!r}: several chunks of one document? To rank documents by their "
+                f"best chunk, {chunk_ids} and wrap the retriever in "
+                "pytest_ragmetrics.retrievers.chunked(retriever, '#', corpus=...)"
             )
         seen.add(doc)
+
+
+def order_error(found: Contradiction, kind: ScoreKind, who: str, factory: str) -> RetrieverError:
+    """The error for scores that, as read (``kind``; higher is better once oriented), rise
+    along the framework's best-first order for most queries (``found``, of the oriented
+    scores): the message of a ``from_function`` ranking that does the same, with the
+    ``scores=`` of ``factory`` to pass."""
+    fix = f"{factory}(..., scores={{kind!r}})"
+    if kind == "distance":  # shown as the framework gave them, descending
+        raw = tuple(-s for s in found.example_scores)
+        found = dataclasses.replace(found, kind="distance", example_scores=raw)
+    if kind != "relevance":
+        return RetrieverError(found.describe(who, fix))
+    shown = ", ".join(f"{s:.4g}" for s in found.example_scores[:4])
+    return RetrieverError(
+        f"{who} listed documents best first, but their relevance scores (the store's "
+        f"relevance function) rise along that order for {found.contradicting} of "
+        f"{found.counted} queries (e.g. {found.example_query!r}: {shown}): the function "
+        "reads its scores the wrong way round; say what similarity_search_with_score returns "
+        f"instead: {fix.format(kind='similarity')} (higher is better) or "
+        f"{fix.format(kind='distance')}"
+    )
 
 
 def texts_of(queries: Queries) -> list[tuple[str, str]]:
@@ -146,14 +190,23 @@ class AdapterOptions(TypedDict, total=False):
 class AdapterRetriever(Named):
     """A framework's retriever or store as a :class:`~pytest_ragmetrics.retrievers.Retriever`.
 
-    Subclasses give ``kind``, ``framework_identity()`` and either ``search_one(text, k)`` (one
-    query: ``[(id, score), ...]`` best first, scores higher-is-better) or ``search_many``.
-    Several queries are searched at once on up to ``concurrency`` threads; results longer
-    than ``k`` are cut, shorter ones are normal (the report notes them); with ``corpus``,
-    unknown ids are an error.
+    Subclasses give ``kind``, ``factory``, ``framework_identity()`` and either
+    ``search_one(qid, text, k)`` (one query: ``[(id, score), ...]`` in the framework's order,
+    best first, scores oriented: higher is better) or ``search_many``. Several queries are
+    searched at once on up to ``concurrency`` threads. Scores that rise along the framework's
+    order for most queries whose order says something were read the wrong way (``scores``):
+    an error naming a query and the ``scores=`` to pass, as for a ``from_function`` ranking.
+    Results longer than ``k`` are cut, shorter ones are normal (the report notes them); with
+    ``corpus``, unknown ids are an error.
     """
 
     kind = "adapter"
+    #: The function that makes this retriever, named in messages.
+    factory = "adapter"
+    #: What the framework's scores are taken to be (``rank``: the order alone).
+    scores: ScoreKind = "rank"
+    #: How to give each chunk its own id (see :func:`check_once`).
+    chunk_ids = CHUNK_IDS
 
     def __init__(
         self,
@@ -192,7 +245,7 @@ class AdapterRetriever(Named):
             identity["parameters"] = self.parameters
         return identity
 
-    def search_one(self, text: str, k: int) -> list[tuple[str, Any]]:
+    def search_one(self, qid: str, text: str, k: int) -> list[tuple[str, Any]]:
         raise NotImplementedError
 
     def search_many(self, items: list[tuple[str, str]], k: int) -> list[list[tuple[str, Any]]]:
@@ -201,7 +254,7 @@ class AdapterRetriever(Named):
         def one(item: tuple[str, str]) -> list[tuple[str, Any]]:
             qid, text = item
             found: list[tuple[str, Any]] = self.call(
-                lambda: self.search_one(text, k), f"query {qid!r}"
+                lambda: self.search_one(qid, text, k), f"query {qid!r}"
             )
             return found
 
@@ -237,7 +290,7 @@ class AdapterRetriever(Named):
             # The pairs are the adapter's own: str ids, numeric scores (finiteness is the Run's
             # check), so the lighter checks of a function retriever's results are skipped.
             ids = [doc for doc, _ in result]
-            check_once(ids, qid, self._name)
+            check_once(ids, qid, self._name, self.chunk_ids)
             try:
                 scores.extend([float(score) for _, score in result])
             except (TypeError, ValueError):
@@ -246,10 +299,25 @@ class AdapterRetriever(Named):
                     f"query {qid!r}: {result[:3]!r}"
                 ) from None
             groups.append(ids)
-        run = _run_from_groups([qid for qid, _ in items], groups, scores, self._name)
+        query_ids = [qid for qid, _ in items]
+        self.check_order(query_ids, groups, scores)
+        run = _run_from_groups(query_ids, groups, scores, self._name)
         if run.num_entries and int(run.depths().max()) > k:
             run = run.truncate(k)
         return check_run(run, queries, k, retriever=self._name, corpus=self.corpus)
+
+    def check_order(
+        self, query_ids: list[str], groups: list[list[str]], scores: list[float]
+    ) -> None:
+        """A RetrieverError when the oriented ``scores`` rise along the framework's best-first
+        order for most queries whose order says something (:func:`order_error`)."""
+        if self.scores == "rank":
+            return
+        offsets = np.cumsum([0, *map(len, groups)], dtype=np.int64)
+        values = np.asarray(scores, dtype=np.float64)
+        found = order_contradiction(query_ids, offsets, values, "similarity")
+        if found is not None:
+            raise order_error(found, self.scores, f"retriever {self._name!r}", self.factory)
 
 
 def contexts_of(pairs: Sequence[tuple[str | None, str]]) -> dict[str, str] | list[str]:

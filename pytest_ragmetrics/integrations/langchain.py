@@ -6,8 +6,9 @@ pytest-ragmetrics[langchain]``).
 - :func:`from_langchain_pipeline` takes a Runnable that answers a question with its source
   documents, a pipeline ``query -> (answer, contexts)`` for the answer layer.
 
-A document's corpus id is ``metadata[id_key]`` (default ``"id"``; lacking it, the
-``Document.id`` the store keeps).
+A document's corpus id is ``metadata[id_key]`` (default ``"id"``; text, or an int; lacking it,
+the ``Document.id`` the store keeps, unless the store generated it: a random UUID is an error,
+unless ``corpus`` holds it).
 
 **Scores.** A retriever (``invoke``) returns documents without scores: the order alone counts.
 A vector store's ``similarity_search_with_score`` returns what the store computes, a distance
@@ -25,6 +26,7 @@ from functools import partial
 from typing import Any, TypedDict, Unpack
 
 from pytest_ragmetrics.code_identity import jsonable
+from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import ConfigError, GeneratorError
 from pytest_ragmetrics.integrations import common
 
@@ -35,6 +37,9 @@ KNOWN_SCORES: dict[str, common.ScoreKind] = {
     "langchain_core.vectorstores.in_memory.InMemoryVectorStore": "similarity",  # cosine
 }
 
+#: How messages name what a store's scores are, in the plural.
+PLURAL = {"similarity": "similarities", "distance": "distances", "relevance": "relevance scores"}
+
 
 def _core() -> Any:
     """``langchain_core`` with the submodules read here imported: a package does not load
@@ -44,16 +49,19 @@ def _core() -> Any:
     return common.require("langchain_core", EXTRA)
 
 
-def _doc_id(document: Any, id_key: str, where: str) -> str:
+def _doc_id(document: Any, id_key: str, where: str, corpus: Corpus | None) -> str:
     return common.document_id(
         document,
         getattr(document, "id", None),
         id_key,
         lambda: f"{where}: document {getattr(document, 'page_content', '')[:40]!r}",
+        corpus,
     )
 
 
-def _doc_ids(documents: Sequence[Any], id_key: str, where: str) -> list[str]:
+def _doc_ids(
+    documents: Sequence[Any], id_key: str, where: str, corpus: Corpus | None = None
+) -> list[str]:
     """The corpus ids of LangChain documents, in order (see :func:`_doc_id`)."""
     try:
         ids = [document.metadata[id_key] for document in documents]
@@ -62,7 +70,17 @@ def _doc_ids(documents: Sequence[Any], id_key: str, where: str) -> list[str]:
         ids = [""]
     if "" not in ids:
         return ids  # the usual case, at the cost of a list comprehension
-    return [_doc_id(document, id_key, where) for document in documents]
+    return [_doc_id(document, id_key, where, corpus) for document in documents]
+
+
+def _known_scores(store: Any) -> common.ScoreKind | None:
+    """What ``store``'s ``similarity_search_with_score`` returns, when :data:`KNOWN_SCORES`
+    says it."""
+    for kind in type(store).__mro__:
+        known = KNOWN_SCORES.get(f"{kind.__module__}.{kind.__qualname__}")
+        if known is not None:
+            return known
+    return None
 
 
 def _embedding_identity(store: Any) -> dict[str, Any]:
@@ -87,6 +105,7 @@ class LangChainRetriever(common.AdapterRetriever):
     """
 
     kind = "langchain-retriever"
+    factory = "from_langchain"
 
     def __init__(self, obj: Any, *, use_async: bool = False, **options: Any) -> None:
         super().__init__(obj, **options)
@@ -134,7 +153,8 @@ class LangChainRetriever(common.AdapterRetriever):
             )
 
         def ranking(qid: str, documents: Any) -> list[tuple[str, Any]]:
-            ids = _doc_ids(documents, self.id_key, f"retriever {self._name!r}, query {qid!r}")
+            where = f"retriever {self._name!r}, query {qid!r}"
+            ids = _doc_ids(documents, self.id_key, where, self.corpus)
             return common.oriented([(doc, None) for doc in ids], "rank")
 
         return self.rankings(items, results, ranking)
@@ -149,6 +169,7 @@ class LangChainVectorStore(common.AdapterRetriever):
     """
 
     kind = "langchain-vectorstore"
+    factory = "from_langchain"
 
     def __init__(
         self,
@@ -193,12 +214,22 @@ class LangChainVectorStore(common.AdapterRetriever):
             return "relevance", function
         base = _core().vectorstores.VectorStore
         own = type(self.obj)._similarity_search_with_relevance_scores
-        if scores == "relevance" or own is not base._similarity_search_with_relevance_scores:
+        if own is not base._similarity_search_with_relevance_scores:
             return "relevance", None  # the store computes relevance its own way
-        for kind in type(self.obj).__mro__:
-            known = KNOWN_SCORES.get(f"{kind.__module__}.{kind.__qualname__}")
-            if known is not None:
-                return known, None
+        known = _known_scores(self.obj)
+        if scores == "relevance":
+            advice = (
+                f"its similarity_search_with_score returns {PLURAL[known]}: leave scores= out"
+                if known is not None
+                else "pass scores='distance' or scores='similarity' for what its "
+                "similarity_search_with_score returns"
+            )
+            raise ConfigError(
+                f"{common.class_name(self.obj)} has no relevance score function, so "
+                f"scores='relevance' cannot be read from it; {advice}"
+            )
+        if known is not None:
+            return known, None
         raise ConfigError(
             f"{common.class_name(self.obj)} has no relevance score function, so whether its "
             "similarity_search_with_score returns distances (lower is better) or similarities "
@@ -215,23 +246,20 @@ class LangChainVectorStore(common.AdapterRetriever):
             found["search_kwargs"] = jsonable(self.search_kwargs, f"{self.kind}: search_kwargs")
         return found
 
-    def search_one(self, text: str, k: int) -> list[tuple[str, Any]]:
+    def search_one(self, qid: str, text: str, k: int) -> list[tuple[str, Any]]:
         if self.scores == "relevance" and self._convert is None:
             found = self.obj.similarity_search_with_relevance_scores(
                 text, k=k, **self.search_kwargs
             )
         else:
             found = self.obj.similarity_search_with_score(text, k=k, **self.search_kwargs)
-        ids = _doc_ids([d for d, _ in found], self.id_key, f"retriever {self._name!r}")
+        where = f"retriever {self._name!r}, query {qid!r}"
+        ids = _doc_ids([d for d, _ in found], self.id_key, where, self.corpus)
         if self._convert is not None:
             convert = self._convert
-            pairs = [(doc, convert(s)) for doc, (_, s) in zip(ids, found, strict=True)]
-        else:
-            pairs = common.oriented(
-                [(doc, s) for doc, (_, s) in zip(ids, found, strict=True)], self.scores
-            )
-        return common.best_first(
-            pairs, self.scores, lambda: f"retriever {self._name!r}, query {text[:60]!r}"
+            return [(doc, convert(s)) for doc, (_, s) in zip(ids, found, strict=True)]
+        return common.oriented(
+            [(doc, s) for doc, (_, s) in zip(ids, found, strict=True)], self.scores
         )
 
 

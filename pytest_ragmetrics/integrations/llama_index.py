@@ -11,8 +11,12 @@ pytest-ragmetrics[llama-index]``).
 - a query engine (``query`` -> ``Response``): a pipeline ``query -> (answer, contexts)``, its
   ``source_nodes`` the contexts.
 
-A node's corpus id is ``metadata[id_key]`` (default ``"id"``); lacking it, with the default
-key, the id of the document it was made from (``ref_doc_id``), else its own ``node_id``.
+A node's corpus id is ``metadata[id_key]`` (default ``"id"``; text, or an int); lacking it, with
+the default key, the id of the document it was made from (``ref_doc_id``), else its own
+``node_id``, unless LlamaIndex generated that id (a random UUID: an error, unless ``corpus``
+holds it). Chunks of one document share its id: to rank documents by their best chunk, give
+each node its own id in its metadata (see :data:`CHUNK_IDS`) and wrap the retriever in
+:func:`~pytest_ragmetrics.retrievers.chunked`.
 """
 
 from __future__ import annotations
@@ -21,17 +25,25 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
+from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.integrations import common
 
 EXTRA = "llama-index"
+
+#: How to give each chunk (node) an id of its own: node ids are not in the metadata.
+CHUNK_IDS = (
+    "give each node its own id in its metadata before indexing (after splitting: "
+    "node.metadata['chunk_id'] = f'{node.ref_doc_id}#{n}', with 'chunk_id' added to "
+    "node.excluded_embed_metadata_keys), pass id_key='chunk_id'"
+)
 
 
 def _core() -> Any:
     return common.require("llama_index.core", EXTRA)
 
 
-def node_id(node: Any, id_key: str, where: str) -> str:
+def node_id(node: Any, id_key: str, where: str, corpus: Corpus | None = None) -> str:
     """The corpus id of a LlamaIndex node (see the module doc)."""
     own = getattr(node, "ref_doc_id", None) or getattr(node, "node_id", None)
 
@@ -39,7 +51,7 @@ def node_id(node: Any, id_key: str, where: str) -> str:
         text = node.get_content()[:40] if callable(getattr(node, "get_content", None)) else ""
         return f"{where}: node {text!r}"
 
-    return common.document_id(node, own or None, id_key, what)
+    return common.document_id(node, own or None, id_key, what, corpus)
 
 
 class LlamaIndexRetriever(common.AdapterRetriever):
@@ -47,6 +59,8 @@ class LlamaIndexRetriever(common.AdapterRetriever):
     time: on threads, or with ``use_async=True`` through ``aretrieve``."""
 
     kind = "llama-index-retriever"
+    factory = "from_llama_index"
+    chunk_ids = CHUNK_IDS
 
     def __init__(
         self,
@@ -85,8 +99,8 @@ class LlamaIndexRetriever(common.AdapterRetriever):
 
     def _pairs(self, nodes: Sequence[Any], qid: str) -> list[tuple[str, Any]]:
         where = f"retriever {self._name!r}, query {qid!r}"
-        pairs = [(node_id(n.node, self.id_key, where), n.score) for n in nodes]
-        return common.best_first(common.oriented(pairs, self.scores), self.scores, lambda: where)
+        pairs = [(node_id(n.node, self.id_key, where, self.corpus), n.score) for n in nodes]
+        return common.oriented(pairs, self.scores)
 
     def search_many(self, items: list[tuple[str, str]], k: int) -> list[list[tuple[str, Any]]]:
         retriever = self._retriever(k)

@@ -96,8 +96,13 @@ def test_faiss_inner_products_rank_the_right_way_up() -> None:
     assert retriever.identity()["scores"] == "similarity"
     run = retriever.search(QUERIES, 10)
     assert means(run) == pytest.approx(means(by_hand(CORPUS, QUERIES, 10)), abs=1e-9)
-    with pytest.raises(RetrieverError, match="pass scores='similarity'"):
+    with pytest.raises(
+        RetrieverError, match=r"'q000'.*from_langchain\(\.\.\., scores='similarity'\)"
+    ):
         from_langchain(store, scores="distance").search(QUERIES, 10)
+    # Its relevance function asked for by name: the same ranking upside down, refused.
+    with pytest.raises(RetrieverError, match=r"relevance scores .*rise .*scores='similarity'"):
+        from_langchain(store, scores="relevance").search(QUERIES, 10)
     for strategy in (DistanceStrategy.DOT_PRODUCT, DistanceStrategy.JACCARD):
         other = FAISS.from_documents(documents(), WordEmbeddings(), distance_strategy=strategy)
         with pytest.raises(ConfigError, match=r"no relevance score function .*pass scores="):
@@ -168,7 +173,9 @@ def test_a_store_of_unknown_scores_must_say_what_they_are() -> None:
     assert means(run) == means(expected)
     # Declared the wrong way, the scores rise along the store's own best-first order: an
     # error (it evaluated the farthest first), naming the query and what to pass.
-    with pytest.raises(RetrieverError, match=r"query 'w42 .*pass scores='distance'"):
+    with pytest.raises(
+        RetrieverError, match=r"'q000'.*set from_langchain\(\.\.\., scores='distance'\)"
+    ):
         from_langchain(store, scores="similarity").search(QUERIES, 10)
 
 
@@ -357,3 +364,87 @@ print(run.ranking("q1")[0][0])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "d1"
+
+
+def test_a_similarity_declared_for_l2_distances_is_an_error(faiss_store: Any) -> None:
+    # FAISS's L2 distances read as similarities rose along its own nearest-first order: the
+    # ranking was evaluated upside down (nDCG 0.478 where 0.899 was right), silently.
+    with pytest.raises(RetrieverError) as caught:
+        from_langchain(faiss_store, scores="similarity").search(QUERIES, 10)
+    message = str(caught.value)
+    assert "ascending (lowest first) order for 12 of 12 queries (e.g. 'q000'" in message
+    assert "set from_langchain(..., scores='distance')" in message
+
+
+def test_a_minority_of_rising_queries_is_the_frameworks_order_kept() -> None:
+    # As for from_function's pairs: the order is held against the scores only when most
+    # queries whose order says something contradict it (a reranker's order, first-stage scores).
+    class Reranked(Distances):
+        def similarity_search_with_score(self, query: str, k: int = 4, **kwargs: Any) -> Any:
+            found = super().similarity_search_with_score(query, k)
+            return found[1::-1] + found[2:] if query == QUERIES["q000"] else found
+
+    run = from_langchain(Reranked(CORPUS), scores="distance").search(QUERIES, 10)
+    assert means(run) == means(by_hand(CORPUS, QUERIES, 10))
+
+
+def test_relevance_asked_of_a_store_without_its_function_is_refused_up_front(
+    memory_store: Any,
+) -> None:
+    # It failed every query with "raised NotImplementedError for query 'q1': " and no reason.
+    with pytest.raises(
+        ConfigError,
+        match=r"InMemoryVectorStore has no relevance score function.*"
+        r"returns similarities: leave scores= out",
+    ):
+        from_langchain(memory_store, scores="relevance")
+    with pytest.raises(ConfigError, match=r"scores='relevance' cannot be read .*scores='distance'"):
+        from_langchain(Distances(CORPUS), scores="relevance")
+
+
+@pytest.mark.parametrize("store_class", ["faiss", "memory"])
+def test_a_store_generated_id_is_never_taken_for_the_corpus_id(store_class: str) -> None:
+    # Without metadata["id"], the store's random UUID (Document.id) became the document id:
+    # every metric 0.0, with a note about unjudged documents only.
+    docs = [Document(page_content=d.text, metadata={"doc_id": d.id}) for d in CORPUS]
+    cls = FAISS if store_class == "faiss" else InMemoryVectorStore
+    store = cls.from_documents(docs, WordEmbeddings())
+    with pytest.raises(RetrieverError) as caught:
+        from_langchain(store).search(QUERIES, 5)
+    message = str(caught.value)
+    assert "query 'q000'" in message
+    assert "random UUID the framework generated, not a corpus id" in message
+    assert "metadata['id'] (or name the field that holds it with id_key=; if" in message
+    # The advice followed; or the ids given to the store itself, which are kept.
+    run = from_langchain(store, id_key="doc_id").search(QUERIES, 5)
+    assert means(run) == means(by_hand(CORPUS, QUERIES, 5))
+    own = [Document(page_content=d.text, id=d.id) for d in CORPUS]
+    run = from_langchain(cls.from_documents(own, WordEmbeddings())).search(QUERIES, 5)
+    assert means(run) == means(by_hand(CORPUS, QUERIES, 5))
+
+
+def test_uuid_corpus_ids_are_taken_when_the_corpus_holds_them() -> None:
+    import uuid
+
+    corpus = Corpus.from_dict({str(uuid.UUID(int=i + 1)): d.text for i, d in enumerate(CORPUS)})
+    docs = [Document(page_content=d.text, id=d.id) for d in corpus]
+    store = InMemoryVectorStore.from_documents(docs, WordEmbeddings())
+    with pytest.raises(RetrieverError, match="random UUID"):
+        from_langchain(store).search(QUERIES, 3)
+    run = from_langchain(store, corpus=corpus).search(QUERIES, 3)
+    assert set(run.doc_ids.tolist()) <= set(corpus.doc_ids.tolist())
+
+
+def test_metadata_ids_that_are_not_text_are_refused_naming_the_query() -> None:
+    for value in (1.0, ["d1"], True):
+        store = InMemoryVectorStore.from_documents(
+            [Document(page_content="w01", metadata={"id": value})], WordEmbeddings()
+        )
+        # "1.0" or "['d1']" was the id: a document no qrels judge, silently.
+        with pytest.raises(RetrieverError, match=r"query 'q'.* has id=.*, but a corpus id is text"):
+            from_langchain(store).search(Queries.from_dict({"q": "w01"}), 1)
+    store = InMemoryVectorStore.from_documents(
+        [Document(page_content="w01", metadata={"id": 7})], WordEmbeddings()
+    )
+    run = from_langchain(store).search(Queries.from_dict({"q": "w01"}), 1)
+    assert run.ranking("q")[0][0] == "7"  # an int is its digits, as in a data file

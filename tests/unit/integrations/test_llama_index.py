@@ -17,10 +17,11 @@ from pytest_ragmetrics.metrics import evaluate
 from tests.helpers.adapter_data import by_hand, embed, make_corpus, make_queries, matching
 
 pytest.importorskip("llama_index.core")
-from llama_index.core import VectorStoreIndex
+from llama_index.core import Document, VectorStoreIndex
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import MockLLM
-from llama_index.core.schema import TextNode
+from llama_index.core.schema import NodeWithScore, TextNode
 
 from pytest_ragmetrics.integrations.llama_index import from_llama_index
 
@@ -88,7 +89,9 @@ def test_scores_said_the_wrong_way_are_an_error(index: Any) -> None:
     # The retriever lists nodes best first by similarity: read as distances they rose along
     # that order and the ranking was silently turned upside down.
     retriever = index.as_retriever(similarity_top_k=5)
-    with pytest.raises(RetrieverError, match=r"query 'q000'.*pass scores='similarity'"):
+    with pytest.raises(
+        RetrieverError, match=r"'q000'.*set from_llama_index\(\.\.\., scores='similarity'\)"
+    ):
         from_llama_index(retriever, scores="distance").search(QUERIES, 5)
     run = from_llama_index(retriever).search(QUERIES, 5)
     direct = retriever.retrieve(QUERIES["q000"])
@@ -165,3 +168,83 @@ def test_an_empty_index_gives_empty_rankings() -> None:
     with pytest.warns(Warning, match="returned nothing"):
         run = from_llama_index(empty).search(Queries.from_dict({"q": "w01"}), 3)
     assert run.depths().tolist() == [0]
+
+
+class Listed(BaseRetriever):
+    """A retriever that returns the nodes it is given, in that order, with those scores."""
+
+    def __init__(self, found: list[tuple[str, float | None]]) -> None:
+        super().__init__()
+        self.found = found
+
+    def _retrieve(self, query_bundle: Any) -> list[NodeWithScore]:
+        return [NodeWithScore(node=TextNode(id_=i, text=i), score=s) for i, s in self.found]
+
+
+def test_nodes_best_first_with_rising_scores_are_refused_not_re_sorted() -> None:
+    # Its order says d1 first, its scores d3: re-sorted by score, silently, the ranking was
+    # evaluated upside down.
+    queries = Queries.from_dict({"q1": "a", "q2": "b"})
+    rising = Listed([("d1", 0.1), ("d2", 0.5), ("d3", 0.9)])
+    with pytest.raises(RetrieverError) as caught:
+        from_llama_index(rising).search(queries, 3)
+    message = str(caught.value)
+    assert "ascending (lowest first) order for 2 of 2 queries (e.g. 'q1': 0.1, 0.5, 0.9)" in message
+    assert "set from_llama_index(..., scores='distance')" in message
+    run = from_llama_index(rising, scores="distance").search(queries, 3)
+    assert [d for d, _ in run.ranking("q1")] == ["d1", "d2", "d3"]
+    unscored = Listed([("d1", None), ("d2", None)])  # the order alone: n, n-1, ...
+    assert from_llama_index(unscored).search(queries, 2).ranking("q2") == [("d1", 2.0), ("d2", 1.0)]
+
+
+def test_a_generated_node_id_is_never_taken_for_the_corpus_id() -> None:
+    # Documents without ids: their nodes' ref_doc_id is a random UUID, and every metric was 0.0.
+    built = VectorStoreIndex.from_documents(
+        [Document(text=d.text) for d in CORPUS], embed_model=WordEmbedding()
+    )
+    with pytest.raises(RetrieverError) as caught:
+        from_llama_index(built).search(QUERIES, 3)
+    message = str(caught.value)
+    assert "query 'q000'" in message
+    assert "random UUID the framework generated, not a corpus id; store the corpus id in" in message
+    named = VectorStoreIndex.from_documents(
+        [Document(text=d.text, id_=d.id) for d in CORPUS], embed_model=WordEmbedding()
+    )
+    run = from_llama_index(named).search(QUERIES, 10)  # Document(id_=...): its ref_doc_id
+    assert means(run) == pytest.approx(means(by_hand(CORPUS, QUERIES, 10)), abs=1e-12)
+
+
+def test_metadata_ids_that_are_not_text_are_refused() -> None:
+    for value in (1.0, ["d1"]):
+        node = TextNode(id_="n1", text="w01", metadata={"id": value})
+        index = VectorStoreIndex([node], embed_model=WordEmbedding())
+        # "1.0" and "['d1']" were taken for ids no qrels judge.
+        with pytest.raises(RetrieverError, match=r"query 'q'.* has id=.*, but a corpus id is text"):
+            from_llama_index(index).search(Queries.from_dict({"q": "w01"}), 1)
+
+
+def test_chunks_of_a_document_get_advice_that_works() -> None:
+    from llama_index.core.node_parser import SentenceSplitter
+
+    from pytest_ragmetrics.retrievers import chunked
+
+    documents = [Document(text=". ".join([d.text] * 40), id_=d.id) for d in CORPUS]
+    splitter = SentenceSplitter(chunk_size=64, chunk_overlap=0)
+    index = VectorStoreIndex.from_documents(
+        documents, transformations=[splitter], embed_model=WordEmbedding()
+    )
+    with pytest.raises(RetrieverError) as caught:
+        from_llama_index(index).search(QUERIES, 5)
+    message = str(caught.value)
+    assert "node.metadata['chunk_id'] = f'{node.ref_doc_id}#{n}'" in message
+    assert "pass id_key='chunk_id'" in message and "chunked(retriever, '#'" in message
+    # The advice followed: every chunk of a document repeats its text, so ranking documents
+    # by their best chunk is ranking the documents themselves.
+    nodes = splitter.get_nodes_from_documents(documents)
+    for n, node in enumerate(nodes):
+        node.metadata["chunk_id"] = f"{node.ref_doc_id}#{n}"
+        node.excluded_embed_metadata_keys.append("chunk_id")
+    index = VectorStoreIndex(nodes, embed_model=WordEmbedding())
+    retriever = chunked(from_llama_index(index, id_key="chunk_id"), "#", corpus=CORPUS)
+    run = retriever.search(QUERIES, 5)
+    assert means(run) == pytest.approx(means(by_hand(CORPUS, QUERIES, 5)), abs=1e-9)
