@@ -335,7 +335,27 @@ def load_manifest_parts(manifest: Manifest, split: str) -> ManifestParts:
         query_ids=_query_id_translation(manifest.query_ids, query_records, manifest.queries),
         encoding=enc,
     )
+    if manifest.format == "smart" and manifest.grades is None:
+        _check_scale_declared(qrels, qrels_path)
     return ManifestParts(corpus, queries, qrels, manifest.queries, qrels_path, manifest.name)
+
+
+def _check_scale_declared(qrels: Qrels, path: Path) -> None:
+    """A DataFormatError when SMART qrels hold several relevance codes and the manifest has no
+    ``grades``: the SMART collections share no scale (Cranfield's code 1 is a complete answer,
+    4 minimal interest), so its codes taken as grades could rank the least relevant highest."""
+    codes = sorted(set(qrels.grades.tolist()))
+    relevant = [code for code in codes if code > 0]
+    if len(relevant) < 2:
+        return  # relevant or not: no direction to get wrong
+    listed = ", ".join(f'"{code}": {code}' for code in codes)
+    raise DataFormatError(
+        f"the qrels hold relevance codes {', '.join(map(str, relevant))}, and the SMART format "
+        "does not say which way its scale runs (Cranfield's 1 is the most relevant); say it in "
+        f'{MANIFEST}\'s "grades", e.g. {{{listed}}} to take the codes as grades, higher '
+        "more relevant (every code the file holds must be listed)",
+        path,
+    )
 
 
 def _query_id_translation(

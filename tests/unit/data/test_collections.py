@@ -467,6 +467,31 @@ def test_manifest_smart_folder(tmp_path: Path, gz: bool) -> None:
     assert available_splits(tmp_path / "mini") == ["test"]
 
 
+@pytest.mark.parametrize(
+    ("qrels", "codes", "example", "first"),
+    [
+        (SMART_QRELS, "1, 2, 4", '{"-1": -1, "1": 1, "2": 2, "4": 4}', {"1": 1, "2": 4}),
+        ("1 1 3\n1 2 2\n", "2, 3", '{"2": 2, "3": 3}', {"1": 3, "2": 2}),  # no -1: a scale still
+    ],
+)
+def test_a_smart_scale_must_be_declared(
+    tmp_path: Path, qrels: str, codes: str, example: str, first: dict[str, int]
+) -> None:
+    # Cranfield's codes taken as grades rank a "minimal interest" document (4) above a
+    # "complete answer" (1): nDCG computed on an inverted scale, silently.
+    manifest = {key: value for key, value in MANIFEST.items() if key != "grades"}
+    root = smart_folder(tmp_path, manifest)
+    write(root / "qrels.txt", qrels)
+    reason = fails(lambda: load_dataset(root), root / "qrels.txt", None, f"codes {codes}, and")
+    assert f'dataset.json\'s "grades", e.g. {example} to take the codes as grades' in reason
+    # The codes declared as they are, they load as written; relevant-or-not qrels need nothing.
+    write(root / "dataset.json", json.dumps({**manifest, "grades": json.loads(example)}))
+    assert load_dataset(root).qrels.to_dict()["001"] == first
+    write(root / "dataset.json", json.dumps(manifest))
+    write(root / "qrels.txt", "1 1 1\n1 2 0\n2 3 -1\n")
+    assert load_dataset(root).qrels.to_dict()["001"] == {"1": 1, "2": 0}
+
+
 def test_manifest_options(tmp_path: Path) -> None:
     manifest = {
         **MANIFEST,
