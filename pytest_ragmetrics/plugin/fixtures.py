@@ -339,6 +339,7 @@ def rag_run(
     def search() -> Run:
         from pytest_ragmetrics.cache import identity_of
         from pytest_ragmetrics.data.model import Run
+        from pytest_ragmetrics.retrievers.base import check_known_documents
 
         result = rag_retriever.search(rag_queries, settings.k + 1 if ignore else settings.k)
         if not isinstance(result, (Run, Mapping)):
@@ -351,31 +352,13 @@ def rag_run(
         run = Run.from_dict(result)
         if len(run.scores) and int(run.depths().max()) > asked:
             run = run.truncate(asked)  # recall_at_5 of a k = 2 run is not its deeper list's
-        check_corpus_ids(run, rag_dataset, rag_retriever)
+        if len(rag_dataset.corpus):
+            check_known_documents(
+                run, rag_dataset.corpus, f"{rag_retriever!r}", dataset=rag_dataset.name
+            )
         return run.with_retriever(identity_of(rag_retriever), settings.k)
 
     return without_traceback(search)
-
-
-def check_corpus_ids(run: Run, dataset: Dataset, retriever: object) -> None:
-    """A RetrieverError when ``run`` holds a document the corpus of ``dataset`` does not (no
-    check when the dataset has no corpus): its metrics would read 0 for the ids alone."""
-    import numpy as np
-
-    corpus = dataset.corpus
-    if not len(corpus):
-        return
-    missing = [d for d in run.doc_ids[np.unique(run.doc_codes)].tolist() if d not in corpus]
-    if not missing:
-        return
-    first = missing[0]
-    query = next(q for q in run if any(d == first for d, _ in run.ranking(q)))
-    raise RetrieverError(
-        f"rag_retriever {retriever!r} returned {len(missing)} document id(s) that the corpus "
-        f"of dataset {dataset.name!r} does not hold (first: {first!r} for query {query!r}); "
-        "return the corpus ids (a framework's generated ids are not: give from_langchain or "
-        "from_llama_index the corpus id's metadata key, id_key=)"
-    )
 
 
 @pytest.fixture

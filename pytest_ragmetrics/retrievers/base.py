@@ -140,7 +140,7 @@ def check_run(
             f"asked (e.g. {extra[0]!r}); return results for the given query ids only"
         )
     if corpus is not None and run.num_entries:
-        _check_known_documents(run, corpus, retriever)
+        check_known_documents(run, corpus, repr(retriever))
     found = short_rankings(
         run,
         queries.query_ids,
@@ -267,20 +267,26 @@ def rankings_note(
     return None if found is None else found.note()
 
 
-def _check_known_documents(run: Run, corpus: Corpus, retriever: str) -> None:
-    """A RetrieverError naming the first document of ``run`` that ``corpus`` does not hold."""
+def check_known_documents(
+    run: Run, corpus: Corpus, retriever: str, *, dataset: str | None = None
+) -> None:
+    """A RetrieverError naming the first document of ``run`` that ``corpus`` (of ``dataset``,
+    when named) does not hold, and its query: its metrics would read 0 for the id alone."""
     used = np.unique(run.doc_codes)
     names = run.doc_ids[used]
     known = np.isin(names, corpus.doc_ids)
-    if not known.all():
-        bad_code = int(used[np.flatnonzero(~known)[0]])
-        entry = int(np.flatnonzero(run.doc_codes == bad_code)[0])
-        query = run.query_ids[int(np.searchsorted(run.offsets, entry, side="right") - 1)]
-        raise RetrieverError(
-            f"retriever {retriever!r} returned document {str(names[~known][0])!r} for query "
-            f"{str(query)!r}, but the corpus has no such document "
-            f"({int((~known).sum())} unknown ids in all); return ids from the corpus"
-        )
+    if known.all():
+        return
+    bad_code = int(used[np.flatnonzero(~known)[0]])
+    entry = int(np.flatnonzero(run.doc_codes == bad_code)[0])
+    query = run.query_ids[int(np.searchsorted(run.offsets, entry, side="right") - 1)]
+    whose = "the corpus" if dataset is None else f"the corpus of dataset {dataset!r}"
+    raise RetrieverError(
+        f"retriever {retriever} returned document {str(names[~known][0])!r} for query "
+        f"{str(query)!r}, but {whose} has no such document ({int((~known).sum())} unknown ids "
+        "in all); return ids from the corpus (not a framework's generated ids: give "
+        "from_langchain or from_llama_index the metadata key of the corpus id, id_key=)"
+    )
 
 
 def _ranking_entries(

@@ -317,8 +317,9 @@ def test_a_document_id_outside_the_corpus_is_an_error(pytester: pytest.Pytester)
     )
     result.stdout.fnmatch_lines(
         [
-            "*rag_retriever Generated() returned 1 document id(s) that the corpus of dataset "
-            "'data' does not hold (first: '5f0c-uuid' for query 'q1'); return the corpus ids*"
+            "*retriever Generated() returned document '5f0c-uuid' for query 'q1', but the "
+            "corpus of dataset 'data' has no such document (1 unknown ids in all); return ids "
+            "from the corpus (not a framework's generated ids*"
         ]
     )
 
