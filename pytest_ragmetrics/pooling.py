@@ -500,13 +500,10 @@ class Supplement:
                 f"judge {name!r} has no calibration (run `ragmetrics calibrate --question "
                 f"relevance --save`) and ragmetrics_min_judge_kappa = {self.min_kappa:g}"
             )
-        from pytest_ragmetrics.judges.calibration.store import below
+        from pytest_ragmetrics.judges.calibration.store import under_bound
 
         bound = 0.0 if self.min_kappa is None else self.min_kappa  # set: else it is used
-        return (
-            f"judge {name!r} has Cohen's kappa {below(self.kappa, bound)} < "
-            f"ragmetrics_min_judge_kappa {bound:g}"
-        )
+        return f"judge {name!r} {under_bound(self.kappa, bound)}"
 
     def evaluate(
         self,

@@ -102,10 +102,13 @@ def kappa_gate(path: PathLike, judge_identity: Mapping[str, Any], bound: float) 
     if kappa >= bound:
         return ""
     unjudged = f", {result.unjudged} unjudged counted as disagreements" if result.unjudged else ""
-    return (
-        f"has Cohen's kappa {below(kappa, bound)} (n {result.n + result.unjudged}{unjudged}) "
-        f"< ragmetrics_min_judge_kappa {bound:g}"
-    )
+    return under_bound(kappa, bound, f" (n {result.n + result.unjudged}{unjudged})")
+
+
+def under_bound(kappa: float, bound: float, detail: str = "") -> str:
+    """The gate's reason for a kappa below ``bound``, after the judge's name, every gate
+    alike: "has Cohen's kappa 0.2996 (n 28) < ragmetrics_min_judge_kappa 0.3"."""
+    return f"has Cohen's kappa {below(kappa, bound)}{detail} < ragmetrics_min_judge_kappa {bound:g}"
 
 
 def below(value: float, bound: float) -> str:
