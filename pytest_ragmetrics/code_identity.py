@@ -6,37 +6,69 @@ lambdas included), the names it uses, its defaults, the values of its closure ce
 the names it uses, the functions and classes of its own module that it calls (recursively).
 Built-ins, C functions and functions of other modules (libraries) count by their qualified
 name only. The digest is the same in every process (no ``id()``, no addresses, no hash of a
-``str``), for one Python version: a new Python may compile the same source differently.
+``str``, no set order), for one Python version: a new Python may compile the same source
+differently.
 
-Values it reaches through a closure, a default or a global count when they cannot change:
-numbers, strings, bytes, and tuples and frozensets of them (their first :data:`MAX_ITEMS`
-items). Objects that describe themselves count by that description: a retriever, generator or
-judge by its ``identity()``, a corpus or queries by their ``fingerprint``. What it cannot see:
-data the function reads (files, the network, a database), mutable values (the content of a
-list, dict or set: it may be a memo filled as the function runs), other objects (a model, a
-faiss index, a client count by their type only), and code in other modules or packages. Pass
-``version=`` (or ``name=``/``parameters=`` that tell them apart) when one of those changes.
+A bound method counts with its class: the methods of the class and of its bases in the same
+module (those it calls through ``self``/``cls``: properties, cached and lru-cached methods
+included), and the instance's own values (``self.a``), as a callable object does. A wrapper
+that is no Python function (``functools.lru_cache``, ``functools.cache``) counts by the
+function it wraps, at any depth; a ``functools.partial`` by its function, arguments and
+keywords.
 
-A bound method counts with its class's methods (those it calls through ``self``) and the
-instance's values, as a callable object does; a wrapper that is no Python function
-(``functools.lru_cache``) by the function it wraps; a numpy array by its content.
+Values it reaches through a closure, a default, a partial, an instance or a global count by
+their content: numbers, strings, bytes; lists, tuples, dicts and sets of values (item by item,
+a set's and a dict's sorted, so their order in memory does not count); a numpy array by its
+bytes (up to :data:`MAX_ARRAY_BYTES`); a path, an enum member, a date by its value; another
+object by its class (its code, when it is of the same module) and its own values
+(``__dict__``, slots), recursively (cycles end, at most :data:`MAX_ITEMS` values and
+:data:`MAX_DEPTH` levels per value). An object's values are read once per process, when it
+is first hashed: a counter or memo the function fills as it runs does not move the identity
+of a second retriever built over the same object. Objects that describe themselves count by
+that description: a retriever, generator or judge by its ``identity()``, a corpus or queries
+by their ``fingerprint``. Globals count when they cannot change as the function runs (plain
+values, tuples and frozensets, the module's functions and classes): a module-level list,
+dict or object may be a memo, so it does not count.
+
+What it cannot see it never takes for the same thing silently. A value whose data Python
+cannot read (a faiss index, a tensor, a model's weights, a client, a lock: a C object), or
+beyond those bounds, counts by its type and is listed by :func:`unidentified`;
+:func:`refuse_uncacheable` makes caching a function that reaches one an error unless
+``name=``, ``parameters=`` or ``version=`` tell its retrievers apart. Nor can it see data the
+function reads (files, the network, a database), code in other modules or packages, or an
+object changed after it was first hashed: pass ``version=`` when one of those changes.
 """
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import enum
 import functools
 import hashlib
 import inspect
 import json
+import os
+import re
 import types
+import typing
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from pytest_ragmetrics.errors import ConfigError
 
-#: Of a tuple or frozenset in a closure cell, default or global, the items beyond this many
-#: count by their type only (hashing a whole corpus for every identity would be slow).
-MAX_ITEMS = 10_000
+#: Of one value a function reaches (a closure cell, a default, an attribute), the digest reads
+#: this many items at most (hashing a whole corpus for every identity would be slow); a larger
+#: value counts by its type and is listed by :func:`unidentified`.
+MAX_ITEMS = 100_000
+
+#: How deep the digest reads into nested values (an object's object's list ...).
+MAX_DEPTH = 32
+
+#: A numpy array up to this many bytes counts by its content (an index, the embeddings a
+#: search reads); a larger one by its dtype and shape, and is listed by :func:`unidentified`.
+MAX_ARRAY_BYTES = 256 * 1024 * 1024
 
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
 
@@ -74,6 +106,31 @@ def function_identity(
     return identity
 
 
+def unidentified(function: Callable[..., Any]) -> list[str]:
+    """What :func:`code_digest` of ``function`` reaches but counts by its type only (a C
+    object, a value too large to hash), each as ``"<where>: a <module.Type> (<why>)"``."""
+    walker = _Walker(function)
+    for _ in walker.parts(function):
+        pass
+    return walker.unidentified
+
+
+def refuse_uncacheable(function: Callable[..., Any], where: str) -> None:
+    """A ConfigError naming ``where`` when ``function`` reaches a value its digest cannot
+    identify (:func:`unidentified`): two retrievers over different ones (another faiss index,
+    another model) would share one cached run. The caller skips this when ``name=``,
+    ``parameters=`` or ``version=`` was given to tell them apart."""
+    found = unidentified(function)
+    if found:
+        shown = "; ".join(found[:3]) + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
+        raise ConfigError(
+            f"{where}: cache= files runs under the function's code and the values it reaches, "
+            f"but it reaches what cannot be hashed ({shown}): retrievers over different ones "
+            "would share cached runs. Pass name= or parameters= that tell them apart (the "
+            "index or model in use), or version=, or leave cache= off"
+        )
+
+
 def jsonable(value: Any, where: str) -> Any:
     """``value`` as an identity holds it: JSON values as they are (mappings with string keys,
     lists, finite numbers), a function or callable by :func:`function_identity`; anything
@@ -102,13 +159,22 @@ def jsonable(value: Any, where: str) -> Any:
     )
 
 
-class _Walker:
-    """One digest's walk: remembers what it visited, so recursion and cycles end."""
+class _TooLarge(Exception):
+    """A value over :data:`MAX_ITEMS` items or :data:`MAX_DEPTH` levels deep."""
 
-    def __init__(self, root: Any) -> None:
-        root_function = _underlying(root)
-        self.module = getattr(root_function, "__module__", None)
+
+class _Walker:
+    """One digest's walk: remembers what it visited, so recursion and cycles end, and what it
+    reached but could not identify by its content (:func:`unidentified`)."""
+
+    def __init__(self, root: Any, module: str | None = None) -> None:
+        self.module = module if root is None else getattr(_underlying(root), "__module__", None)
         self.seen: set[int] = set()  # ids only mark visits; they never reach the digest
+        self.active: set[int] = set()  # the values being hashed, a guard against cycles
+        self.snapshotting = False  # hashing one object's values (see :meth:`attributes`)
+        self.budget = MAX_ITEMS
+        self.depth = 0
+        self.unidentified: list[str] = []
 
     def parts(self, thing: Any) -> Iterator[str]:
         if id(thing) in self.seen:
@@ -118,8 +184,8 @@ class _Walker:
         if isinstance(thing, functools.partial):
             yield "partial"
             yield from self.parts(thing.func)
-            yield from self.values(thing.args)
-            yield from self.values(sorted(thing.keywords.items()))
+            yield from self.values(thing.args, f"{qualified_name(thing)}: partial argument")
+            yield from self.values(sorted(thing.keywords.items()), "partial keyword")
         elif isinstance(thing, types.MethodType):
             # The method, the class it reaches other methods through (self._helper()), and
             # the instance's own values (self.a), as for a callable object.
@@ -127,30 +193,36 @@ class _Walker:
             yield from self.parts(thing.__func__)
             if not isinstance(thing.__self__, type):
                 yield from self.parts(type(thing.__self__))
-                yield from self.values(sorted(getattr(thing.__self__, "__dict__", {}).items()))
+                yield from self.attributes(thing.__self__, f"{qualified_name(thing)}: self")
         elif isinstance(thing, types.FunctionType):
             yield from self.function(thing)
         elif isinstance(thing, type):
             yield from self.cls(thing)
         elif _wrapped(thing) is not None:
             # A wrapper that is no Python function (functools.lru_cache, functools.cache):
-            # the function it wraps is the code.
+            # the function it wraps (at any depth) is the code.
             yield f"wrapper:{qualified_name(type(thing))}"
             yield from self.parts(_wrapped(thing))
         elif callable(thing) and not _is_builtin(thing):
             yield f"object:{qualified_name(type(thing))}"
             yield from self.parts(type(thing))  # __call__ and the methods it calls
-            yield from self.values(sorted(getattr(thing, "__dict__", {}).items()))
+            yield from self.attributes(thing, f"{qualified_name(thing)}: self")
         else:
             yield f"name:{qualified_name(thing)}"
+            bound = getattr(thing, "__self__", None)  # a built-in method of an array, a dict
+            if bound is not None and not isinstance(bound, (types.ModuleType, type)):
+                yield from self.values((bound,), f"{qualified_name(thing)}: its object")
 
     def function(self, function: types.FunctionType) -> Iterator[str]:
         yield f"function:{function.__qualname__}"
         if not self._ours(function):
             return  # a library's function: its name is enough
+        where = function.__qualname__
         yield from self.code(function.__code__)
-        yield from self.values(function.__defaults__ or ())
-        yield from self.values(sorted((function.__kwdefaults__ or {}).items()))
+        yield from self.values(function.__defaults__ or (), f"{where}: a default")
+        yield from self.values(
+            sorted((function.__kwdefaults__ or {}).items()), f"{where}: a default"
+        )
         for name, cell in zip(
             function.__code__.co_freevars, function.__closure__ or (), strict=True
         ):
@@ -160,14 +232,14 @@ class _Walker:
             except ValueError:  # an empty cell (a name bound later)
                 yield "empty"
                 continue
-            yield from self.reference(value)
+            yield from self.reference(value, f"{where}: closure value {name!r}")
         namespace = function.__globals__
         for name in _global_names(function.__code__):
             if name in namespace:
                 value = namespace[name]
                 if self._ours(value) or isinstance(value, _PLAIN) or _is_container(value):
                     yield f"global:{name}"
-                    yield from self.reference(value)
+                    yield from self.reference(value, f"{where}: global {name!r}")
 
     def code(self, code: types.CodeType) -> Iterator[str]:
         yield code.co_code.hex()
@@ -183,36 +255,145 @@ class _Walker:
                 yield _stable_repr(constant)
 
     def cls(self, cls: type) -> Iterator[str]:
+        """A class of ours by its methods (properties, cached and lru-cached ones included),
+        its plain class attributes and its bases of ours; another's by its name."""
         yield f"class:{cls.__qualname__}"
         if not self._ours(cls):
             return
         for name, member in sorted(vars(cls).items()):
-            if isinstance(member, (staticmethod, classmethod)):
-                member = member.__func__
-            if isinstance(member, types.FunctionType):
+            code = _member_code(member)
+            if code:
                 yield f"member:{name}"
-                yield from self.parts(member)
+                for function in code:
+                    yield from self.parts(function)
             elif isinstance(member, _PLAIN):
                 yield f"member:{name}={member!r}"
+        for base in cls.__bases__:
+            if base is not object:
+                yield f"base:{base.__qualname__}"
+                yield from self.parts(base)
 
-    def reference(self, value: Any) -> Iterator[str]:
-        """A value a function reaches: code we can read, a plain value, or just its type."""
+    def reference(self, value: Any, where: str) -> Iterator[str]:
+        """A value a function reaches: code we can read, a module, or a value by content."""
         if isinstance(value, (types.FunctionType, types.MethodType, functools.partial, type)):
             yield from self.parts(value)
         elif isinstance(value, types.ModuleType):
             yield f"module:{value.__name__}"
         else:
-            yield from self.values((value,))
+            yield from self.values((value,), where)
 
-    def values(self, values: Any) -> Iterator[str]:
+    def values(self, values: Any, where: str) -> Iterator[str]:
+        """Values (or ``(name, value)`` pairs): code of ours by its parts, any other by
+        :meth:`state`, each with its own :data:`MAX_ITEMS` budget."""
         for value in values:
+            label = where
             if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
                 yield value[0]
+                label = f"{where}.{value[0]}"
                 value = value[1]
             if callable(value) and not isinstance(value, type) and self._ours(value):
                 yield from self.parts(value)
-            else:
-                yield _stable_repr(value)
+                continue
+            saved = self.budget, self.depth, set(self.active)
+            self.budget, self.depth = MAX_ITEMS, 0
+            try:
+                text = self.state(value, label)
+            except _TooLarge:
+                text = self.unknown(value, label, f"over {MAX_ITEMS} values or {MAX_DEPTH} deep")
+            finally:
+                self.budget, self.depth, self.active = saved
+            yield text
+
+    def state(self, value: Any, where: str) -> str:
+        """One value by its content, as one string (see the module docstring)."""
+        self.budget -= 1
+        if self.budget < 0 or self.depth > MAX_DEPTH:
+            raise _TooLarge  # the whole value counts by its type (see values)
+        if isinstance(value, _PLAIN):
+            return _plain_repr(value)
+        if isinstance(value, (types.FunctionType, types.MethodType, functools.partial, type)) or (
+            callable(value) and self._ours(value)
+        ):
+            return "{" + "\x01".join(self.parts(value)) + "}"
+        simple = _simple_repr(value)
+        if simple is not None:
+            return simple
+        if id(value) in self.active:
+            return "<cycle>"
+        self.active.add(id(value))
+        self.depth += 1
+        try:
+            return self.content(value, where)
+        finally:
+            self.active.discard(id(value))
+            self.depth -= 1
+
+    def content(self, value: Any, where: str) -> str:
+        """A container item by item (a set's and a dict's sorted), an array by its bytes, an
+        object by :meth:`attributes`; what holds its data out of Python's reach is unknown."""
+        kind = type(value).__qualname__
+        if isinstance(value, (tuple, list)):
+            items = ",".join(self.state(item, f"{where}[{i}]") for i, item in enumerate(value))
+            return f"{kind}[{items}]"
+        if isinstance(value, (frozenset, set)):
+            return f"{kind}{{{','.join(sorted(self.state(item, where) for item in value))}}}"
+        if isinstance(value, (dict, types.MappingProxyType)):
+            pairs = (
+                f"{self.state(key, where)}:{self.state(item, f'{where}[{key!r}]')}"
+                for key, item in value.items()
+            )
+            return f"{kind}{{{','.join(sorted(pairs))}}}"
+        if _is_array(value):
+            return self.array(value, where)
+        if _opaque_class(type(value)) or _attributes(value) is None:
+            return self.unknown(value, where, "its data is not Python values")
+        code = "\x01".join(self.parts(type(value)))
+        return f"<object {code} {chr(1).join(self.attributes(value, where))}>"
+
+    def array(self, value: Any, where: str) -> str:
+        """A numpy array by dtype, shape and its bytes (an object array by its items)."""
+        head = f"ndarray[{value.dtype.str},{'x'.join(map(str, value.shape))}]"
+        if value.dtype.hasobject:
+            return f"<{head} {self.state(value.tolist(), where)}>"
+        if value.nbytes > MAX_ARRAY_BYTES:
+            return self.unknown(value, where, f"more than {MAX_ARRAY_BYTES} bytes")
+        import numpy as np
+
+        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+        return f"<{head} sha256={digest}>"
+
+    def attributes(self, thing: Any, where: str) -> Iterator[str]:
+        """An object's own values (``self.a``: its ``__dict__`` and slots), as they were when
+        this process first hashed the object: a counter or memo the function updates as it
+        runs does not move the identity of a second retriever over the same object."""
+        attributes = _attributes(thing) or []
+        if self.snapshotting:
+            yield from self.values(attributes, where)
+            return
+        key = id(thing)  # only to find the snapshot; checked against a weak reference
+        found = _SNAPSHOTS.get(key)
+        if found is None or found[0]() is not thing or found[1] != self.module:
+            walker = _Walker(None, self.module)
+            walker.snapshotting = True
+            walker.active.add(key)
+            found = (
+                _weak(thing, key),
+                self.module,
+                tuple(walker.values(attributes, where)),
+                tuple(walker.unidentified),
+            )
+            if found[0]() is thing:
+                _SNAPSHOTS[key] = found
+        self.unidentified.extend(found[3])
+        yield from found[2]
+
+    def unknown(self, value: Any, where: str, why: str) -> str:
+        """A value whose content the digest cannot read: its type, and a note of it."""
+        kind = f"{type(value).__module__}.{type(value).__qualname__}"
+        note = f"{where}: a {kind} ({why})"
+        if note not in self.unidentified:
+            self.unidentified.append(note)
+        return f"<{kind}>"
 
     def _ours(self, thing: Any) -> bool:
         """Defined in the same module as the function the digest is of (the user's code)."""
@@ -272,6 +453,102 @@ def _global_names(code: types.CodeType) -> Iterator[str]:
         stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
 
 
+def _member_code(member: Any) -> list[Any]:
+    """The code a class attribute holds: a method (static, class, lru-cached: any wrapper), a
+    property's accessors, a cached property's or a partial method's function."""
+    if isinstance(member, (staticmethod, classmethod)):
+        member = member.__func__
+    if isinstance(member, property):
+        return [f for f in (member.fget, member.fset, member.fdel) if f is not None]
+    if isinstance(member, (functools.cached_property, functools.partialmethod)):
+        return [member.func]
+    if isinstance(member, types.FunctionType) or _wrapped(member) is not None:
+        return [member]
+    return []
+
+
+def _attributes(value: Any) -> list[tuple[str, Any]] | None:
+    """An object's own values by name (its ``__dict__`` and its slots), sorted; None for an
+    object that has neither (a C object)."""
+    own = getattr(value, "__dict__", None)
+    found: dict[str, Any] = dict(own) if isinstance(own, dict) else {}
+    slotted = False
+    for cls in type(value).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            slotted = True
+            if slot in ("__dict__", "__weakref__") or slot in found:
+                continue
+            try:
+                found[slot] = object.__getattribute__(value, slot)
+            except AttributeError:  # a slot not set
+                continue
+    if not isinstance(own, dict) and not slotted:
+        return None
+    return sorted(found.items())
+
+
+#: Bases a class of Python values may have that are no Python classes themselves.
+_NEUTRAL_BASES = {object, typing.Generic}
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+
+
+def _opaque_class(kind: type) -> bool:
+    """A class whose instances keep their data in C (a faiss index, a tensor, a lock), where
+    no ``__dict__`` reaches: one of its classes is a C type."""
+    return any(cls not in _NEUTRAL_BASES and not cls.__flags__ & _HEAP_TYPE for cls in kind.__mro__)
+
+
+_SimpleValues = (
+    range,
+    slice,
+    bytearray,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    datetime.tzinfo,
+    decimal.Decimal,
+    re.Pattern,
+)
+
+#: One snapshot per object this process has hashed the values of (see _Walker.attributes):
+#: id -> (weak reference, module, parts, what could not be identified). Never in a digest.
+_SNAPSHOTS: dict[int, tuple[Callable[[], Any], str | None, tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _weak(thing: Any, key: int) -> Callable[[], Any]:
+    """A weak reference to ``thing`` that drops its snapshot when it goes; for an object that
+    takes none, a function returning None (its values are hashed every time)."""
+    try:
+        return weakref.ref(thing, lambda _: _SNAPSHOTS.pop(key, None))
+    except TypeError:
+        return lambda: None
+
+
+def _simple_repr(value: Any) -> str | None:
+    """A value with a repr that is the same in every process, or that describes itself; a
+    routine or class by its name; None for anything else."""
+    if isinstance(value, types.CodeType):
+        return f"<code {value.co_name}>"
+    if isinstance(value, types.ModuleType):
+        return f"module:{value.__name__}"
+    if isinstance(value, enum.Enum):
+        return f"<{type(value).__module__}.{type(value).__qualname__}.{value.name}>"
+    if isinstance(value, _SimpleValues):
+        return repr(value)
+    if isinstance(value, os.PathLike):
+        return f"path:{os.fspath(value)!r}"
+    kind = type(value)
+    if kind.__module__ == "numpy" and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        return f"numpy.{kind.__qualname__}({value.item()!r})"
+    described = _self_description(value)
+    if described is not None:
+        return described
+    if inspect.isroutine(value) or isinstance(value, type):
+        return f"<{qualified_name(value)}>"
+    return None
+
+
 def _self_description(value: Any) -> str | None:
     """An object that describes itself: a retriever, generator or judge by its ``identity()``,
     a corpus or queries by their ``fingerprint``; None for any other object."""
@@ -286,14 +563,9 @@ def _self_description(value: Any) -> str | None:
         fingerprint = getattr(value, "fingerprint", None)
         if isinstance(fingerprint, str):
             return f"<{kind} fingerprint={fingerprint}>"
-    except Exception:  # an object that cannot describe itself counts by its type
+    except Exception:  # an object that cannot describe itself counts by its content
         return None
     return None
-
-
-#: A numpy array up to this many bytes counts by its content (an index, the embeddings a
-#: search reads); a larger one by its dtype and shape.
-MAX_ARRAY_BYTES = 256 * 1024 * 1024
 
 
 def _is_array(value: Any) -> bool:
@@ -301,43 +573,26 @@ def _is_array(value: Any) -> bool:
     return kind.__module__ == "numpy" and kind.__qualname__ == "ndarray"
 
 
-def _array_repr(value: Any) -> str:
-    """A numpy array by dtype, shape and (up to :data:`MAX_ARRAY_BYTES`) a digest of its
-    bytes: two retrievers over different arrays never share an identity."""
-    head = f"ndarray[{value.dtype.str},{'x'.join(map(str, value.shape))}]"
-    if value.dtype.hasobject or value.nbytes > MAX_ARRAY_BYTES:
-        return f"<{head}>"
-    import numpy as np
-
-    return f"<{head} sha256={hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()}>"
-
-
 def _is_container(value: Any) -> bool:
     return isinstance(value, (tuple, frozenset))
 
 
-def _stable_repr(value: Any, budget: list[int] | None = None) -> str:
-    """A repr that is the same in every process: plain values as repr, tuples and frozensets
-    (sorted) of them item by item (up to :data:`MAX_ITEMS` items), objects that describe
-    themselves by that; anything else by its type only: a list, dict or set may be filled
-    while the function runs (a memo), so its content would make the identity drift."""
-    budget = [MAX_ITEMS] if budget is None else budget
-    budget[0] -= 1
-    if budget[0] < 0:
-        return f"<{type(value).__qualname__}>"
-    if isinstance(value, _PLAIN):
-        return repr(value)
+def _stable_repr(value: Any) -> str:
+    """A code object's constant as the same text in every process: plain values by repr,
+    tuples and frozensets (sorted) of them item by item, nested code by its name."""
     if isinstance(value, tuple):
-        return f"tuple[{','.join(_stable_repr(v, budget) for v in value)}]"
+        return f"tuple[{','.join(_stable_repr(v) for v in value)}]"
     if isinstance(value, frozenset):
-        return f"frozenset{{{','.join(sorted(_stable_repr(v, budget) for v in value))}}}"
+        return f"frozenset{{{','.join(sorted(_stable_repr(v) for v in value))}}}"
     if isinstance(value, types.CodeType):
         return f"<code {value.co_name}>"
-    if _is_array(value):
-        return _array_repr(value)
-    described = _self_description(value)
-    if described is not None:
-        return described
-    if inspect.isroutine(value) or isinstance(value, type):
-        return f"<{qualified_name(value)}>"
+    if isinstance(value, _PLAIN):
+        return _plain_repr(value)
     return f"<{type(value).__module__}.{type(value).__qualname__}>"
+
+
+def _plain_repr(value: Any) -> str:
+    """``repr``, but an int too long for ``repr`` (over 4300 digits) in hex."""
+    if isinstance(value, int) and value.bit_length() > 4096:
+        return f"int:{value:x}"
+    return repr(value)

@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypedDict, TypeVar, Unpack, runtime_checkable
 import numpy as np
 
 from pytest_ragmetrics.cache import Cache, default_cache
-from pytest_ragmetrics.code_identity import function_identity, jsonable
+from pytest_ragmetrics.code_identity import function_identity, jsonable, refuse_uncacheable
 from pytest_ragmetrics.data.model import Corpus, Queries, Run, as_str_array
 from pytest_ragmetrics.data.scores import (
     ScoreKind,
@@ -417,6 +417,9 @@ class CallableRetriever(Named):
         self.version = version
         self.takes_k = accepts_k(function)
         self.cache = cache
+        told_apart = bool(name or parameters) or version is not None
+        if cache is not None and cache is not False and not told_apart:
+            refuse_uncacheable(function, where)  # what it reaches must tell runs apart
         self._identity: dict[str, Any] | None = None
 
     def __repr__(self) -> str:

@@ -249,3 +249,140 @@ def test_what_an_identity_cannot_hold_is_refused_when_it_is_given() -> None:
     held = jsonable({"filter": keep, "fetch_k": [20, 1.5]}, "search_kwargs")
     assert held["filter"]["function"].endswith("keep") and len(held["filter"]["code"]) == 20
     assert held["fetch_k"] == [20, 1.5]
+
+
+INHERITED = """
+import functools
+
+
+class Base:
+    def _pick(self, text):
+        return [text]
+
+
+class Searcher(Base):
+    def __init__(self, table):
+        self.table = table
+
+    @property
+    def depth(self):
+        return 2
+
+    @functools.lru_cache(maxsize=None)
+    def _expand(self, text):
+        return text.lower()
+
+    def search(self, text):
+        return self._pick(self._expand(text))[: self.depth]
+"""
+
+
+def test_methods_of_base_classes_properties_and_cached_methods_count(tmp_path: Path) -> None:
+    # Only the class's own plain functions counted: an edit of an inherited helper, of a
+    # property or of an lru-cached method left the digest (and a cached run) as it was.
+    expression = "usermod.Searcher({'a': 1}).search"
+    base = _digest(tmp_path, INHERITED, expression)
+    for old, new in (
+        ("return [text]", "return [text, text]"),
+        ("return 2", "return 3"),
+        ("text.lower()", "text.upper()"),
+    ):
+        edited = INHERITED.replace(old, new)
+        assert edited != INHERITED
+        assert base != _digest(tmp_path, edited, expression), old
+    assert base == _digest(tmp_path, INHERITED, expression, seed="5")
+
+
+OBJECTS = """
+class Index:
+    def __init__(self, table, tags):
+        self.table = table
+        self.tags = tags
+
+    def query(self, text):
+        return self.table.get(text, [])
+
+
+def make_search(index):
+    def search(text, k):
+        return index.query(text)[:k]
+
+    return search
+"""
+
+
+def test_objects_a_function_reaches_count_by_their_values(tmp_path: Path) -> None:
+    # Two retrievers from one factory over different indexes shared one cache entry: the
+    # index counted by its type only (c7_fn/collide.py).
+    good = "usermod.make_search(usermod.Index({'q': ['d1', 'd8']}, {'x', 'y', 'z'}))"
+    bad = "usermod.make_search(usermod.Index({}, {'x', 'y', 'z'}))"
+    assert _digest(tmp_path, OBJECTS, good) != _digest(tmp_path, OBJECTS, bad)
+    # The same in every process, whatever the order of a set or the hash seed.
+    assert _digest(tmp_path, OBJECTS, good) == _digest(tmp_path, OBJECTS, good, seed="9")
+    # The object's class is code: an edit of Index.query changes it too.
+    edited = OBJECTS.replace(".get(text, [])", ".get(text.lower(), [])")
+    assert _digest(tmp_path, OBJECTS, good) != _digest(tmp_path, edited, good)
+
+
+def test_an_object_counts_by_its_values_when_first_hashed() -> None:
+    import numpy as np
+
+    class Index:
+        def __init__(self, rows: list[list[float]]) -> None:
+            self.vectors = np.array(rows)
+            self.calls = 0
+
+    def make(index: Index):  # type: ignore[no-untyped-def]
+        def search(text: str) -> list[str]:
+            index.calls += 1
+            return [str(int(index.vectors.sum()))]
+
+        return search
+
+    one, two = Index([[1.0, 0.0]]), Index([[0.0, 2.0]])
+    assert code_digest(make(one)) != code_digest(make(two))
+    assert code_digest(make(one)) == code_digest(make(Index([[1.0, 0.0]])))
+    # A counter the search updates does not move a second retriever over the same object.
+    before = code_digest(make(one))
+    make(one)("q")
+    assert code_digest(make(one)) == before
+
+
+def test_what_cannot_be_hashed_is_listed_and_not_cached_without_a_name(tmp_path: Path) -> None:
+    import threading
+
+    import pytest
+
+    from pytest_ragmetrics.code_identity import unidentified
+    from pytest_ragmetrics.errors import ConfigError
+    from pytest_ragmetrics.retrievers import from_function
+
+    class Client:  # stands for a faiss index, a model, a client: data in C
+        def __init__(self) -> None:
+            self.handle = threading.Lock()
+
+    def make(client: Client):  # type: ignore[no-untyped-def]
+        def search(text: str) -> list[str]:
+            return [str(client.handle.locked())]
+
+        return search
+
+    found = unidentified(make(Client()))
+    assert len(found) == 1 and found[0].endswith(
+        "make.<locals>.search: closure value 'client'.handle: a _thread.lock (its data is not "
+        "Python values)"
+    )
+    assert unidentified(make) == [] and unidentified(lambda: (1, [2], {"a": 3})) == []
+    assert unidentified(lambda: list(range(200_000))) == []  # a constant in code, not a value
+    big = list(range(200_000))
+    assert unidentified(lambda: big)[0].endswith("a builtins.list (over 100000 values or 32 deep)")
+    # Two retrievers over different clients would share a cached run: refused unless told apart.
+    with pytest.raises(
+        ConfigError,
+        match=r"from_function\('.*make.<locals>.search'\): .*_thread"
+        r"\.lock.*Pass name= or parameters= that tell them apart",
+    ):
+        from_function(make(Client()), cache=tmp_path)
+    from_function(make(Client()), cache=tmp_path, name="client-a")
+    from_function(make(Client()), cache=tmp_path, parameters={"client": "b"})
+    from_function(make(Client()))  # no cache: nothing to confuse
