@@ -22,17 +22,19 @@ a set's and a dict's sorted, so their order in memory does not count); a numpy a
 bytes (up to :data:`MAX_ARRAY_BYTES`); a path, an enum member, a date by its value; another
 object by its class (its code, when it is of the same module) and its own values
 (``__dict__``, slots), recursively (cycles end, at most :data:`MAX_ITEMS` values and
-:data:`MAX_DEPTH` levels per value). An object's values are read once per process, when it
-is first hashed: a counter or memo the function fills as it runs does not move the identity
-of a second retriever built over the same object. Objects that describe themselves count by
-that description: a retriever, generator or judge by its ``identity()``, a corpus or queries
-by their ``fingerprint``. Globals count when they cannot change as the function runs (plain
-values, tuples and frozensets, the module's functions and classes): a module-level list,
-dict or object may be a memo, so it does not count.
+:data:`MAX_DEPTH` levels per value; a dict's pair is one value). An object's values and a
+function's defaults and closure values are read once per process, when first hashed: a counter
+or memo the function fills as it runs does not move the identity of a second retriever built
+over the same one; a set's or dict's items count alike in whatever order they are met.
+Objects that describe themselves count by that description: a retriever, generator or judge
+by its ``identity()``, a corpus or queries by their ``fingerprint``. Globals count when they
+cannot change as the function runs (plain values, tuples and frozensets, the module's
+functions and classes): a module-level list, dict or object may be a memo, so it does not count.
 
 What it cannot see it never takes for the same thing silently. A value whose data Python
-cannot read (a faiss index, a tensor, a model's weights, a client, a lock: a C object), or
-beyond those bounds, counts by its type and is listed by :func:`unidentified`;
+cannot read (a faiss index, a tensor, a model's weights, a random generator: data held in C),
+or beyond those bounds, counts by its type and is listed by :func:`unidentified` (handles of
+the process, a lock, a logger, a stream, a thread, count by their type and are not);
 :func:`refuse_uncacheable` makes caching a function that reaches one an error unless
 ``name=``, ``parameters=`` or ``version=`` tell its retrievers apart. Nor can it see data the
 function reads (files, the network, a database), code in other modules or packages, or an
@@ -41,19 +43,24 @@ object changed after it was first hashed: pass ``version=`` when one of those ch
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import datetime
 import decimal
 import enum
 import functools
 import hashlib
 import inspect
+import io
 import json
+import logging
 import os
 import re
+import struct
+import threading
 import types
-import typing
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from pytest_ragmetrics.errors import ConfigError
@@ -124,10 +131,10 @@ def refuse_uncacheable(function: Callable[..., Any], where: str) -> None:
     if found:
         shown = "; ".join(found[:3]) + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
         raise ConfigError(
-            f"{where}: cache= files runs under the function's code and the values it reaches, "
-            f"but it reaches what cannot be hashed ({shown}): retrievers over different ones "
-            "would share cached runs. Pass name= or parameters= that tell them apart (the "
-            "index or model in use), or version=, or leave cache= off"
+            f"{where}: cache= keys runs by the function's code and the values it reaches, but "
+            f"it reaches values whose content cannot be hashed ({shown}), so retrievers built "
+            "over different ones would share cached runs. Pass name= or parameters= that tell "
+            "them apart (the index or model in use), or version=, or leave cache= off"
         )
 
 
@@ -169,9 +176,10 @@ class _Walker:
 
     def __init__(self, root: Any, module: str | None = None) -> None:
         self.module = module if root is None else getattr(_underlying(root), "__module__", None)
-        self.seen: set[int] = set()  # ids only mark visits; they never reach the digest
+        self.seen: dict[int, None] = {}  # ids only mark visits (in order); never in the digest
         self.active: set[int] = set()  # the values being hashed, a guard against cycles
-        self.snapshotting = False  # hashing one object's values (see :meth:`attributes`)
+        # Within a snapshot (see :meth:`snapshot`): read functions' and objects' values inline.
+        self.inline_functions = self.inline_objects = False
         self.budget = MAX_ITEMS
         self.depth = 0
         self.unidentified: list[str] = []
@@ -180,7 +188,7 @@ class _Walker:
         if id(thing) in self.seen:
             yield f"seen:{qualified_name(thing)}"
             return
-        self.seen.add(id(thing))
+        self.seen[id(thing)] = None
         if isinstance(thing, functools.partial):
             yield "partial"
             yield from self.parts(thing.func)
@@ -219,6 +227,17 @@ class _Walker:
             return  # a library's function: its name is enough
         where = function.__qualname__
         yield from self.code(function.__code__)
+        yield from self.snapshot(function, lambda w: w.bound(function, where), whole=False)
+        namespace = function.__globals__
+        for name in _global_names(function.__code__):
+            if name in namespace:
+                value = namespace[name]
+                if self._ours(value) or isinstance(value, _PLAIN) or _is_container(value):
+                    yield f"global:{name}"
+                    yield from self.reference(value, f"{where}: global {name!r}")
+
+    def bound(self, function: types.FunctionType, where: str) -> Iterator[str]:
+        """The values a function holds: its defaults and its closure cells."""
         yield from self.values(function.__defaults__ or (), f"{where}: a default")
         yield from self.values(
             sorted((function.__kwdefaults__ or {}).items()), f"{where}: a default"
@@ -233,13 +252,6 @@ class _Walker:
                 yield "empty"
                 continue
             yield from self.reference(value, f"{where}: closure value {name!r}")
-        namespace = function.__globals__
-        for name in _global_names(function.__code__):
-            if name in namespace:
-                value = namespace[name]
-                if self._ours(value) or isinstance(value, _PLAIN) or _is_container(value):
-                    yield f"global:{name}"
-                    yield from self.reference(value, f"{where}: global {name!r}")
 
     def code(self, code: types.CodeType) -> Iterator[str]:
         yield code.co_code.hex()
@@ -332,21 +344,27 @@ class _Walker:
         """A container item by item (a set's and a dict's sorted), an array by its bytes, an
         object by :meth:`attributes`; what holds its data out of Python's reach is unknown."""
         kind = type(value).__qualname__
-        if isinstance(value, (tuple, list)):
+        if isinstance(value, (tuple, list, collections.deque)):
             items = ",".join(self.state(item, f"{where}[{i}]") for i, item in enumerate(value))
-            return f"{kind}[{items}]"
+            return _compact(f"{kind}[{items}]")
         if isinstance(value, (frozenset, set)):
-            return f"{kind}{{{','.join(sorted(self.state(item, where) for item in value))}}}"
+            members = sorted(self.apart(self.state(item, where) for item in value))
+            return _compact(f"{kind}{{{','.join(members)}}}")
         if isinstance(value, (dict, types.MappingProxyType)):
-            pairs = (
-                f"{self.state(key, where)}:{self.state(item, f'{where}[{key!r}]')}"
+            self.budget += sum(1 for key in value if isinstance(key, _PLAIN))  # pairs as one
+            pairs = self.apart(
+                f"{self.state(key, where)}:{self.state(item, f'{where}[{_key_text(key)}]')}"
                 for key, item in value.items()
             )
-            return f"{kind}{{{','.join(sorted(pairs))}}}"
+            return _compact(f"{kind}{{{','.join(sorted(pairs))}}}")
+        if isinstance(value, (range, slice)):
+            return f"{kind}{self.state((value.start, value.stop, value.step), where)}"
         if _is_array(value):
             return self.array(value, where)
+        if isinstance(value, _NEUTRAL):
+            return f"<{type(value).__module__}.{kind}>"  # no data a search reads
         if _opaque_class(type(value)) or _attributes(value) is None:
-            return self.unknown(value, where, "its data is not Python values")
+            return self.unknown(value, where, "it holds its data in C, out of the digest's reach")
         code = "\x01".join(self.parts(type(value)))
         return f"<object {code} {chr(1).join(self.attributes(value, where))}>"
 
@@ -363,29 +381,50 @@ class _Walker:
         return f"<{head} sha256={digest}>"
 
     def attributes(self, thing: Any, where: str) -> Iterator[str]:
-        """An object's own values (``self.a``: its ``__dict__`` and slots), as they were when
-        this process first hashed the object: a counter or memo the function updates as it
-        runs does not move the identity of a second retriever over the same object."""
+        """An object's own values (``self.a``: its ``__dict__`` and slots), read once per
+        process (:meth:`snapshot`)."""
         attributes = _attributes(thing) or []
-        if self.snapshotting:
-            yield from self.values(attributes, where)
+        yield from self.snapshot(thing, lambda w: w.values(attributes, where), whole=True)
+
+    def snapshot(
+        self, thing: Any, read: Callable[[_Walker], Iterable[str]], whole: bool
+    ) -> Iterator[str]:
+        """``read(walker)``: the values an object or a function holds, as they were when this
+        process first hashed it: a counter or memo the function fills as it runs (a dict in a
+        closure, a default, ``self.memo``) does not move the identity of a second retriever
+        over the same one. Read by a walker of its own, so the text depends on ``thing``
+        alone, not on what was hashed before: an object's (``whole``) reads all it reaches
+        inline, a function's reads other functions inline and objects by their snapshots."""
+        if self.inline_objects if whole else self.inline_functions:
+            yield from read(self)
             return
         key = id(thing)  # only to find the snapshot; checked against a weak reference
         found = _SNAPSHOTS.get(key)
         if found is None or found[0]() is not thing or found[1] != self.module:
             walker = _Walker(None, self.module)
-            walker.snapshotting = True
+            walker.inline_functions, walker.inline_objects = True, whole
             walker.active.add(key)
-            found = (
-                _weak(thing, key),
-                self.module,
-                tuple(walker.values(attributes, where)),
-                tuple(walker.unidentified),
-            )
+            walker.seen[key] = None
+            parts = tuple(read(walker))
+            found = (_weak(thing, key), self.module, parts, tuple(walker.unidentified))
             if found[0]() is thing:
                 _SNAPSHOTS[key] = found
-        self.unidentified.extend(found[3])
+        self.unidentified.extend(n for n in found[3] if n not in self.unidentified)
         yield from found[2]
+
+    def apart(self, texts: Iterable[str]) -> list[str]:
+        """``texts`` (the items of a set or dict, computed as they are iterated), each as if
+        it came first: code one item visits must not shorten another's to ``seen:``, or the
+        digest would follow an order that changes from process to process."""
+        mark = len(self.seen)
+        added: list[int] = []
+        out: list[str] = []
+        for text in texts:
+            out.append(text)
+            while len(self.seen) > mark:
+                added.append(self.seen.popitem()[0])
+        self.seen.update(dict.fromkeys(added))
+        return out
 
     def unknown(self, value: Any, where: str, why: str) -> str:
         """A value whose content the digest cannot read: its type, and a note of it."""
@@ -472,36 +511,64 @@ def _attributes(value: Any) -> list[tuple[str, Any]] | None:
     object that has neither (a C object)."""
     own = getattr(value, "__dict__", None)
     found: dict[str, Any] = dict(own) if isinstance(own, dict) else {}
-    slotted = False
-    for cls in type(value).__mro__:
-        slots = cls.__dict__.get("__slots__", ())
-        for slot in (slots,) if isinstance(slots, str) else slots:
-            slotted = True
-            if slot in ("__dict__", "__weakref__") or slot in found:
-                continue
-            try:
+    slots = _slot_names(type(value))
+    for slot in slots:
+        if slot not in found:
+            with contextlib.suppress(AttributeError):  # a slot not set
                 found[slot] = object.__getattribute__(value, slot)
-            except AttributeError:  # a slot not set
-                continue
-    if not isinstance(own, dict) and not slotted:
+    if not isinstance(own, dict) and not slots:
         return None
     return sorted(found.items())
 
 
-#: Bases a class of Python values may have that are no Python classes themselves.
-_NEUTRAL_BASES = {object, typing.Generic}
-_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+def _slot_names(kind: type) -> list[str]:
+    """The slots of ``kind`` and its bases as attribute names (``__x`` of class ``C`` is
+    ``_C__x``), as :func:`copyreg._slotnames` names them; ``__dict__``/``__weakref__`` left out."""
+    names: list[str] = []
+    for cls in kind.__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot in ("__dict__", "__weakref__"):
+                continue
+            stripped = cls.__name__.lstrip("_")
+            if slot.startswith("__") and not slot.endswith("__") and stripped:
+                slot = f"_{stripped}{slot}"
+            if slot not in names:
+                names.append(slot)
+    return names
+
+
+_POINTER = struct.calcsize("P")
 
 
 def _opaque_class(kind: type) -> bool:
-    """A class whose instances keep their data in C (a faiss index, a tensor, a lock), where
-    no ``__dict__`` reaches: one of its classes is a C type."""
-    return any(cls not in _NEUTRAL_BASES and not cls.__flags__ & _HEAP_TYPE for cls in kind.__mro__)
+    """A class whose instances keep data in C (a faiss index, a tensor, a random generator's
+    state), where no ``__dict__`` or slot reaches: its instances are larger than an
+    ``object`` with its dict, weak reference and slots (pickle's own test of the same)."""
+    if kind.__itemsize__:
+        return True
+    pointers = len(_slot_names(kind)) + (kind.__dictoffset__ > 0) + (kind.__weakrefoffset__ > 0)
+    return kind.__basicsize__ > object.__basicsize__ + _POINTER * pointers
+
+
+#: Objects that hold no data a search reads, but handles of the process (a lock, a logger,
+#: a stream, a thread): they count by their type and are no reason to refuse a cache.
+_NEUTRAL = (
+    type(threading.Lock()),
+    type(threading.RLock()),
+    threading.Condition,
+    threading.Event,
+    threading.Semaphore,
+    threading.Thread,
+    logging.Logger,
+    logging.Handler,
+    logging.Manager,
+    io.IOBase,
+    weakref.ref,
+)
 
 
 _SimpleValues = (
-    range,
-    slice,
     bytearray,
     datetime.date,
     datetime.time,
@@ -592,7 +659,30 @@ def _stable_repr(value: Any) -> str:
 
 
 def _plain_repr(value: Any) -> str:
-    """``repr``, but an int too long for ``repr`` (over 4300 digits) in hex."""
+    """``repr``, but an int too long for ``repr`` (over 4300 digits) in hex, and a long string
+    or bytes by its length and sha256 (not a copy of a corpus kept for every digest)."""
     if isinstance(value, int) and value.bit_length() > 4096:
         return f"int:{value:x}"
+    if isinstance(value, (str, bytes)) and len(value) > _LONG:
+        data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
+        return f"{type(value).__name__}:{len(value)}:{hashlib.sha256(data).hexdigest()}"
     return repr(value)
+
+
+#: A value's text longer than this many characters is kept as its sha256.
+_LONG = 4096
+
+
+def _compact(text: str) -> str:
+    """``text``, or its length and sha256 when it is over :data:`_LONG` characters: a large
+    list or dict nested in another is not copied into each level's text."""
+    if len(text) <= _LONG:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"#{len(text)}:{digest}"
+
+
+def _key_text(key: Any) -> str:
+    """A dict key as an error message names it (an int too long for ``repr`` included)."""
+    text = _plain_repr(key) if isinstance(key, _PLAIN) else f"<{type(key).__qualname__}>"
+    return text if len(text) <= 80 else text[:77] + "..."

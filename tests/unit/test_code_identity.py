@@ -349,7 +349,7 @@ def test_an_object_counts_by_its_values_when_first_hashed() -> None:
 
 
 def test_what_cannot_be_hashed_is_listed_and_not_cached_without_a_name(tmp_path: Path) -> None:
-    import threading
+    import random
 
     import pytest
 
@@ -357,20 +357,20 @@ def test_what_cannot_be_hashed_is_listed_and_not_cached_without_a_name(tmp_path:
     from pytest_ragmetrics.errors import ConfigError
     from pytest_ragmetrics.retrievers import from_function
 
-    class Client:  # stands for a faiss index, a model, a client: data in C
+    class Client:  # stands for a faiss index, a model: a generator's state is held in C
         def __init__(self) -> None:
-            self.handle = threading.Lock()
+            self.handle = random.Random(0)
 
     def make(client: Client):  # type: ignore[no-untyped-def]
         def search(text: str) -> list[str]:
-            return [str(client.handle.locked())]
+            return [str(client.handle.random())]
 
         return search
 
     found = unidentified(make(Client()))
     assert len(found) == 1 and found[0].endswith(
-        "make.<locals>.search: closure value 'client'.handle: a _thread.lock (its data is not "
-        "Python values)"
+        "make.<locals>.search: closure value 'client'.handle: a random.Random (it holds its "
+        "data in C, out of the digest's reach)"
     )
     assert unidentified(make) == [] and unidentified(lambda: (1, [2], {"a": 3})) == []
     assert unidentified(lambda: list(range(200_000))) == []  # a constant in code, not a value
@@ -379,10 +379,147 @@ def test_what_cannot_be_hashed_is_listed_and_not_cached_without_a_name(tmp_path:
     # Two retrievers over different clients would share a cached run: refused unless told apart.
     with pytest.raises(
         ConfigError,
-        match=r"from_function\('.*make.<locals>.search'\): .*_thread"
-        r"\.lock.*Pass name= or parameters= that tell them apart",
+        match=r"from_function\('.*make.<locals>.search'\): .*random\.Random.*Pass name= or "
+        r"parameters= that tell them apart \(the index or model in use\), or version=",
     ):
         from_function(make(Client()), cache=tmp_path)
     from_function(make(Client()), cache=tmp_path, name="client-a")
     from_function(make(Client()), cache=tmp_path, parameters={"client": "b"})
     from_function(make(Client()))  # no cache: nothing to confuse
+
+
+def test_handles_of_the_process_are_no_reason_to_refuse_a_cache() -> None:
+    # A lock, a logger (with a handler), a stream, a thread: no data a search reads; each was
+    # listed as unhashable (a lock, a handler's stream), refusing an ordinary retriever's cache.
+    import logging
+    import threading
+
+    from pytest_ragmetrics.code_identity import unidentified
+
+    logger = logging.getLogger("tests.code_identity.handles")
+    logger.addHandler(logging.StreamHandler(sys.stderr))
+
+    class Searcher:
+        def __init__(self, table: dict[str, list[str]]) -> None:
+            self.table = table
+            self.lock, self.rlock = threading.Lock(), threading.RLock()
+            self.log, self.out = logger, sys.stdout
+            self.worker = threading.Thread(target=print)
+
+        def search(self, text: str) -> list[str]:
+            with self.lock:
+                return self.table.get(text, [])
+
+    assert unidentified(Searcher({"q": ["d1"]}).search) == []
+    assert code_digest(Searcher({"q": ["d1"]}).search) != code_digest(Searcher({}).search)
+
+
+def test_private_slots_count() -> None:
+    # A slot named __table is stored as _Index__table: read as __table, it was not found and
+    # two indexes over different tables had one digest.
+    class Index:
+        __slots__ = ("__table",)
+
+        def __init__(self, table: dict[str, list[str]]) -> None:
+            self.__table = table
+
+        def search(self, text: str) -> list[str]:
+            return self.__table.get(text, [])
+
+    assert code_digest(Index({"q": ["d1"]}).search) != code_digest(Index({}).search)
+
+
+def test_huge_ints_and_ranges_count_without_repr() -> None:
+    # repr of an int over 4300 digits raises ValueError: as a dict key or a range bound it
+    # stopped the digest.
+    huge = 10**5000
+
+    def make(table: dict[int, list[int]], span: range):  # type: ignore[no-untyped-def]
+        return lambda text: (table, span)
+
+    one = code_digest(make({huge: [huge]}, range(huge)))
+    assert one == code_digest(make({huge: [huge]}, range(huge)))
+    assert one != code_digest(make({huge + 1: [huge]}, range(huge)))
+    assert one != code_digest(make({huge: [huge]}, range(huge + 1)))
+
+
+def test_a_large_vocabulary_is_hashed_not_refused() -> None:
+    # A bm25 index's token -> id dict counted key and value as two of MAX_ITEMS: a vocabulary
+    # of 50,001 tokens was refused as too large.
+    from pytest_ragmetrics.code_identity import MAX_ITEMS, unidentified
+
+    vocabulary = {f"w{i}": i for i in range(MAX_ITEMS // 2 + 1)}
+    assert unidentified(lambda: vocabulary) == []
+
+
+SET_OF_OBJECTS = """
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Doc:
+    text: str
+
+    def norm(self):
+        return self.text.lower()
+
+
+def make(docs):
+    def search(text, k):
+        return sorted(d.norm() for d in docs)[:k]
+
+    return search
+"""
+
+
+def test_a_set_of_objects_has_one_digest_whatever_its_order(tmp_path: Path) -> None:
+    # The first object of a set to be hashed carried its class's code, the others "seen":
+    # a set ordered by the hash seed gave another digest in another process.
+    expression = "usermod.make({usermod.Doc(t) for t in 'abcdef'})"
+    digests = {_digest(tmp_path, SET_OF_OBJECTS, expression, seed=s) for s in "1356"}
+    assert len(digests) == 1
+
+
+MEMO = """
+def make(index):
+    memo = {}
+
+    def search(text, k):
+        if text not in memo:
+            memo[text] = index.get(text, [])
+        return memo[text][:k]
+
+    return search
+
+
+def searched(text, k, _seen=[]):
+    _seen.append(text)
+    return [text][:k]
+"""
+
+
+def test_a_memo_the_function_fills_does_not_move_its_digest(tmp_path: Path) -> None:
+    # A dict in a closure (or a default list) counted by its content each time: after one
+    # search a second retriever over the same function had another cache key.
+    import importlib.util
+
+    from pytest_ragmetrics.data.model import Queries
+    from pytest_ragmetrics.retrievers import from_function
+
+    (tmp_path / "memo_module.py").write_text(MEMO)
+    spec = importlib.util.spec_from_file_location("memo_module", tmp_path / "memo_module.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    search = module.make({"q": ["d1", "d2"]})
+    fresh = _digest(tmp_path, MEMO, "usermod.make({'q': ['d1', 'd2']})")
+    before = code_digest(search), code_digest(module.searched)
+    assert before[0] == fresh
+    queries = Queries.from_dict({"q": "q", "r": "r"})
+    first = from_function(search, cache=tmp_path / "cache")
+    first.search(queries, 2)
+    module.searched("q", 1)
+    assert (code_digest(search), code_digest(module.searched)) == before
+    # A second retriever over the same function has the first one's key: it reads its run.
+    second = from_function(search, cache=tmp_path / "cache")
+    assert second.identity() == first.identity()
