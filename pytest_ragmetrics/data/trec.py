@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -21,6 +22,9 @@ from pytest_ragmetrics.values import python_only
 _NANS = ("nan", "+nan", "-nan")
 
 
+_ZERO_FRACTION = re.compile(r"[+-]?[0-9]+\.0*")
+
+
 def parse_grade(token: str, path: PathLike, line: int) -> int:
     """An integer grade, or an error naming file and line."""
     if python_only(token):
@@ -33,13 +37,12 @@ def parse_grade(token: str, path: PathLike, line: int) -> int:
     try:
         grade = int(token)
     except ValueError:
-        try:
-            value = float(token)
-        except ValueError:
-            value = math.nan
-        if not (math.isfinite(value) and value.is_integer()):
-            raise DataFormatError(f"grade {token!r} is not an integer", path, line) from None
-        grade = int(value)
+        # "2.0" is 2 for trec_eval (atol) as for us; "1e1" is 1 for atol but 10 for float().
+        if not _ZERO_FRACTION.fullmatch(token.strip()):
+            lead = re.match(r"\s*[+-]?[0-9]+", token)
+            why = f" (trec_eval would read its leading digits, {lead[0].strip()})" if lead else ""
+            raise DataFormatError(f"grade {token!r} is not an integer{why}", path, line) from None
+        grade = int(float(token))
     if not MIN_GRADE <= grade <= MAX_GRADE:
         raise DataFormatError(f"grade {token!r} is out of range; {GRADE_RANGE_HINT}", path, line)
     return grade
@@ -119,23 +122,30 @@ def _qrels_rows(
 
 
 class _QrelsLines:
-    """Splits qrels lines into (query id, doc id, grade); the first line settles whether fields
-    are separated by tabs only and, for graded lines, how many columns every line has."""
+    """Splits qrels lines into (query id, doc id, grade); the first line with a tab, or the
+    first judgment, settles whether fields are separated by tabs only, and for graded lines
+    the first judgment how many columns every line has."""
 
     def __init__(self, layout: str, columns: QrelsColumns) -> None:
         self.layout = layout
         self.columns = columns
         self.tabs: bool | None = None
+        self.header: bool | None = None  # whether the first line was a BEIR header
         self.width = 0
 
     def row(self, text: str, path: PathLike, lineno: int) -> tuple[str, str, int] | None:
         """The judgment on this line; None for a BEIR header (the first non-blank line)."""
-        if self.tabs is None:
+        starts = self.header is None
+        if starts:
             first = split_fields(text)
-            header = len(first) == 3 and first[0] in _HEADER_FIRST
-            self.tabs = "\t" in text and self.layout != "trec" and (header or self.layout == "beir")
-            if header:
-                return None
+            self.header = len(first) == 3 and first[0] in _HEADER_FIRST
+        if self.tabs is None and (not starts or not self.header or "\t" in text):
+            # A header written with spaces leaves it to the first judgment (a BEIR file whose
+            # rows hold "doc 1" between tabs would else be read as document "1").
+            tabbed = self.layout != "trec" and (self.header or self.layout == "beir")
+            self.tabs = "\t" in text and tabbed
+        if starts and self.header:
+            return None
         fields = [f.strip(" ") for f in text.split("\t")] if self.tabs else split_fields(text)
         if not all(fields):
             raise DataFormatError("an empty field (two tabs in a row?)", path, lineno)

@@ -216,6 +216,23 @@ def test_trec_qrels_and_beir_tsv(tmp_path: Path) -> None:
     assert read_qrels(blank_first).to_dict() == {"q1": {"d1": 2}}
 
 
+@pytest.mark.parametrize("layout", ["auto", "beir"])
+def test_a_header_written_with_spaces_leaves_the_split_to_the_rows(
+    tmp_path: Path, layout: str
+) -> None:
+    # "query-id corpus-id score" (as the docs show it) turned tab-only splitting off: the row
+    # "q1<TAB>doc 1<TAB>1" split on spaces into four fields, read as TREC: document "1".
+    rows = "q1\tdoc 1\t1\nq2\tdoc 2\t2\n"
+    spaced = write(tmp_path / "qrels.tsv", "query-id corpus-id score\n" + rows)
+    assert read_qrels(spaced, layout=layout).to_dict() == {"q1": {"doc 1": 1}, "q2": {"doc 2": 2}}
+    # Rows that change their separator after the first are refused, never re-read.
+    mixed = write(tmp_path / "mixed.tsv", "query-id corpus-id score\n" + rows + "q3 d3 1\n")
+    with pytest.raises(DataFormatError, match=r"mixed.tsv:4: expected 3 columns"):
+        read_qrels(mixed, layout=layout)
+    plain = write(tmp_path / "plain.tsv", "query-id corpus-id score\nq1 d1 1\n")
+    assert read_qrels(plain, layout=layout).to_dict() == {"q1": {"d1": 1}}
+
+
 def test_float_written_integral_grades_are_read(tmp_path: Path) -> None:
     assert read_qrels(write(tmp_path / "q.txt", "q 0 d 1.0\n")).to_dict() == {"q": {"d": 1}}
 
@@ -574,6 +591,16 @@ MALFORMED: list[tuple[str, str | bytes, Callable[[Path], object], int | None, st
     ("qrels.txt", "q1 0 d1 1_0\n", read_qrels, 1, "grade '1_0' is not an integer in ASCII"),
     ("qrels.txt", "q1 0 d1 \u0663\n", read_qrels, 1, "grade '\u0663' is not an integer"),
     ("qrels.tsv", "q1\td1\t2_0.0\n", read_qrels, 1, "grade '2_0.0' is not an integer"),
+    # float() reads 10 where trec_eval's atol reads 1: refused, as every number only Python reads.
+    ("qrels.txt", "q1 0 d1 1e1\n", read_qrels, 1, "grade '1e1' is not an integer (trec_eval"),
+    ("qrels.tsv", "q1\td1\t1.0E1\n", read_qrels, 1, "would read its leading digits, 1)"),
+    (
+        "qrels.jsonl",
+        '{"qid": "q", "docid": "d", "relevance": "1e2"}\n',
+        read_qrels_jsonl,
+        1,
+        "grade '1e2' is not an integer",
+    ),
     (
         "run.txt",
         "q1 Q0 d1 1 0.5 tag\nq1 Q0 d2\n",
