@@ -7,7 +7,10 @@ hit. An entry is built in a temporary folder and renamed into place, so readers 
 entry or none; it is written once (a later put of a published identity keeps the published
 entry) and removed by renaming it away first, so a reader that loses a race sees a plain miss,
 never a torn entry. Arrays are ``.npy`` read with ``allow_pickle=False``: nothing read executes
-code. A file lock per key lets one process compute while others (xdist workers) wait and then read.
+code. The manifest holds the sha256 of each array's data and of a JSON value: an entry edited by
+hand or damaged on disk so that it still parses is unreadable (a warning, a miss), never a
+silently different hit (entries written before the checksums are read as they are). A file
+lock per key lets one process compute while others (xdist workers) wait and then read.
 Each computation is also appended to ``<root>/<kind>/computed.log`` (key, pid, time), so tests
 can count how often concurrent processes computed an entry (:meth:`Cache.computations`).
 """
@@ -85,6 +88,18 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, (np.integer, np.floating)):
         return value.item()
     raise TypeError(f"cache identity value {value!r} is not JSON-serialisable")
+
+
+_NOT_WRITTEN = "is not what was written (its sha256 differs from the manifest's: edited or damaged)"
+
+
+def _array_sha256(array: npt.NDArray[Any]) -> str:
+    """sha256 hex of an array's data in C order (dtype and shape are the manifest's too)."""
+    return hashlib.sha256(np.ascontiguousarray(array).data).hexdigest()
+
+
+def _json_sha256(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
 def identity_key(kind: str, identity: Mapping[str, Any]) -> str:
@@ -231,6 +246,8 @@ class Cache:
                         f"{name}.npy has shape {array.shape} / {array.dtype}, "
                         f"manifest says {meta['shape']} / {meta['dtype']}"
                     )
+                if "sha256" in meta and _array_sha256(array) != meta["sha256"]:
+                    raise ValueError(f"{name}.npy {_NOT_WRITTEN}")
                 arrays[name] = array
         except (OSError, ValueError, KeyError, TypeError) as exc:
             if _names(entry / "manifest.json", file_id):
@@ -263,6 +280,11 @@ class Cache:
             self.misses += 1
             return None
         value = found[0]["value"]
+        written = found[0].get("value_sha256")
+        if written is not None and _json_sha256(value) != written:
+            self._unreadable(entry, f"its value {_NOT_WRITTEN}")
+            self.misses += 1
+            return None
         if valid is not None and not valid(value):
             self._unreadable(entry, "its value does not have the shape its reader expects")
             self.misses += 1
@@ -295,7 +317,8 @@ class Cache:
                     os.fsync(handle.fileno())
             return {
                 "arrays": {
-                    n: {"shape": list(a.shape), "dtype": str(a.dtype)} for n, a in prepared.items()
+                    n: {"shape": list(a.shape), "dtype": str(a.dtype), "sha256": _array_sha256(a)}
+                    for n, a in prepared.items()
                 }
             }
 
@@ -312,7 +335,8 @@ class Cache:
         if not self.enabled:
             return
         canonical_json(value)  # fail early on values JSON cannot hold
-        self._store(lambda: self._publish(kind, identity, lambda folder: {"value": value}, meta))
+        body = {"value": value, "value_sha256": _json_sha256(value)}
+        self._store(lambda: self._publish(kind, identity, lambda folder: body, meta))
 
     def _publish(
         self,

@@ -13,6 +13,7 @@ kind of fault appears once, end to end.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -41,6 +42,7 @@ from pytest_ragmetrics import (
     read_run,
 )
 from pytest_ragmetrics.baseline import BaselineStore
+from pytest_ragmetrics.cache import canonical_json
 from pytest_ragmetrics.cli import main as cli_main
 from pytest_ragmetrics.judges import EmbeddingJudge, HttpJudge, RecordedJudge
 from pytest_ragmetrics.retrievers import (
@@ -468,22 +470,26 @@ def unreadable_cache_entry_is_rewritten(p: Project) -> None:
         assert (entry / name).read_bytes() == data, name
 
 
-def _garble_verdicts(cache: Path, value: object) -> None:
+def _garble_verdicts(cache: Path, value: object, *, checksum: bool = False) -> None:
+    """Put ``value`` in every cached verdict (with ``checksum``, its sha256 too: an entry
+    whose value is consistent with its manifest but not of the shape its reader expects)."""
     for manifest in (cache / "judge-verdicts").glob("*/manifest.json"):
         data = json.loads(manifest.read_text())
         data["value"] = value
+        if checksum:
+            data["value_sha256"] = hashlib.sha256(canonical_json(value).encode()).hexdigest()
         manifest.write_text(json.dumps(data))
 
 
 def hand_edited_http_verdict(p: Project) -> None:
-    """A cached verdict of the wrong shape is an unreadable entry: asked again, rewritten."""
+    """A cached verdict edited by hand is an unreadable entry: asked again, rewritten."""
     with serve() as server:
         HttpJudge(Endpoint(server.url, "tiny"), cache=p.cache).judge_claims(
             ["Cats purr SUPPORTED."], ["c"]
         )
-        _garble_verdicts(p.cache, "yes")
+        _garble_verdicts(p.cache, {"verdict": False, "reply": "No."})
         judge = HttpJudge(Endpoint(server.url, "tiny"), cache=p.cache)
-        with pytest.warns(RagMetricsWarning, match="unreadable .* does not have the shape"):
+        with pytest.warns(RagMetricsWarning, match="unreadable .* is not what was written"):
             (claim,) = judge.judge_claims(["Cats purr SUPPORTED."], ["c"])
         assert claim.supported is True
         assert server.count == 2
@@ -502,7 +508,7 @@ def hand_edited_embedding_similarity(p: Project) -> None:
         return EmbeddingJudge(encoder=encoder, model_name="toy", cache=p.cache)
 
     expected = judge().judge_claims(["Cats purr."], ["Cats purr and sleep."])
-    _garble_verdicts(p.cache, [{"text": "Cats purr.", "score": "high"}])
+    _garble_verdicts(p.cache, [{"text": "Cats purr.", "score": "high"}], checksum=True)
     with pytest.warns(RagMetricsWarning, match="unreadable .* does not have the shape"):
         assert judge().judge_claims(["Cats purr."], ["Cats purr and sleep."]) == expected
 

@@ -59,7 +59,15 @@ def test_manifest_with_another_identity_under_the_same_key_is_a_miss(tmp_path: P
 
 @pytest.mark.parametrize(
     "damage",
-    ["truncate_npy", "garbage_npy", "garbage_manifest", "empty_manifest", "missing_npy"],
+    [
+        "truncate_npy",
+        "garbage_npy",
+        "garbage_manifest",
+        "empty_manifest",
+        "missing_npy",
+        "edited_npy",  # still a valid .npy of the manifest's shape and dtype: other numbers
+        "flipped_byte",  # damage inside the data that np.load cannot notice
+    ],
 )
 def test_corrupt_entry_is_a_miss_with_a_warning_and_is_rewritten(
     tmp_path: Path, damage: str
@@ -77,6 +85,12 @@ def test_corrupt_entry_is_a_miss_with_a_warning_and_is_rewritten(
         manifest.write_text("{not json")
     elif damage == "empty_manifest":
         manifest.write_text("")
+    elif damage == "edited_npy":
+        np.save(npy, good * 2)
+    elif damage == "flipped_byte":
+        data = bytearray(npy.read_bytes())
+        data[-5] ^= 0x40
+        npy.write_bytes(bytes(data))
     else:
         npy.unlink()
     computed = []
@@ -166,3 +180,34 @@ def test_two_processes_compute_once_and_read_the_same_entry(tmp_path: Path) -> N
     assert sum(computed for _, computed, _ in outcomes) == 1
     assert outcomes[0][2] == outcomes[1][2]
     assert Cache(tmp_path).computations("embeddings", IDENTITY) == 1
+
+
+def test_a_json_value_edited_by_hand_is_a_miss_with_a_warning(tmp_path: Path) -> None:
+    # A cached verdict turned from no to yes in the manifest: read as the judge's, silently.
+    cache = Cache(tmp_path)
+    verdict = {"verdict": False, "reply": "No."}
+    cache.put_json("verdict", IDENTITY, verdict)
+    manifest = _entry(tmp_path, "verdict", IDENTITY) / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["value"]["verdict"] = True
+    manifest.write_text(json.dumps(data))
+    with pytest.warns(RagMetricsWarning, match="its value is not what was written .*edited"):
+        assert cache.get_json("verdict", IDENTITY) is None
+    cache.put_json("verdict", IDENTITY, verdict)
+    assert Cache(tmp_path).get_json("verdict", IDENTITY) == verdict
+
+
+def test_entries_written_before_the_checksums_are_read_as_they_are(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    cache.put_arrays("embeddings", IDENTITY, {"x": np.ones(3)})
+    cache.put_json("verdict", IDENTITY, [1, 2])
+    for kind in ("embeddings", "verdict"):
+        manifest = _entry(tmp_path, kind, IDENTITY) / "manifest.json"
+        data = json.loads(manifest.read_text())
+        data.pop("value_sha256", None)
+        for meta in data.get("arrays", {}).values():
+            del meta["sha256"]
+        manifest.write_text(json.dumps(data))
+    fresh = Cache(tmp_path)
+    np.testing.assert_array_equal(fresh.get_arrays("embeddings", IDENTITY)["x"], np.ones(3))  # type: ignore[index]
+    assert fresh.get_json("verdict", IDENTITY) == [1, 2]
