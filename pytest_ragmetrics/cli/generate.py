@@ -369,7 +369,11 @@ def _answerability_judge(args: argparse.Namespace, cache: Cache | None) -> tuple
 
 def _apply_review(args: argparse.Namespace, target: Path, out: TextIO) -> int:
     from pytest_ragmetrics.data.layouts import read_corpus
-    from pytest_ragmetrics.testsets.folder import generated_provenance, write_testset
+    from pytest_ragmetrics.testsets.folder import (
+        PROVENANCE_FINGERPRINT,
+        generated_provenance,
+        write_testset,
+    )
     from pytest_ragmetrics.testsets.model import TestSet
     from pytest_ragmetrics.testsets.review import apply_review, read_review
 
@@ -377,7 +381,15 @@ def _apply_review(args: argparse.Namespace, target: Path, out: TextIO) -> int:
     if provenance is None:
         raise ConfigError(f"--out {target}: holds no test set that ragmetrics generate wrote")
     corpus = read_corpus(target / "corpus.jsonl")
-    rows = read_review(args.apply_review, corpus)
+    # A review of another test set (another corpus, another seed) is refused: its rows'
+    # documents and fingerprint are those of its own set.
+    fingerprint = provenance.get(PROVENANCE_FINGERPRINT)
+    rows = read_review(
+        args.apply_review,
+        corpus,
+        fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+        where=str(target / "corpus.jsonl"),
+    )
     kept, summary = apply_review(rows, args.apply_review, accepted_only=args.accepted_only)
     provenance.update(review=summary, queries=len(kept))
     provenance["references"] = sum(1 for c in kept if c.answer)

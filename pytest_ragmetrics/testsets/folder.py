@@ -8,12 +8,15 @@
     review.jsonl        one row per query for a person to accept, reject or edit
     dataset.json        {"format": "beir", ..., "provenance": {generator, seed, corpus, filters}}
 
-``load_dataset(folder)``, ``ragmetrics_dataset`` and every command read it as it is. Every file
-is written atomically, under a lock on the folder, ``dataset.json`` last.
+``load_dataset(folder)``, ``ragmetrics_dataset`` and every command read it as it is. The files
+are made in memory and checked first, then replaced all together or not at all, under a lock
+on the folder, ``dataset.json`` last: a failure leaves the folder's earlier test set whole.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,12 +27,16 @@ from pytest_ragmetrics.data.layouts import detect_layout, load_dataset, read_cor
 from pytest_ragmetrics.data.manifest import MANIFEST, read_manifest
 from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import ConfigError, DataFormatError
-from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, writing
-from pytest_ragmetrics.testsets.model import Candidate, TestSet, check_candidates
+from pytest_ragmetrics.fileio import exclusive_lock, writing
+from pytest_ragmetrics.testsets.model import Candidate, TestSet, check_candidates, tsv_id_problem
+from pytest_ragmetrics.testsets.replace import replace_files
 
 CREATED_BY = "ragmetrics generate"
 REVIEW = "review.jsonl"
 ANSWERS = "answers.jsonl"
+# The fingerprint of a generated test set: its key in a review row and in the provenance.
+FINGERPRINT_KEY = "testset"
+PROVENANCE_FINGERPRINT = "testset_fingerprint"
 
 
 def load_corpus(path: str | Path) -> Corpus:
@@ -109,25 +116,41 @@ def qrels_tsv(queries: Sequence[Candidate]) -> str:
     lines = ["query-id\tcorpus-id\tscore\n"]
     for c in queries:
         for doc_id, grade in c.relevant:
-            for value in (c.query_id, doc_id):
-                if not value or any(ch in "\t\r\n" for ch in value):
-                    raise DataFormatError(
-                        f"id {value!r} is empty or holds a tab or line break; a qrels TSV "
-                        "cannot hold it"
-                    )
+            for what, value in (("query id", c.query_id), ("document id", doc_id)):
+                problem = tsv_id_problem(value)
+                if problem:
+                    raise DataFormatError(f"query {c.query_id!r}: {what} {value!r} {problem}")
             lines.append(f"{c.query_id}\t{doc_id}\t{grade}\n")
     return "".join(lines)
 
 
-def review_rows(queries: Sequence[Candidate], corpus: Corpus) -> list[dict[str, Any]]:
-    """One row per query: what it is, the documents it names, and a decision to fill in."""
+def testset_fingerprint(corpus_text: str, queries_text: str, qrels_text: str) -> str:
+    """What tells one generated test set from another: the SHA-256 of its corpus, queries and
+    qrels as written. ``dataset.json`` records it (``provenance.testset_fingerprint``) and each
+    review row carries it (``testset``), so a review made for another set is refused."""
+    digest = hashlib.sha256()
+    for text in (corpus_text, queries_text, qrels_text):
+        data = text.encode("utf-8")
+        digest.update(f"{len(data)}:".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def review_rows(
+    queries: Sequence[Candidate], corpus: Corpus, fingerprint: str | None = None
+) -> list[dict[str, Any]]:
+    """One row per query: what it is, the documents it names, a decision to fill in, and the
+    fingerprint of the test set it belongs to."""
     rows = []
     for c in queries:
         documents = []
         for doc_id, _ in c.relevant:
             doc = corpus[doc_id]
             documents.append({"id": doc.id, "title": doc.title, "text": doc.text})
-        rows.append({**c.to_dict(), "decision": None, "note": None, "documents": documents})
+        row = {**c.to_dict(), "decision": None, "note": None, "documents": documents}
+        if fingerprint is not None:
+            row[FINGERPRINT_KEY] = fingerprint
+        rows.append(row)
     return rows
 
 
@@ -145,10 +168,14 @@ def write_testset(
 ) -> None:
     """Write the folder (see the module); ``review=False`` leaves review.jsonl as it is. The
     folder's corpus is ``testset.corpus`` when it has one (the copy without the removed
-    sentences), else ``corpus``."""
+    sentences), else ``corpus``.
+
+    Every file's text is made, and everything that can be refused checked, before the first
+    file is written; the files are then replaced all together or not at all
+    (:func:`~pytest_ragmetrics.testsets.replace.replace_files`), ``dataset.json`` last, so a
+    failure never leaves a folder that mixes two test sets. A folder this call created is
+    removed again when the write fails."""
     check_candidates(testset.queries, f"test set for {out}")
-    if testset.corpus is not None:
-        corpus = testset.corpus
     decided = existing_decisions(out / REVIEW) if review else 0
     if decided:
         raise ConfigError(
@@ -156,8 +183,42 @@ def write_testset(
             f"`ragmetrics generate --apply-review {out / REVIEW} --out {out}`, or move the file "
             "away before generating again"
         )
-    queries = [{"_id": c.query_id, "text": c.text} for c in testset]
+    if testset.corpus is not None:
+        corpus = testset.corpus
+    files = folder_texts(out, corpus, testset, split=split, review=review)
+    created = not out.exists()
+    try:
+        with locked(out):
+            replace_files(
+                out, files, what="test-set folder", hint="pass --out DIR to write it elsewhere"
+            )
+    except BaseException:
+        if created:
+            _remove_empty(out)
+        raise
+
+
+def folder_texts(
+    out: Path, corpus: Corpus, testset: TestSet, *, split: str, review: bool
+) -> dict[str, str | None]:
+    """The text of every file the folder gets (None: a file to remove), ``dataset.json`` last;
+    raises what would refuse the test set (an id a qrels TSV cannot hold) before any write."""
+    corpus_text = corpus_jsonl(corpus)
+    queries_text = _jsonl([{"_id": c.query_id, "text": c.text} for c in testset])
+    qrels_text = qrels_tsv(testset.queries)
     answers = [{"query_id": c.query_id, "answer": c.answer} for c in testset if c.answer]
+    provenance = dict(testset.provenance)
+    files: dict[str, str | None] = {
+        "corpus.jsonl": corpus_text,
+        "queries.jsonl": queries_text,
+        f"qrels/{split}.tsv": qrels_text,
+        # No answers: an earlier set's references would name these ids.
+        ANSWERS: _jsonl(answers) if answers else None,
+    }
+    if review:
+        fingerprint = testset_fingerprint(corpus_text, queries_text, qrels_text)
+        provenance[PROVENANCE_FINGERPRINT] = fingerprint
+        files[REVIEW] = _jsonl(review_rows(testset.queries, corpus, fingerprint))
     manifest = {
         "format": "beir",
         "name": testset.provenance.get("name") or out.name,
@@ -165,18 +226,14 @@ def write_testset(
         "documents": "corpus.jsonl",
         "queries": "queries.jsonl",
         "qrels": {split: f"qrels/{split}.tsv"},
-        "provenance": dict(testset.provenance),
+        "provenance": provenance,
     }
-    with locked(out):
-        (out / "qrels").mkdir(exist_ok=True)
-        atomic_write_text(out / "corpus.jsonl", corpus_jsonl(corpus))
-        atomic_write_text(out / "queries.jsonl", _jsonl(queries))
-        atomic_write_text(out / "qrels" / f"{split}.tsv", qrels_tsv(testset.queries))
-        if answers:
-            atomic_write_text(out / ANSWERS, _jsonl(answers))
-        elif (out / ANSWERS).is_file():
-            (out / ANSWERS).unlink()  # an earlier set's references would name these ids
-        if review:
-            atomic_write_text(out / REVIEW, _jsonl(review_rows(testset.queries, corpus)))
-        text = json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
-        atomic_write_text(out / MANIFEST, text)
+    files[MANIFEST] = json.dumps(manifest, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+    return files
+
+
+def _remove_empty(out: Path) -> None:
+    """Remove the folder a failed first write created, when nothing else is in it."""
+    for folder in (out / "qrels", out):
+        with contextlib.suppress(OSError):
+            folder.rmdir()

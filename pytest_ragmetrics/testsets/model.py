@@ -128,6 +128,15 @@ class TestSet:
         return len(self.queries)
 
 
+def tsv_id_problem(value: str) -> str | None:
+    """Why a qrels TSV cannot hold the id ``value`` (None: it can)."""
+    if not value:
+        return "is empty; a qrels TSV cannot hold it"
+    if any(ch in "\t\r\n" for ch in value):
+        return "holds a tab or line break; a qrels TSV cannot hold it"
+    return None
+
+
 def check_candidates(candidates: Sequence[Candidate], where: str) -> None:
     """Candidates a writer can store: unique ids, non-empty texts, judged documents."""
     seen: set[str] = set()
