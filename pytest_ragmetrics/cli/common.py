@@ -163,7 +163,9 @@ def one_split(args: argparse.Namespace) -> str:
     splits = split_text(args).split()
     if len(splits) > 1 or "," in splits[0] or "=" in splits[0]:
         raise ConfigError(f"--split: one split here; got {' '.join(splits)!r}")
-    return splits[0]
+    from pytest_ragmetrics.data.selection import check_split_name
+
+    return check_split_name(splits[0], "--split")
 
 
 def semantics_of(args: argparse.Namespace) -> MetricSemantics:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from pytest_ragmetrics.data.manifest import (
     split_qrels,
 )
 from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries
+from pytest_ragmetrics.data.selection import check_split_name
 from pytest_ragmetrics.data.textfile import (
     PathLike,
     optional_text,
@@ -152,6 +154,7 @@ def check_dataset_files(folder: PathLike, split: str = "test") -> None:
     a DataFormatError naming the folder or file otherwise (missing folder, unknown layout,
     split or qrels file, no corpus or queries file; a dataset.json is read and checked)."""
     root = Path(folder)
+    check_split_name(split, f"load_dataset({os.fspath(folder)!r})")
     if not root.is_dir():
         raise DataFormatError("dataset folder not found", root)
     layout = detect_layout(root, split)
@@ -197,6 +200,7 @@ def load_dataset(
     pytest plugin reports the note instead), a :class:`StaleLabelsWarning` with their count.
     """
     root = Path(folder)
+    check_split_name(split, f"load_dataset({os.fspath(folder)!r})")
     if not root.is_dir():
         raise DataFormatError("dataset folder not found", root)
     layout = detect_layout(root, split)

@@ -102,11 +102,20 @@ def parse_splits(text: str, names: Sequence[str], where: str) -> dict[str, tuple
     return {name: per_name.get(name, fallback) for name in names}
 
 
+def check_split_name(split: str, where: str) -> str:
+    """``split`` if it can name a split: letters, digits, '.', '_' or '-', not starting with
+    '.' or '-' — it becomes part of file names (``qrels/<split>.tsv``), so a path such as
+    ``../other/qrels/test`` would read or write another dataset's files."""
+    if not isinstance(split, str) or not _NAME.fullmatch(split):
+        raise ConfigError(
+            f"{where}: split {split!r} must be letters, digits, '.', '_' or '-' (starting with a "
+            "letter or digit)"
+        )
+    return split
+
+
 def _splits(text: str, where: str) -> list[str]:
-    splits = [s for s in text.split(",") if s]
-    for split in splits:
-        if not _NAME.fullmatch(split):
-            raise ConfigError(f"{where}: split {split!r} must be letters, digits, '.', '_' or '-'")
+    splits = [check_split_name(s, where) for s in text.split(",") if s]
     if not splits:
         raise ConfigError(f"{where}: {text!r} names no split")
     return splits

@@ -26,6 +26,7 @@ from typing import Any
 from pytest_ragmetrics.data.layouts import detect_layout, load_dataset, read_corpus
 from pytest_ragmetrics.data.manifest import MANIFEST, read_manifest
 from pytest_ragmetrics.data.model import Corpus
+from pytest_ragmetrics.data.selection import check_split_name
 from pytest_ragmetrics.errors import ConfigError, DataFormatError
 from pytest_ragmetrics.fileio import exclusive_lock, writing
 from pytest_ragmetrics.testsets.model import Candidate, TestSet, check_candidates, tsv_id_problem
@@ -175,6 +176,7 @@ def write_testset(
     (:func:`~pytest_ragmetrics.testsets.replace.replace_files`), ``dataset.json`` last, so a
     failure never leaves a folder that mixes two test sets. A folder this call created is
     removed again when the write fails."""
+    check_split_name(split, f"test set for {out}")
     check_candidates(testset.queries, f"test set for {out}")
     decided = existing_decisions(out / REVIEW) if review else 0
     if decided:

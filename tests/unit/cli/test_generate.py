@@ -18,7 +18,7 @@ import pytest
 
 from pytest_ragmetrics.cli import main
 from pytest_ragmetrics.data.layouts import load_dataset
-from pytest_ragmetrics.errors import GeneratorError
+from pytest_ragmetrics.errors import ConfigError, GeneratorError
 from pytest_ragmetrics.testsets.http import HttpTestsetGenerator
 from tests.helpers.fake_openai import Reply, completion, serve
 from tests.helpers.paths import REPO
@@ -551,3 +551,26 @@ def test_cut_echo_cuts_the_restating_sentence_in_the_copy(tmp_path: Path) -> Non
     code, _ = generate(tmp_path, "--queries", "2", "--remove-query", "1", "--echo-overlap", "0.5",
                        out="again")  # fmt: skip
     assert code == 2  # a threshold for echoes that --cut-echo does not cut
+
+
+@pytest.mark.parametrize("split", ["../../victim/qrels/test", "a/b", "..", ".hidden", "-x"])
+def test_a_split_is_a_name_never_a_path(
+    tmp_path: Path, split: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --split ../../victim/qrels/test replaced another dataset's qrels, exit 0.
+    victim = tmp_path / "victim" / "qrels" / "test.tsv"
+    victim.parent.mkdir(parents=True)
+    victim.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    before = victim.read_bytes()
+    code, text = generate(tmp_path, "--queries", "3", f"--split={split}", out="x/y")
+    assert code == 2, text
+    assert f"--split: split {split!r} must be letters, digits" in capsys.readouterr().err
+    assert victim.read_bytes() == before and not (tmp_path / "x").exists()
+    # Read the same way: load_dataset and the commands build qrels/<split>.tsv from it too.
+    assert generate(tmp_path, "--queries", "3")[0] == 0
+    with pytest.raises(ConfigError, match=r"load_dataset\(.*split .* must be letters"):
+        load_dataset(tmp_path / "set", split)
+    code, text = run(
+        "evaluate", "--dataset", str(tmp_path / "set"), f"--split={split}", "--run", "r"
+    )
+    assert code == 2 and "must be letters, digits" in capsys.readouterr().err, text
