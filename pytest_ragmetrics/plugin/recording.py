@@ -198,13 +198,14 @@ class RagEval:
         them (the dataset's identity, or the rankings' or qrels' own), and the sources the
         report may show (the dataset, when its qrels are used)."""
         if isinstance(run, JudgedRankings):
-            judged = run.qrels
+            # The judgments used are the ones fingerprinted: qrels= replaces the rankings' own.
+            judged = Qrels.from_dict(run.qrels if qrels is None else qrels)
             info = {
                 "name": "judged rankings",
                 "source": run.source,
                 "fingerprints": {"qrels": judged.fingerprint},
             }
-            return run.run, Qrels.from_dict(judged if qrels is None else qrels), info, {}
+            return run.run, judged, info, {}
         if isinstance(run, Mapping):  # read once, its direction declared, as every report sees it
             run = run_from_dict(run, scores, fix="rag_eval.retrieval(run, scores={kind!r})")
         if qrels is None:

@@ -144,6 +144,37 @@ def test_judged_rankings_fixture_reproduces_the_seed_example(pytester: pytest.Py
     pytester.runpytest().assert_outcomes(passed=1)
 
 
+def test_judged_rankings_scored_with_other_qrels_are_not_comparable(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # qrels= replaced the rankings' own grades, but the record kept their fingerprint: new
+    # labels on the same rankings read as "regressed ... rank 1 -> 3", a system change.
+    make_project(
+        pytester,
+        tests="""
+        import os
+        from pytest_ragmetrics import JudgedRankings
+
+        RANKINGS = {f"q{i}": [f"d{i}a", f"d{i}b", f"d{i}c"] for i in range(4)}
+        OWN = {f"q{i}": {f"d{i}a": 1} for i in range(4)}
+
+        def test_judged(rag_eval):
+            doc = os.environ.get("RELEVANT", "a")
+            qrels = {f"q{i}": {f"d{i}{doc}": 1} for i in range(4)}
+            rag_eval.retrieval(JudgedRankings.from_dict(RANKINGS, OWN), qrels=qrels)
+    """,
+    )
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    pytester.runpytest().assert_outcomes(passed=1)
+    monkeypatch.setenv("RELEVANT", "c")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*is not comparable with its baseline*", "*qrels: contents differ*"]
+    )
+    assert "regressed" not in result.stdout.str()
+
+
 def test_judged_rankings_unconfigured_or_broken(pytester: pytest.Pytester) -> None:
     make_project(
         pytester,
