@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_ragmetrics.errors import ConfigError, MetricError
-from pytest_ragmetrics.metrics.names import parse_metrics
+from pytest_ragmetrics.metrics.names import in_unit_interval, parse_metrics
 from pytest_ragmetrics.values import parse_float, split_list
 
 
@@ -34,7 +34,9 @@ class Tolerances:
         return self.per_metric.get(metric, self.default)
 
 
-def _parse_one_tolerance(text: str, where: str) -> Tolerance:
+def _parse_one_tolerance(text: str, where: str, unit_interval: bool = True) -> Tolerance:
+    """One tolerance; ``unit_interval``: the metrics it applies to lie in [0, 1], so an
+    absolute one of 1 or more would let them fall to 0 unchecked (a typo for a percentage)."""
     raw = text.strip()
     relative = raw.endswith("%")
     number = raw[:-1] if relative else raw
@@ -51,6 +53,12 @@ def _parse_one_tolerance(text: str, where: str) -> Tolerance:
             f"{where}: tolerance {text!r} lets a metric lose more than its whole value; a "
             "relative tolerance is at most 100% (100% already lets it fall to 0)"
         )
+    if unit_interval and not relative and value >= 1:
+        raise ConfigError(
+            f"{where}: an absolute tolerance of {text!r} lets a metric in [0, 1] fall to 0 "
+            "unchecked"
+            + (f"; did you mean {raw}% (relative) or {value / 100:g}?" if value <= 100 else "")
+        )
     return Tolerance(value / 100 if relative else value, relative)
 
 
@@ -63,16 +71,19 @@ def parse_tolerances(items: Sequence[str], where: str = "ragmetrics_tolerance") 
         if "=" in item:
             metric, _, value = item.partition("=")
             try:
-                name = parse_metrics([metric])[0].name
+                spec = parse_metrics([metric])[0]
             except MetricError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
+            name = spec.name
             if name in given_as:
                 raise ConfigError(
                     f"{where}: {given_as[name]} and {item} set the tolerance of {name} twice; "
                     "give it once"
                 )
             given_as[name] = item
-            per_metric[name] = _parse_one_tolerance(value, f"{where} ({name})")
+            per_metric[name] = _parse_one_tolerance(
+                value, f"{where} ({name})", in_unit_interval(spec)
+            )
         else:
             if "" in given_as:  # the last would win: which one was meant is not known
                 raise ConfigError(

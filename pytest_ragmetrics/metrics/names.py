@@ -89,6 +89,15 @@ _builtin("answer_relevance", "none", "answer", "does the answer address the ques
 _builtin("answer_correctness", "none", "answer", "does the answer agree with the reference")
 _builtin("context_relevance", "none", "answer", "relevant contexts / judged contexts")
 
+#: Every built-in metric lies in [0, 1]; a registered one may not.
+_UNIT_INTERVAL = frozenset(_FAMILIES)
+
+
+def in_unit_interval(spec: MetricSpec) -> bool:
+    """Whether ``spec``'s values lie in [0, 1] (every built-in metric's do)."""
+    return spec.family in _UNIT_INTERVAL
+
+
 _NAME = re.compile(r"^(?P<family>[a-z][a-z0-9_]*?)(?:(?:_at_|@)(?P<k>[^_@]*))?$")
 # trec_eval / pytrec_eval / ranx spellings, accepted and turned into ours.
 _ALIASES = {

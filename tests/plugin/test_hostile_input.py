@@ -147,6 +147,14 @@ def test_ids_with_spaces_survive_beir_and_trec_files(tmp_path: Path, space: str)
         ([], 'ragmetrics_alpha = "0.0"\n', "ragmetrics_alpha: '0.0' must be a p-value above 0"),
         (["--ragmetrics-tolerance=200%"], "", "tolerance '200%' lets a metric lose more than"),
         ([], 'ragmetrics_tolerance = "mrr=150%"\n', "tolerance '150%' lets a metric lose"),
+        # 5 for 5%: every check off, the collapse rule included (half the queries at 0 passed).
+        (
+            ["--ragmetrics-tolerance=5"],
+            "",
+            "absolute tolerance of '5' lets a metric in [0, 1] fall to 0 unchecked; did you "
+            "mean 5% (relative) or 0.05?",
+        ),
+        ([], 'ragmetrics_tolerance = "ndcg_at_10=1e308"\n', "of '1e308' lets a metric in [0, 1]"),
         (["--ragmetrics-dataset=loop"], "", "ragmetrics_dataset: cannot resolve 'loop'"),
         (["--ragmetrics-json=loop/r.json"], "", "ragmetrics_json:"),
         (["--ragmetrics-baseline=loop"], "", "ragmetrics_baseline:"),
