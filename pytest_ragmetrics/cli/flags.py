@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pytest_ragmetrics.options import OPTION, cli_type
 from pytest_ragmetrics.transport.endpoint import APIS
+from pytest_ragmetrics.values import python_only
 from pytest_ragmetrics.vocabulary import JUDGE_KINDS, RETRIEVER_KINDS
 
 Kind = Literal["one", "list", "switch", "positional"]
@@ -88,10 +89,31 @@ class Flag:
         # usage error); a list flag's values are read together by the command, which names
         # the flag in its error. An integer flag checks its range in the command (one line).
         own = option is not None and not self.choices and self.kind == "one"
-        parse = self.type or (cli_type(option) if own and option else None)
+        parse = _ascii(self.type) if self.type else (cli_type(option) if own and option else None)
         extra = {"type": parse, "choices": self.choices, "dest": self.dest, "nargs": self.nargs}
         extra["const"] = self.const
         return {**kwargs, **{k: v for k, v in extra.items() if v is not None}}
+
+
+def _ascii_number(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``kind`` (int, float) refusing what only Python reads as a number (``1_000``, digits
+    outside ASCII), as options.py's parsers and the data readers do: a usage error."""
+
+    def parse(text: str) -> Any:
+        if python_only(text):
+            raise ValueError(text)
+        return kind(text)
+
+    parse.__name__ = getattr(kind, "__name__", "number")  # "invalid int value: '1_000'"
+    return parse
+
+
+_ASCII: dict[Any, Callable[[str], Any]] = {int: _ascii_number(int), float: _ascii_number(float)}
+
+
+def _ascii(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A flag's ``type``: int and float read ASCII numbers only (one parser each)."""
+    return _ASCII.get(kind, kind)
 
 
 def _setting(name: str, kind: Kind = "one", **fields: Any) -> Flag:

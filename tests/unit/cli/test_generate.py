@@ -574,3 +574,23 @@ def test_a_split_is_a_name_never_a_path(
         "evaluate", "--dataset", str(tmp_path / "set"), f"--split={split}", "--run", "r"
     )
     assert code == 2 and "must be letters, digits" in capsys.readouterr().err, text
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["generate", "--corpus", "c", "--out", "o", "--seed", "1_000"],
+        ["generate", "--corpus", "c", "--out", "o", "--queries", "\u0663"],
+        ["generate", "--corpus", "c", "--out", "o", "--remove-query", "1_0"],
+        ["pool", "--qrels", "q", "--run", "r", "--out", "o", "--depth", "1_0"],
+    ],
+)
+def test_number_flags_refuse_what_only_python_reads(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # int("1_000") is 1000 and int("\u0663") is 3; options.py's settings and the data readers
+    # refuse both, and so does every flag now: a usage error naming the flag.
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv, out=io.StringIO())
+    assert exit_info.value.code == 2
+    assert f"argument {argv[-2]}: invalid" in capsys.readouterr().err
