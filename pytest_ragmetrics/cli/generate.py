@@ -413,6 +413,12 @@ def _summary(args: argparse.Namespace, testset: TestSet, out: TextIO) -> None:
             "  corpus: a copy without the removed queries "
             f"({copy['documents_changed']} documents changed)\n"
         )
+    not_cut = provenance.get("not_cut") or {}
+    if not_cut.get("count"):
+        out.write(
+            f"  not cut: {not_cut['count']} queries stay in a relevant document "
+            f"({', '.join(not_cut.get('query_ids', [])[:5])})\n"
+        )
     dropped = provenance.get("dropped_by_generator") or {}
     if dropped:
         out.write(f"  generator: dropped {len(dropped)} (empty or unusable replies)\n")

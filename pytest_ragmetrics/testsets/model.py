@@ -39,7 +39,9 @@ class Candidate:
     graded), the style that made it, a reference answer when the generator gives one, the
     text taken out of its source document when the query is that sentence or title and the test
     set's corpus copy lacks it (inverse cloze as Lee et al. 2019 train it), and the sentences
-    of the text the copy lacks besides (``echoes``: the one restating the query most)."""
+    of the text the copy lacks besides (``echoes``: the one restating the query most);
+    ``uncut``: drawn to be cut, the query could not be (cut, nothing of its document's text
+    would be left) and stays in it."""
 
     query_id: str
     text: str
@@ -48,6 +50,7 @@ class Candidate:
     answer: str | None = None
     removed: str | None = None
     echoes: tuple[str, ...] = ()
+    uncut: bool = False
 
     @property
     def source(self) -> str:

@@ -7,7 +7,8 @@ give is skipped for the next one):
   document its relevant answer. ``sentence_pick`` says which: ``random`` (seeded), ``first``,
   ``last``, ``conclusion`` (the last sentence stating a finding: claim-like, as SciFact's
   queries are) or ``hard`` (the sentence whose content words, weighed by idf, the rest of its
-  document repeats least: the hardest to find once cut out).
+  document repeats least: the hardest to find once cut out). A sentence another document holds
+  too (boilerplate; an identical twin aside) is never picked: it names no one document.
 - ``title``: the document's title, where it has one of at least three words.
 - ``keyphrase``: the document's ``keyphrase_terms`` words of highest tf-idf, in text order;
   ``keyphrase_pick="common"`` takes them among words found in at least 1% of the documents
@@ -45,7 +46,7 @@ from typing import Any
 from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.testsets.forms import WordForms
-from pytest_ragmetrics.testsets.model import OFFLINE_STYLES, Candidate, words
+from pytest_ragmetrics.testsets.model import OFFLINE_STYLES, Candidate, normalised, words
 from pytest_ragmetrics.testsets.sampling import (
     KEYPHRASE_PICKS,
     SENTENCE_PICKS,
@@ -60,7 +61,9 @@ from pytest_ragmetrics.testsets.sampling import (
 )
 from pytest_ragmetrics.values import positive_int
 
-VERSION = "2"  # 2: prose sentences (no line fragments, no title repeated), picks, removal
+# 2: prose sentences (no line fragments, no title repeated), picks, removal; 3: a sentence ends
+# before any capital (Cyrillic, "É"), no sentence that another document holds too
+VERSION = "3"
 
 
 def check_styles(styles: Sequence[str], allowed: Sequence[str], who: str) -> tuple[str, ...]:
@@ -89,6 +92,7 @@ class _Query:
     text: str
     removed: str | None = None
     echoes: tuple[str, ...] = ()
+    uncut: bool = False  # drawn to be cut, but cut, nothing of the text would be left
 
 
 class OfflineGenerator:
@@ -196,7 +200,7 @@ class OfflineGenerator:
                     found.append(
                         Candidate(
                             qid, query.text, ((doc_id, 1),), style, removed=query.removed,
-                            echoes=query.echoes,
+                            echoes=query.echoes, uncut=query.uncut,
                         )
                     )  # fmt: skip
                     if advance is not None:
@@ -226,7 +230,11 @@ class OfflineGenerator:
     def _sentence(
         self, text: str, title: str, rng: random.Random, removal: random.Random, stats: CorpusText
     ) -> _Query | None:
-        sentences = sentences_between(text, self.min_words, self.max_words, title=title)
+        sentences = [
+            s
+            for s in sentences_between(text, self.min_words, self.max_words, title=title)
+            if normalised(s) not in stats.shared_sentences  # it would name other documents too
+        ]
         if not sentences:
             return None
 
@@ -234,9 +242,12 @@ class OfflineGenerator:
             return stats.overlap(sentence, f"{title} {without_sentence(text, sentence) or ''}")
 
         sentence = pick_sentence(sentences, self.sentence_pick, rng, overlap)
-        # A document whose text is this one sentence keeps it: cut, nothing would be left.
-        rest = without_sentence(text, sentence) if self._cut(removal) else None
-        return _Query(sentence, sentence if rest and words(rest) else None)
+        # A document whose text is this one sentence keeps it: cut, nothing would be left. The
+        # test set counts it (provenance "not_cut").
+        drawn = self._cut(removal)
+        rest = without_sentence(text, sentence) if drawn else None
+        cut = bool(rest and words(rest))
+        return _Query(sentence, sentence if cut else None, uncut=drawn and not cut)
 
     def _with_echo(
         self, query: _Query, corpus: Corpus, row: int, stats: CorpusText, draw: random.Random

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from pytest_ragmetrics.data.model import Corpus
-from pytest_ragmetrics.judges.base import split_sentences
+from pytest_ragmetrics.judges.base import _ABBREVIATIONS, split_sentences
 from pytest_ragmetrics.testsets.model import Candidate, normalised, words
 
 # Common English function words: never a keyphrase term.
@@ -42,6 +42,12 @@ def document_order(corpus: Corpus, seed: int) -> list[int]:
 # a sentence even before a lower-case word, which the judges' splitter waits for.
 _FREE_STOP = re.compile(r"\s[.!?]+(?=\s|$)")
 _PARAGRAPH = re.compile(r"\n\s*\n")
+# A sentence end before any character: the judges' splitter (kept as it is: it decides the
+# claims of the groundedness metric) only ends one before an ASCII capital or digit, so a
+# Cyrillic or "É"-initial text is one sentence to it. :func:`_split_unicode` ends one before
+# any capital (``str.isupper``) or digit too.
+_ANY_BOUNDARY = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?(\S))")
+_LAST_WORD = re.compile(r"(\S+)$")
 # Words that mark a sentence stating a finding (an abstract's conclusion).
 _CONCLUSION = re.compile(
     r"\b(?:conclu\w*|suggest\w*|indicat\w*|demonstrat\w*|reveal\w*|implicat\w*|"
@@ -65,8 +71,29 @@ def prose_sentences(text: str) -> list[str]:
     for flat in prose_paragraphs(text):
         for piece in _FREE_STOP.split(flat):
             if piece.strip():
-                found += split_sentences(piece.strip())
+                for sentence in split_sentences(piece.strip()):
+                    found += _split_unicode(sentence)
     return found
+
+
+def _split_unicode(sentence: str) -> list[str]:
+    """``sentence`` (one of the judges' splitter's) split where a sentence end is followed by a
+    capital or digit outside ASCII (the splitter has seen the ASCII ones), an initial or a
+    known abbreviation ("Dr.") aside, as the splitter does."""
+    found: list[str] = []
+    start = 0
+    for match in _ANY_BOUNDARY.finditer(sentence):
+        following = match.group(1)
+        if following.isascii() or not (following.isupper() or following.isdigit()):
+            continue
+        word = _LAST_WORD.search(sentence[start : match.start() + 1])
+        token = word.group(1).lstrip("(\"'[").rstrip(".").lower() if word else ""
+        if token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha()):
+            continue
+        found.append(sentence[start : match.end()].strip())
+        start = match.end()
+    found.append(sentence[start:].strip())
+    return [s for s in found if any(ch.isalnum() for ch in s)]
 
 
 def sentences_between(text: str, min_words: int, max_words: int, *, title: str = "") -> list[str]:
@@ -125,20 +152,55 @@ def is_content(term: str) -> bool:
 
 
 def corpus_without_removed(corpus: Corpus, queries: Sequence[Candidate]) -> Corpus | None:
+    """:func:`cut_corpus`'s copy of ``corpus`` (None when no query removed anything)."""
+    return cut_corpus(corpus, queries)[0]
+
+
+def cut_corpus(corpus: Corpus, queries: Sequence[Candidate]) -> tuple[Corpus | None, list[str]]:
     """A copy of ``corpus`` in which each query's source document lacks the text the query
     removed from it: its title (blanked, and cut from the text's start where the text repeats
-    it) or a sentence of its text, and its ``echoes``. None when no query removed anything."""
-    cut = {c.source: c for c in queries if c.removed is not None}
+    it) or a sentence of its text, and its ``echoes``; so does every other document judged
+    relevant that holds the same text (as its title or a sentence: a twin, the source of a
+    dropped duplicate). Also the ids of the cut queries that some such document keeps (cut,
+    nothing of its text would be left). The copy is None when no query removed anything."""
+    cut = [c for c in queries if c.removed is not None]
     if not cut:
-        return None
+        return None, []
     titles, texts = list(corpus.titles), list(corpus.texts)
-    for doc_id, query in cut.items():
-        row = corpus.position[doc_id]
+    for query in cut:  # the sources first: each holds its query's text as the generator saw it
+        row = corpus.position[query.source]
         kept = cut_document(titles[row], texts[row], query.removed or "", query.echoes)
         if kept is None:
-            raise ValueError(f"document {doc_id!r} does not hold its query's removed sentence")
+            raise ValueError(f"document {query.source!r} does not hold its query's removed text")
         titles[row], texts[row] = kept
-    return Corpus(corpus.doc_ids, titles, texts)
+    not_cut: list[str] = []
+    for query in cut:
+        for doc_id, _ in query.relevant[1:]:
+            at = corpus.position.get(doc_id)
+            if at is None:
+                continue
+            own = _same_text(titles[at], texts[at], query.removed or "")
+            if own is None:
+                continue  # relevant, but not because it holds the query's text
+            kept = cut_document(titles[at], texts[at], own, query.echoes)
+            kept = kept or cut_document(titles[at], texts[at], own)
+            if kept is None or not words(kept[1]):
+                if query.query_id not in not_cut:
+                    not_cut.append(query.query_id)
+                continue
+            titles[at], texts[at] = kept
+    return Corpus(corpus.doc_ids, titles, texts), not_cut
+
+
+def _same_text(title: str, text: str, removed: str) -> str | None:
+    """The document's own title or sentence with the words of ``removed`` (case, punctuation
+    and spacing aside), or None."""
+    key = normalised(removed)
+    if not key:
+        return None
+    if normalised(title) == key:
+        return title
+    return next((s for s in prose_sentences(text) if normalised(s) == key), None)
 
 
 def cut_document(
@@ -182,6 +244,16 @@ class CorpusText:
             [t for t in words(f"{title} {text}") if is_content(t)]
             for title, text in zip(self.corpus.titles, self.corpus.texts, strict=True)
         ]
+
+    @cached_property
+    def shared_sentences(self) -> frozenset[str]:
+        """The prose sentences (their words: :func:`normalised`) that two or more documents
+        hold, identical twins counting once: boilerplate ("All rights reserved.") that does not
+        point at one document."""
+        seen: Counter[str] = Counter()
+        for _title, text in dict.fromkeys(zip(self.corpus.titles, self.corpus.texts, strict=True)):
+            seen.update({normalised(s) for s in prose_sentences(text)})
+        return frozenset(key for key, n in seen.items() if n > 1)
 
     @cached_property
     def idf(self) -> dict[str, float]:
