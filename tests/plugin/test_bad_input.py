@@ -709,7 +709,10 @@ CASES = [
         qrels_case(b"q1\td2\tNaN\n", 7, "grade 'NaN' is not an integer"), id="qrels-nan-grade"
     ),
     pytest.param(
-        qrels_case(b"q1\td2\t1e30\n", 7, "grade '1e30' is out of range"), id="qrels-huge-grade"
+        qrels_case(b"q1\td2\t1" + b"0" * 30 + b"\n", 7, "is out of range"), id="qrels-huge-grade"
+    ),
+    pytest.param(
+        qrels_case(b"q1\td2\t1e30\n", 7, "grade '1e30' is not an integer"), id="qrels-exponent"
     ),
     pytest.param(
         qrels_case(b"q1\td1\t2\n", 7, "document 'd1' is judged twice for query 'q1'"),
