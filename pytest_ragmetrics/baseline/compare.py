@@ -93,6 +93,7 @@ def compare_to_baseline(
     verdict.depth_note = _depth_note(verdict.metrics, entry.get("k"), current["k"])
     compared = {m.metric for m in verdict.metrics if m.computed}
     verdict.metrics_not_compared = [m for m in entry["metrics"] if m not in compared]
+    verdict.metrics_not_in_baseline = [m for m in current["metrics"] if m not in entry["metrics"]]
     verdict.metrics = [_enforced(found, not_enforced or {}) for found in verdict.metrics]
     if not any("smallest attainable p" in m.note for m in verdict.metrics):
         verdict.alpha_note = alpha_unreachable(len(pairs.shared), alpha, seed)

@@ -30,6 +30,13 @@ class Gap:
     name: str
     metrics: tuple[str, ...] = ()
     queries: tuple[str, ...] = ()
+    # Metrics of the report's evaluation that the baseline entry lacks: nothing to compare.
+    new_metrics: tuple[str, ...] = ()
+
+    def new_metric_lines(self) -> list[str]:
+        if not self.new_metrics:
+            return []
+        return [f"{label(self.test, self.name)}: {', '.join(self.new_metrics)}"]
 
     def lines(self) -> list[str]:
         where = label(self.test, self.name)
@@ -66,13 +73,18 @@ class PairComparison:
     def gaps(self) -> list[Gap]:
         out = []
         for recorded, verdict in self.results:
-            if verdict.metrics_not_compared or verdict.only_baseline:
+            if (
+                verdict.metrics_not_compared
+                or verdict.only_baseline
+                or verdict.metrics_not_in_baseline
+            ):
                 out.append(
                     Gap(
                         recorded.test,
                         recorded.name,
                         tuple(verdict.metrics_not_compared),
                         tuple(verdict.only_baseline),
+                        tuple(verdict.metrics_not_in_baseline),
                     )
                 )
         return out
@@ -102,10 +114,18 @@ class PairComparison:
                 f"{'are' if n != 1 else 'is'} missing from {self.after}:"
             )
             lines += [f"  {label(test, name)}" for test, name, _ in self.missing]
-        gaps = self.gaps
-        if gaps:
+        lacking = [line for gap in self.gaps for line in gap.lines()]
+        if lacking:
             lines.append(f"not compared: what {self.after} lacks of {self.before}'s evaluations:")
-            lines += [f"  {line}" for gap in gaps for line in gap.lines()]
+            lines += [f"  {line}" for line in lacking]
+        new = sum(len(gap.new_metrics) for gap in self.gaps)
+        if new:
+            lines.append(
+                f"not compared: {new} metric{'s' if new != 1 else ''} of {self.after} "
+                f"{'are' if new != 1 else 'is'} not in {self.before} (added since it was "
+                "made; not gated until the baseline is updated):"
+            )
+            lines += [f"  {line}" for gap in self.gaps for line in gap.new_metric_lines()]
         if self.strict:
             lines.append("--strict: what was not compared fails the comparison (exit code 1)")
         else:
@@ -126,6 +146,9 @@ class PairComparison:
             )
         if self.gaps:
             text += f"; {len(self.gaps)} compared without some metrics or queries"
+        new_metrics = sum(len(g.new_metrics) for g in self.gaps)
+        if new_metrics:
+            text += f"; {new_metrics} metrics not in {self.before}: not compared"
         if self.strict and self.incomplete:
             text += " (--strict: failed)"
         return text
@@ -145,6 +168,11 @@ class PairComparison:
                 {"test": g.test, "name": g.name, "queries": list(g.queries)}
                 for g in self.gaps
                 if g.queries
+            ],
+            "metrics_not_in_baseline": [
+                {"test": g.test, "name": g.name, "metrics": list(g.new_metrics)}
+                for g in self.gaps
+                if g.new_metrics
             ],
             "lines": self.not_compared_lines(),
         }
@@ -172,6 +200,11 @@ def not_compared_notes(run: str, verdict: BaselineVerdict) -> list[str]:
         out.append(
             f"{run}: metrics of the reference not compared (no value in this run): "
             f"{', '.join(verdict.metrics_not_compared)}"
+        )
+    if verdict.metrics_not_in_baseline:
+        out.append(
+            f"{run}: metrics not in the reference, not compared: "
+            f"{', '.join(verdict.metrics_not_in_baseline)}"
         )
     queries = verdict.only_baseline
     if queries:

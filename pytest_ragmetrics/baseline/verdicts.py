@@ -278,6 +278,9 @@ class BaselineVerdict:
     # Set when k fell below some metrics' cutoffs since the baseline: those values are not
     # over the same depth as the baseline's, and the verdict says so whatever its status.
     depth_note: str = ""
+    # Metrics this run computes that the baseline entry lacks (added to ragmetrics_metrics
+    # since it was blessed): not compared, so not gated until the next update.
+    metrics_not_in_baseline: list[str] = field(default_factory=list)
 
     @property
     def failed_metrics(self) -> list[MetricVerdict]:
@@ -305,6 +308,8 @@ class BaselineVerdict:
             out["identity_change"] = self.identity_change
         if self.metrics_not_compared:
             out["metrics_not_compared"] = self.metrics_not_compared
+        if self.metrics_not_in_baseline:
+            out["metrics_not_in_baseline"] = self.metrics_not_in_baseline
         if self.alpha_note:
             out["alpha_note"] = self.alpha_note
         if self.depth_note:
@@ -324,6 +329,7 @@ class BaselineVerdict:
             list(data.get("metrics_not_compared", [])),
             data.get("alpha_note", ""),
             data.get("depth_note", ""),
+            list(data.get("metrics_not_in_baseline", [])),
         )
 
 
@@ -552,6 +558,11 @@ def _query_set_lines(verdict: BaselineVerdict, words: Mapping[str, str]) -> list
         lines.append(
             f"  metrics of {words['only_before']} not compared (no value in "
             f"{words['only_after']}): {', '.join(not_compared)}"
+        )
+    if verdict.metrics_not_in_baseline:
+        lines.append(
+            f"  metrics not in {words['only_before']} (not compared: no value there): "
+            f"{', '.join(verdict.metrics_not_in_baseline)}"
         )
     if verdict.only_baseline:
         lines.append(

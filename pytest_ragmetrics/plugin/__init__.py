@@ -231,8 +231,15 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Remember which tests exist, to spot stale baseline entries (xdist: on each worker)."""
-    rag_session(session.config).collected.update(item.nodeid for item in session.items)
+    """Remember which tests exist, to spot stale baseline entries (xdist: on each worker); a
+    collection that failed somewhere cannot say which tests are gone."""
+    from pytest_ragmetrics.plugin.session import COLLECTION_ERRORS
+
+    found = rag_session(session.config)
+    found.collected.update(item.nodeid for item in session.items)
+    found.collection_finished = True
+    if session.testsfailed or session.shouldfail or session.shouldstop:
+        found.collection_fault(COLLECTION_ERRORS)
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:

@@ -18,6 +18,7 @@ from pytest_ragmetrics.report.escaping import for_terminal as one_line
 from pytest_ragmetrics.report.outcome import Checked, EvaluationOutcome, ThresholdResult
 
 if TYPE_CHECKING:
+    from pytest_ragmetrics.baseline.verdicts import BaselineVerdict
     from pytest_ragmetrics.plugin.session import RagSession
 
 
@@ -148,14 +149,33 @@ def check_evaluation(
         failures.append(
             full if verbose else compact_message(record, verdict, baseline_path, texts=shown)
         )
-    elif verdict.status == "new" and settings.strict:
-        failures.append(
-            f"ragmetrics: '{record.name}' ({record.test}) has no baseline entry in "
-            f"{baseline_path} and --ragmetrics-strict is on. What to "
-            f"do: record one with {UPDATE_HINT} and commit what it lists (the baseline file and "
-            "the dataset digests beside it)."
-        )
+    if settings.strict:
+        failures += _strict_failures(record, verdict, baseline_path)
     return outcome, failures
+
+
+def _strict_failures(
+    record: EvaluationRecord, verdict: BaselineVerdict, baseline_path: str
+) -> list[str]:
+    """What ragmetrics_strict fails besides regressions: an evaluation with no baseline entry,
+    and metrics the run computes that its entry lacks (not compared, so not gated)."""
+    what = (
+        f"What to do: record {{}} with {UPDATE_HINT} and commit what it lists (the baseline "
+        "file and the dataset digests beside it)."
+    )
+    if verdict.status == "new":
+        return [
+            f"ragmetrics: '{record.name}' ({record.test}) has no baseline entry in "
+            f"{baseline_path} and --ragmetrics-strict is on. " + what.format("one")
+        ]
+    new = verdict.metrics_not_in_baseline
+    if not new:
+        return []
+    return [
+        f"ragmetrics: '{record.name}' ({record.test}): {len(new)} metric"
+        f"{'s' if len(new) != 1 else ''} not in its baseline entry in {baseline_path}, not "
+        f"compared: {', '.join(new)}; --ragmetrics-strict is on. " + what.format("them")
+    ]
 
 
 def _threshold_message(record: EvaluationRecord, result: ThresholdResult) -> str:

@@ -75,11 +75,32 @@ class ControllerPlugin:
         self.evaluations.extend(found.checked)
         self.unrecorded += [(report.nodeid, name) for name in found.unrecorded]
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A collection error (xdist forwards the workers'): no entry may be called stale."""
+        if report.failed:
+            from pytest_ragmetrics.plugin.session import COLLECTION_ERRORS
+
+            self.session.collection_fault(COLLECTION_ERRORS)
+
+    def note_run_faults(self, session: pytest.Session) -> None:
+        """A collection that did not finish, or a run stopped early (-x, Ctrl-C), cannot say
+        which tests are gone: stale entries are kept, and the summary says why."""
+        from pytest_ragmetrics.plugin.session import COLLECTION_INTERRUPTED, RUN_STOPPED
+
+        under_xdist = session.config.pluginmanager.get_plugin("dsession") is not None
+        if not under_xdist and not self.session.collection_finished:
+            self.session.collection_fault(COLLECTION_INTERRUPTED)
+        stopped = session.shouldfail or session.shouldstop
+        interrupted = stopped or session.exitstatus == pytest.ExitCode.INTERRUPTED
+        if interrupted and not self.session.collection_faults:
+            self.session.collection_fault(RUN_STOPPED)
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Update the baseline if asked, then write the JSON and Markdown reports."""
         if not self.session.in_use or session.config.option.collectonly:
             return  # --collect-only runs nothing: an empty report would replace the last one
+        self.note_run_faults(session)
         # A baseline that cannot be written does not keep the reports from being written
         # (nor a report the others): each failure is one line in the summary and fails the run.
         self._attempt(self.finish_baseline)
@@ -242,6 +263,17 @@ class ControllerPlugin:
 
         for note in ineffective_options(settings):
             terminalreporter.write_line(f"ragmetrics: note: {for_terminal(note)}", yellow=True)
+        for line in self._not_in_baseline_lines():
+            terminalreporter.write_line(for_terminal(line), yellow=True)
+        kept = self.session.collection_faults
+        if kept and settings.baseline.exists():
+            verb = "kept" if settings.update_baseline else "not checked"
+            terminalreporter.write_line(
+                f"ragmetrics: stale entries {verb}: {', '.join(kept)} (a test that did not "
+                "collect or run still exists: no baseline entry is called stale"
+                + (" or removed)" if settings.update_baseline else ")"),
+                yellow=True,
+            )
         for error in self.errors:
             shown_error = for_terminal(error, newlines=True)
             terminalreporter.write_line(f"ragmetrics: error: {shown_error}", red=True)
@@ -249,6 +281,28 @@ class ControllerPlugin:
             if path in self.written and self.evaluations:
                 shown = for_terminal(settings.display(path))
                 terminalreporter.write_line(f"ragmetrics: wrote {shown}")
+
+    def _not_in_baseline_lines(self) -> list[str]:
+        """Metrics the run computed that their baseline entries lack: not compared, with the
+        count (ragmetrics_strict failed their tests; otherwise they are not gated yet)."""
+        found = [
+            (c.label, c.outcome.baseline.metrics_not_in_baseline)
+            for c in self.evaluations
+            if c.outcome.baseline is not None and c.outcome.baseline.metrics_not_in_baseline
+        ]
+        count = sum(len(metrics) for _, metrics in found)
+        settings = self.session.settings
+        if not count or settings.update_baseline:  # the update blesses them
+            return []
+        why = (
+            "ragmetrics_strict fails their tests"
+            if settings.strict
+            else "not gated until the next --ragmetrics-update-baseline"
+        )
+        return [
+            f"ragmetrics: not compared: {count} metric{'s' if count != 1 else ''} not in the "
+            f"baseline {settings.display(settings.baseline)} (added since it was blessed): {why}:"
+        ] + [f"  {where}: {', '.join(metrics)}" for where, metrics in found]
 
 
 class XdistControllerHooks:

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.records import EvaluationRecord
 
 
+# Why stale entries are kept, as the summary says it ("stale entries kept: collection errors").
+COLLECTION_ERRORS = "collection errors"
+COLLECTION_INTERRUPTED = "collection interrupted"
+RUN_STOPPED = "run stopped early"
+
+
 class RagSession:
     """Settings, lazily loaded resources and the collection of one pytest session."""
 
@@ -42,6 +48,10 @@ class RagSession:
         # whether the collection covered whole files and the whole suite.
         self.collected: set[str] = set()
         self.collection_complete = True
+        # Why this session's collection cannot say which tests are gone (a collection error,
+        # an interrupted or stopped run): then no entry is stale (RELIABILITY.md).
+        self.collection_faults: list[str] = []
+        self.collection_finished = False
         self.whole_suite = False
         self.rootpath: Path | None = None  # where node ids are relative to (pytest's rootdir)
         self._supplement: Supplement | None = None
@@ -230,7 +240,19 @@ class RagSession:
 
     def collection_summary(self) -> dict[str, Any]:
         """What this process collected, deselected tests included (an xdist worker sends it)."""
-        return {"tests": sorted(self.collected), "complete": self.collection_complete}
+        faults = list(self.collection_faults)
+        if not self.collection_finished:
+            faults.append(COLLECTION_INTERRUPTED)
+        return {
+            "tests": sorted(self.collected),
+            "complete": self.collection_complete,
+            "faults": faults,
+        }
+
+    def collection_fault(self, reason: str) -> None:
+        """Note why the collection is incomplete: no baseline entry may be called stale."""
+        if reason not in self.collection_faults:
+            self.collection_faults.append(reason)
 
     def merge_worker_collection(self, summary: Any) -> None:
         """Add a worker's :meth:`collection_summary` (None if the worker died).
@@ -243,11 +265,20 @@ class RagSession:
             return
         self.collected.update(str(test) for test in summary["tests"])
         self.collection_complete &= bool(summary.get("complete"))
+        faults = summary.get("faults")
+        if not isinstance(faults, list):  # a worker that did not say: nothing is stale
+            faults = [COLLECTION_INTERRUPTED]
+        for reason in faults:
+            self.collection_fault(str(reason))
 
     def stale_entries(self, store: BaselineStore) -> list[tuple[str, str]]:
-        """The entries of ``store`` whose test no longer exists (see ``stale_entries``)."""
+        """The entries of ``store`` whose test no longer exists (see ``stale_entries``); none
+        when the collection had a fault (:attr:`collection_faults`): a test that failed to
+        collect still exists."""
         from pytest_ragmetrics.baseline.store import stale_entries
 
+        if self.collection_faults:
+            return []
         return stale_entries(
             store.entry_keys(),
             self.collected,

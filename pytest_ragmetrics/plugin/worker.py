@@ -27,6 +27,13 @@ class WorkerPlugin:
         if isinstance(ledger, str):
             session.budget_ledger = ledger
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A collection error: the controller must not call this worker's tests gone."""
+        if report.failed:
+            from pytest_ragmetrics.plugin.session import COLLECTION_ERRORS
+
+            self.session.collection_fault(COLLECTION_ERRORS)
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Send the controller (which does not collect) the tests that exist."""
         workeroutput = getattr(session.config, "workeroutput", None)

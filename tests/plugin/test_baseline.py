@@ -163,7 +163,9 @@ def test_tolerance_and_alpha_gate(
     project.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
     monkeypatch.setenv("RAG_WORSE", "1")
     # A drop inside a generous per-metric tolerance is fine for that metric only.
-    loose = project.runpytest("--ragmetrics-tolerance=0.01 recall_at_1=1.0 ndcg_at_10=100% mrr=1")
+    loose = project.runpytest(
+        "--ragmetrics-tolerance=0.01 recall_at_1=100% ndcg_at_10=100% mrr=100%"
+    )
     loose.assert_outcomes(passed=1)
     # With 4 queries a sign-flip test cannot reach p < 0.05: the alpha gate holds the drops of
     # ndcg and mrr back, and says that it cannot work; recall_at_1 fell to 0 on every query, a
@@ -187,7 +189,7 @@ def test_tolerance_and_alpha_gate(
     assert "ndcg_at_10: baseline" not in gated.stdout.str()
     # Only the collapse fails: a tolerance that lets recall_at_1 drop leaves the gate alone.
     project.runpytest(
-        "--ragmetrics-alpha=0.05", "--ragmetrics-tolerance=0.01 recall_at_1=1.0"
+        "--ragmetrics-alpha=0.05", "--ragmetrics-tolerance=0.01 recall_at_1=100%"
     ).assert_outcomes(passed=1)
 
 
