@@ -395,7 +395,30 @@ def _holes(pairs: _Pairs, metric: str, allowed: float) -> Holes | None:
         lab_dropped,
         used and lab_now is not None,
         note,
+        _unexplained(pairs, metric, spec.k),
     )
+
+
+def _unexplained(pairs: _Pairs, metric: str, k: int | None) -> tuple[str, ...]:
+    """The queries whose drop of ``metric`` holes cannot explain: those that lost every
+    judged relevant document they retrieved (first relevant rank → none), and, when both
+    sides counted them, those with no more unjudged documents in the top ``k`` than before."""
+    from pytest_ragmetrics.metrics.retrieval import unjudged_detail
+
+    b, c = pairs.values(metric)
+    key = unjudged_detail(k)
+    now, before = pairs.current_details.get(key), pairs.base_details.get(key)
+    if not (isinstance(now, Mapping) and isinstance(before, Mapping)):
+        now = before = None  # one side did not count them: only lost documents tell
+    found = []
+    for q, was, is_ in zip(pairs.shared, b.tolist(), c.tolist(), strict=True):
+        if not is_ < was - 1e-12:
+            continue
+        retrieved = int(pairs.base_rank.get(q, 0) or 0), int(pairs.current_rank.get(q, 0) or 0)
+        lost = retrieved[0] > 0 and retrieved[1] == 0
+        if lost or (now is not None and before is not None and now.get(q, 0) <= before.get(q, 0)):
+            found.append(q)
+    return tuple(found)
 
 
 def _metric_verdict(

@@ -55,6 +55,9 @@ class Holes:
     labelled_dropped: bool | None = None
     labels_used: bool = False
     labels_note: str = ""
+    # Queries whose own drop the unjudged documents cannot explain: they lost every judged
+    # relevant document they retrieved, or dropped with no more unjudged documents than before.
+    unexplained: tuple[str, ...] = ()
 
     @property
     def labels_clear(self) -> bool:
@@ -63,8 +66,13 @@ class Holes:
 
     @property
     def explained(self) -> bool:
-        return self.judged_only_dropped is False and (
-            self.unjudged_before is None or self.unjudged_now > self.unjudged_before
+        """The mean's judged-only form did not drop, more unjudged documents came in, and no
+        query dropped for another reason (:attr:`unexplained`): a mean can hide a real loss
+        on a few queries under many that only gained unjudged documents."""
+        return (
+            self.judged_only_dropped is False
+            and (self.unjudged_before is None or self.unjudged_now > self.unjudged_before)
+            and not self.unexplained
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,6 +92,7 @@ class Holes:
                 "labelled_dropped": self.labelled_dropped,
                 "labels_used": self.labels_used,
                 "labels_note": self.labels_note,
+                **({"unexplained": list(self.unexplained)} if self.unexplained else {}),
             }
         )
 
@@ -103,6 +112,7 @@ class Holes:
             data.get("labelled_dropped"),
             bool(data.get("labels_used", False)),
             str(data.get("labels_note", "")),
+            tuple(str(q) for q in data.get("unexplained") or ()),
         )
 
     def lines(self, metric: str, words: Mapping[str, str]) -> list[str]:
@@ -127,6 +137,14 @@ class Holes:
             if self.labels_note:
                 labelled += f" ({self.labels_note})"
             out.append(labelled)
+        if self.unexplained:
+            shown = ", ".join(repr(q) for q in self.unexplained[:5])
+            more = f" and {len(self.unexplained) - 5} more" if len(self.unexplained) > 5 else ""
+            out.append(
+                f"    queries the unjudged documents do not explain ({len(self.unexplained)}): "
+                f"{shown}{more} (they lost their judged relevant documents, or dropped with no "
+                "more unjudged documents than before)"
+            )
         if self.judged_only_before is None or self.judged_only_now is None:
             return out
         judged = (

@@ -84,6 +84,33 @@ def test_unjudged_drops_pass_lets_only_such_drops_pass() -> None:
         compare_to_baseline(record(REAL), entry(BASE), Tolerances(), unjudged_drops="maybe")
 
 
+# q1 loses its only relevant document; q2..q4 trade a judged non-relevant document above the
+# relevant one for an unjudged one: their judged-only values rise, and the mean's hides q1.
+MIXED_QRELS = {f"q{i}": {f"r{i}": 1, f"n{i}": 0} for i in range(1, 5)}
+MIXED_BASE = {"q1": ["r1", "n1"], **{f"q{i}": [f"n{i}", f"r{i}"] for i in range(2, 5)}}
+MIXED_AFTER = {"q1": ["u1", "u2"], **{f"q{i}": [f"u{i}", f"r{i}"] for i in range(2, 5)}}
+
+
+def test_a_lost_relevant_document_is_never_explained_by_holes_elsewhere() -> None:
+    def mixed(rankings: dict[str, list[str]]) -> EvaluationRecord:
+        run = {q: {d: float(len(ds) - i) for i, d in enumerate(ds)} for q, ds in rankings.items()}
+        return EvaluationRecord("t.py::t", "toy", evaluate(MIXED_QRELS, run, METRICS), k=10)
+
+    after = mixed(MIXED_AFTER)
+    base = mixed(MIXED_BASE).baseline_entry("0")
+    assert after.evaluation.judged_only["ndcg_at_10"] > base["judged_only"]["ndcg_at_10"]
+    verdict = compare_to_baseline(after, base, Tolerances(), unjudged_drops="pass")
+    assert verdict.status == "regressed"  # passed as "only through unjudged documents"
+    ndcg = next(m for m in verdict.failed_metrics if m.metric == "ndcg_at_10")
+    assert ndcg.holes is not None and ndcg.holes.unexplained == ("q1",)
+    assert not ndcg.holes.explained
+    message = failure_message(after, verdict, "baseline.json")
+    assert "queries the unjudged documents do not explain (1): 'q1'" in message
+    assert "nobody judged" not in message
+    back = type(ndcg.holes).from_dict(ndcg.holes.to_dict())
+    assert back.unexplained == ("q1",)
+
+
 def test_a_real_drop_says_the_judged_only_metric_dropped_too() -> None:
     verdict = compare_to_baseline(record(REAL), entry(BASE), Tolerances())
     ndcg = next(m for m in verdict.failed_metrics if m.metric == "ndcg_at_10")
