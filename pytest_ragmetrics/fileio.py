@@ -53,7 +53,7 @@ def atomic_writer(path: PathLike, mode: str = "w") -> Iterator[IO[str] | IO[byte
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         # mkstemp makes the file private (0600); give it the mode a plain open() would have.
-        os.chmod(tmp, _existing_mode(target))
+        os.chmod(tmp, existing_mode(target))
         binary = "b" in mode
         with os.fdopen(
             fd,
@@ -69,7 +69,7 @@ def atomic_writer(path: PathLike, mode: str = "w") -> Iterator[IO[str] | IO[byte
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
 
 
 def atomic_write_text(path: PathLike, text: str, *, what: str = "", hint: str = "") -> None:
@@ -175,7 +175,7 @@ def atomic_append_text(path: PathLike, text: str, *, what: str = "", hint: str =
     atomic_write_bytes(path, old + separator + text.encode("utf-8"), what=what, hint=hint)
 
 
-def _existing_mode(target: Path) -> int:
+def existing_mode(target: Path) -> int:
     """The target's current permission bits, or 0666 minus the umask for a new file."""
     try:
         return target.stat().st_mode & 0o777
@@ -185,8 +185,8 @@ def _existing_mode(target: Path) -> int:
         return 0o666 & ~umask
 
 
-def _fsync_dir(folder: Path) -> None:
-    # Makes the rename durable on POSIX; not supported (nor needed) on Windows.
+def fsync_dir(folder: Path) -> None:
+    """Make the renames in ``folder`` durable (POSIX; not supported, nor needed, on Windows)."""
     with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
         try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ragmetrics.errors import OutputError
-from pytest_ragmetrics.fileio import cannot_write
+from pytest_ragmetrics.fileio import cannot_write, existing_mode, fsync_dir
 
 
 @dataclass
@@ -58,7 +58,7 @@ def replace_files(
     finally:
         _clean(staged)
     for parent in {item.target.parent for item in staged}:
-        _fsync_dir(parent)
+        fsync_dir(parent)
 
 
 def _stage(item: _Staged, text: str | None) -> None:
@@ -67,7 +67,7 @@ def _stage(item: _Staged, text: str | None) -> None:
     if text is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
         item.new = new = _temporary(target, ".tmp")
-        os.chmod(new, _mode(target))
+        os.chmod(new, existing_mode(target))
         with open(new, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
             handle.flush()
@@ -85,16 +85,6 @@ def _temporary(target: Path, suffix: str) -> Path:
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
     os.close(fd)
     return Path(name)
-
-
-def _mode(target: Path) -> int:
-    """The target's permission bits, or those a new file gets (0666 minus the umask)."""
-    try:
-        return target.stat().st_mode & 0o777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
 
 
 def _commit(item: _Staged) -> None:
@@ -133,13 +123,3 @@ def _clean(staged: list[_Staged]) -> None:
             if leftover is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(leftover)
-
-
-def _fsync_dir(folder: Path) -> None:
-    # Makes the renames durable on POSIX; not supported (nor needed) on Windows.
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
