@@ -330,7 +330,24 @@ def _run_notes(
         )
         if note is not None:
             notes.append(note)
+        notes += _depth_notes(evaluation.metrics, run.k)
     return notes
+
+
+def _depth_notes(metrics: Iterable[str], k: int) -> list[str]:
+    """A note naming the metrics whose cutoff lies below the ``k`` documents the retriever was
+    asked for: computed over those k, so recall_at_1000 of a k = 3 run is recall at 3."""
+    from pytest_ragmetrics.metrics.names import parse_metric
+
+    deeper = [m for m in metrics if (parse_metric(m).k or 0) > k]
+    if not deeper:
+        return []
+    return [
+        f"{', '.join(deeper)}: the retriever was asked for k = {k} documents per query, so "
+        f"{'these are' if len(deeper) > 1 else 'this is'} computed over those {k}; raise "
+        f"ragmetrics_k to {max(parse_metric(m).k or 0 for m in deeper)} to measure "
+        f"{'them' if len(deeper) > 1 else 'it'} at depth"
+    ]
 
 
 def _source_of(run: Any, retriever: Any) -> tuple[dict[str, Any], int | None]:

@@ -175,6 +175,27 @@ def test_judged_rankings_scored_with_other_qrels_are_not_comparable(
     assert "regressed" not in result.stdout.str()
 
 
+def test_metrics_deeper_than_k_are_said(pytester: pytest.Pytester) -> None:
+    # recall_at_1000 of a k = 3 run is recall at 3: it was shown under its name without a word.
+    make_project(
+        pytester,
+        ini='ragmetrics_k = "3"\nragmetrics_metrics = "mrr ndcg_at_3 recall_at_1000 ndcg_at_10"\n',
+        tests="""
+        def test_it(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+    """,
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*recall_at_1000, ndcg_at_10: the retriever was asked for k = 3 documents per query, "
+            "so these are computed over those 3; raise ragmetrics_k to 1000 to measure them*"
+        ]
+    )
+    assert "ndcg_at_3, " not in result.stdout.str() and "mrr, " not in result.stdout.str()
+
+
 def test_judged_rankings_unconfigured_or_broken(pytester: pytest.Pytester) -> None:
     make_project(
         pytester,
