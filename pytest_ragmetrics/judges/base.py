@@ -190,14 +190,20 @@ def split_sentences(text: str) -> list[str]:
             continue
         start = 0
         for match in _BOUNDARY.finditer(line):
-            word = _LAST_WORD.search(line[start : match.start() + 1])
-            token = word.group(1).lstrip("(\"'[").rstrip(".").lower() if word else ""
-            if token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha()):
+            if ends_in_abbreviation(line[start : match.start() + 1]):
                 continue
             sentences.append(line[start : match.end()].strip())
             start = match.end()
         sentences.append(line[start:].strip())
     return [s for s in sentences if any(ch.isalnum() for ch in s)]
+
+
+def ends_in_abbreviation(text: str) -> bool:
+    """Whether ``text`` (a sentence so far, up to a full stop) ends in an initial ("J.") or a
+    known abbreviation ("Dr.", "e.g."): a full stop that ends no sentence."""
+    word = _LAST_WORD.search(text)
+    token = word.group(1).lstrip("(\"'[").rstrip(".").lower() if word else ""
+    return token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha())
 
 
 class VerdictCache:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from pytest_ragmetrics.data.model import Corpus
-from pytest_ragmetrics.judges.base import _ABBREVIATIONS, split_sentences
+from pytest_ragmetrics.judges.base import ends_in_abbreviation, split_sentences
 from pytest_ragmetrics.testsets.model import Candidate, normalised, words
 
 # Common English function words: never a keyphrase term.
@@ -47,7 +47,6 @@ _PARAGRAPH = re.compile(r"\n\s*\n")
 # Cyrillic or "É"-initial text is one sentence to it. :func:`_split_unicode` ends one before
 # any capital (``str.isupper``) or digit too.
 _ANY_BOUNDARY = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?(\S))")
-_LAST_WORD = re.compile(r"(\S+)$")
 # Words that mark a sentence stating a finding (an abstract's conclusion).
 _CONCLUSION = re.compile(
     r"\b(?:conclu\w*|suggest\w*|indicat\w*|demonstrat\w*|reveal\w*|implicat\w*|"
@@ -86,9 +85,7 @@ def _split_unicode(sentence: str) -> list[str]:
         following = match.group(1)
         if following.isascii() or not (following.isupper() or following.isdigit()):
             continue
-        word = _LAST_WORD.search(sentence[start : match.start() + 1])
-        token = word.group(1).lstrip("(\"'[").rstrip(".").lower() if word else ""
-        if token in _ABBREVIATIONS or (len(token) == 1 and token.isalpha()):
+        if ends_in_abbreviation(sentence[start : match.start() + 1]):
             continue
         found.append(sentence[start : match.end()].strip())
         start = match.end()
