@@ -154,7 +154,7 @@ def check_dataset_files(folder: PathLike, split: str = "test") -> None:
     a DataFormatError naming the folder or file otherwise (missing folder, unknown layout,
     split or qrels file, no corpus or queries file; a dataset.json is read and checked)."""
     root = Path(folder)
-    check_split_name(split, f"load_dataset({os.fspath(folder)!r})")
+    check_split_name(split, f"check_dataset_files({os.fspath(folder)!r})")
     if not root.is_dir():
         raise DataFormatError("dataset folder not found", root)
     layout = detect_layout(root, split)
