@@ -35,6 +35,7 @@ from pytest_ragmetrics.baseline.verdicts import (
 from pytest_ragmetrics.deltas import delta as delta_of
 from pytest_ragmetrics.deltas import delta_text, deltas
 from pytest_ragmetrics.errors import BaselineError
+from pytest_ragmetrics.metrics.semantics import same_rules
 from pytest_ragmetrics.records import EvaluationRecord, round_values
 from pytest_ragmetrics.schema import Document
 from pytest_ragmetrics.stats import DEFAULT_SEED, PairedComparison, compare_paired
@@ -372,10 +373,9 @@ def _holes(pairs: _Pairs, metric: str, allowed: float) -> Holes | None:
         lab_dropped = float(lab_now) - float(lab_before) < -allowed - 1e-12
     used = bool(pairs.current_labelled.get("used"))
     notes = []
-    if not used:
-        notes.append(
-            f"shown only, not used for pass/fail: {pairs.current_labelled.get('reason') or ''}"
-        )
+    if not used and (lab_before is not None or lab_now is not None):
+        reason = pairs.current_labelled.get("reason")
+        notes.append("shown only, not used for pass/fail" + (f": {reason}" if reason else ""))
     before_labels = pairs.base_labelled.get("fingerprint")
     if before_labels and before_labels != pairs.current_labelled.get("fingerprint"):
         # The baseline's value used the labels of its day; the new ones may move it too.
@@ -544,7 +544,7 @@ def _incomparable(
     reasons: list[str] = []
     if entry.get("layer") != current["layer"]:
         reasons.append(f"layer: {entry.get('layer')} → {current['layer']}")
-    if (entry.get("semantics") or None) != (current["semantics"] or None):
+    if not same_rules(entry.get("semantics"), current["semantics"]):
         reasons.append(
             f"metric semantics: {_short(entry.get('semantics'))} → {_short(current['semantics'])}"
         )

@@ -51,3 +51,20 @@ class MetricSemantics:
         if self.ignore_identical_ids:
             rules["ignore_identical_ids"] = True
         return rules
+
+
+def same_rules(first: Any, second: Any) -> bool:
+    """Whether two records' ``semantics`` (JSON, or None for the answer layer) are the same
+    rules: compared as :class:`MetricSemantics`, so a rule written at its default (a
+    hand-added ``"ignore_identical_ids": false``, a left-out ``gain``) equals one left out.
+    A value that is no set of rules is compared as it is."""
+    return _rules(first) == _rules(second)
+
+
+def _rules(value: Any) -> Any:
+    if not value:
+        return None
+    try:
+        return MetricSemantics(**value).as_dict()
+    except (MetricError, TypeError):
+        return value

@@ -64,6 +64,8 @@ def test_a_drop_from_unjudged_documents_fails_and_says_why() -> None:
     assert (holes.k, holes.unjudged_now, holes.shown_now) == (10, 3, 7)
     assert (holes.unjudged_before, holes.shown_before) == (0, 4)
     assert (holes.judged_only_before, holes.judged_only_now) == (1.0, 1.0)
+    # No supplementary labels: nothing is said of them (not an empty "shown only" note).
+    assert holes.labels_note == "" and holes.to_dict()["labels_note"] == ""
     message = failure_message(record(HOLES), verdict, "baseline.json")
     assert "unjudged documents in the top 10: 3 of 7 now, 0 of 4 in the baseline" in message
     assert "ndcg_at_10 on judged documents only (ndcg_at_10_judged): 1.0000 → 1.0000" in message
@@ -256,6 +258,22 @@ def test_trusted_labels_clear_a_drop_and_say_when_they_changed() -> None:
     changed = compare_to_baseline(labelled(HOLES, 0.95, "new"), base, Tolerances())
     ndcg = next(m for m in changed.metrics if m.metric == "ndcg_at_10")
     assert ndcg.holes is not None and "labels changed since the baseline" in ndcg.holes.labels_note
+    unused = labelled(HOLES, 0.95, "old")
+    unused.evaluation.supplemented = Supplemented(
+        {"ndcg_at_10": 0.95, "mrr": 1.0, "bpref": 1.0},
+        fingerprint="old",
+        used=False,
+        reason="the judge's kappa 0.31 is below 0.6",
+    )
+    ndcg = next(
+        m
+        for m in compare_to_baseline(unused, base, Tolerances()).metrics
+        if m.metric == "ndcg_at_10"
+    )
+    assert ndcg.holes is not None
+    assert ndcg.holes.labels_note == (
+        "shown only, not used for pass/fail: the judge's kappa 0.31 is below 0.6"
+    )
     worse = compare_to_baseline(labelled(HOLES, 0.5, "old"), base, Tolerances())
     assert worse.status == "regressed"  # the labels say it dropped too
     message = failure_message(labelled(HOLES, 0.5, "old"), worse, "baseline.json")
