@@ -49,6 +49,7 @@ def evaluation_problem(entry: Any) -> str | None:
         lambda: _semantics_problem(entry.get("semantics") or {}),
         lambda: _dataset_problem(entry.get("dataset")),
         lambda: number_map(_or_empty(entry.get("thresholds")), "thresholds", nullable=False),
+        lambda: _spelling_problem(entry),
         lambda: means_problem(entry.get("metrics"), entry.get("per_query", {})),
         lambda: count_problem(entry.get("num_queries"), entry.get("per_query")),
     )
@@ -56,6 +57,33 @@ def evaluation_problem(entry: Any) -> str | None:
         problem = check()
         if problem:
             return problem
+    return None
+
+
+def _spelling_problem(entry: Mapping[str, Any]) -> str | None:
+    """A metric held under another spelling of its name (``ndcg_cut_10``, ``NDCG@10``): read
+    as it is, the metric would be lost and its own name missing from the file."""
+    from pytest_ragmetrics.errors import MetricError
+    from pytest_ragmetrics.metrics.names import parse_metric
+
+    supplemented = entry.get("supplemented")
+    fields = {
+        "metrics": entry.get("metrics"),
+        "judged_only": entry.get("judged_only"),
+        "thresholds": entry.get("thresholds"),
+        "supplemented.metrics": supplemented.get("metrics") if supplemented else None,
+    }
+    for field, values in fields.items():
+        for name in values or {}:
+            try:
+                canonical = parse_metric(name).name
+            except MetricError:
+                continue  # a metric registered where the file was written, not here
+            if canonical != name:
+                return (
+                    f"'{field}.{name}' is another spelling of {canonical!r}: a metric is "
+                    f"held under its own name; rename the key to {canonical!r}"
+                )
     return None
 
 
