@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,23 +39,10 @@ def read_corpus(path: PathLike) -> Corpus:
     ids: list[str] = []
     titles: list[str] = []
     texts: list[str] = []
-    first_line: dict[str, int] = {}
-    for lineno, record in read_jsonl(p):
-        doc_id = require_str(record, _ID_KEYS, p, lineno, what="document id")
-        if doc_id in first_line:
-            raise DataFormatError(
-                f"document id {doc_id!r} appears twice (first at line {first_line[doc_id]})",
-                p,
-                lineno,
-            )
-        first_line[doc_id] = lineno
-        if "text" not in record:
-            raise DataFormatError(f"document {doc_id!r} has no 'text'", p, lineno)
+    for lineno, doc_id, record in _records(p, "document", "no documents in corpus file"):
         ids.append(doc_id)
         titles.append(optional_text(record, "title", p, lineno))
         texts.append(optional_text(record, "text", p, lineno))
-    if not ids:
-        raise DataFormatError("no documents in corpus file (it is empty)", p)
     return Corpus(ids, titles, texts, source=str(p))
 
 
@@ -62,21 +51,28 @@ def read_queries(path: PathLike) -> Queries:
     p = resolve(path)
     ids: list[str] = []
     texts: list[str] = []
-    first_line: dict[str, int] = {}
-    for lineno, record in read_jsonl(p):
-        qid = require_str(record, _ID_KEYS, p, lineno, what="query id")
-        if qid in first_line:
-            raise DataFormatError(
-                f"query id {qid!r} appears twice (first at line {first_line[qid]})", p, lineno
-            )
-        first_line[qid] = lineno
-        if "text" not in record:
-            raise DataFormatError(f"query {qid!r} has no 'text'", p, lineno)
+    for lineno, qid, record in _records(p, "query", "no queries in queries file"):
         ids.append(qid)
         texts.append(optional_text(record, "text", p, lineno))
-    if not ids:
-        raise DataFormatError("no queries in queries file (it is empty)", p)
     return Queries(ids, texts, source=str(p))
+
+
+def _records(p: Path, what: str, empty: str) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line, id, record) of a JSONL file of ``what`` records: each has a new id (``_id`` or
+    ``id``) and a ``text``; a file without records is an error (``empty``: what it says)."""
+    first_line: dict[str, int] = {}
+    for lineno, record in read_jsonl(p):
+        rid = require_str(record, _ID_KEYS, p, lineno, what=f"{what} id")
+        if rid in first_line:
+            raise DataFormatError(
+                f"{what} id {rid!r} appears twice (first at line {first_line[rid]})", p, lineno
+            )
+        first_line[rid] = lineno
+        if "text" not in record:
+            raise DataFormatError(f"{what} {rid!r} has no 'text'", p, lineno)
+        yield lineno, rid, record
+    if not first_line:
+        raise DataFormatError(f"{empty} (it is empty)", p)
 
 
 def read_qrels_jsonl(path: PathLike) -> Qrels:
@@ -153,11 +149,7 @@ def check_dataset_files(folder: PathLike, split: str = "test") -> None:
     """Whether a dataset folder and the files of ``split`` are there, without reading them:
     a DataFormatError naming the folder or file otherwise (missing folder, unknown layout,
     split or qrels file, no corpus or queries file; a dataset.json is read and checked)."""
-    root = Path(folder)
-    check_split_name(split, f"check_dataset_files({os.fspath(folder)!r})")
-    if not root.is_dir():
-        raise DataFormatError("dataset folder not found", root)
-    layout = detect_layout(root, split)
+    root, layout = _folder_layout(folder, split, "check_dataset_files")
     if layout == "manifest":
         manifest = read_manifest(root / MANIFEST)
         if split not in manifest.qrels:
@@ -176,6 +168,16 @@ def check_dataset_files(folder: PathLike, split: str = "test") -> None:
     for path in files[1:]:
         if not _exists(path):
             raise DataFormatError("file not found", path)
+
+
+def _folder_layout(folder: PathLike, split: str, caller: str) -> tuple[Path, str]:
+    """The dataset folder and its layout; a split that is no name, a missing folder or an
+    unknown layout is an error (``caller``: the function that names itself in it)."""
+    root = Path(folder)
+    check_split_name(split, f"{caller}({os.fspath(folder)!r})")
+    if not root.is_dir():
+        raise DataFormatError("dataset folder not found", root)
+    return root, detect_layout(root, split)
 
 
 def _layout_files(root: Path, split: str, layout: str) -> tuple[Path, Path, Path]:
@@ -199,11 +201,7 @@ def load_dataset(
     corpus ("stale labels") are a note in ``dataset.notes`` and, unless ``warn=False`` (the
     pytest plugin reports the note instead), a :class:`StaleLabelsWarning` with their count.
     """
-    root = Path(folder)
-    check_split_name(split, f"load_dataset({os.fspath(folder)!r})")
-    if not root.is_dir():
-        raise DataFormatError("dataset folder not found", root)
-    layout = detect_layout(root, split)
+    root, layout = _folder_layout(folder, split, "load_dataset")
     if layout == "manifest":
         parts = _manifest_parts(read_manifest(root / MANIFEST), split)
         return _assemble(

@@ -58,7 +58,7 @@ def same_rules(first: Any, second: Any) -> bool:
     rules: compared as :class:`MetricSemantics`, so a rule written at its default (a
     hand-added ``"ignore_identical_ids": false``, a left-out ``gain``) equals one left out.
     A value that is no set of rules is compared as it is."""
-    return _rules(first) == _rules(second)
+    return bool(_rules(first) == _rules(second))
 
 
 def _rules(value: Any) -> Any:
