@@ -25,6 +25,7 @@ import random
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ R = TypeVar("R")
 NO_RETRY_5XX = frozenset({501, 505})
 MAX_REPLY_BYTES = 1 << 20
 SNIPPET_CHARS = 200  # of a reply body quoted in an error message
+# Seconds the model list (GET /v1/models, asked once per client) may take at most.
+MODELS_TIMEOUT = 5.0
 Message = Mapping[str, str]
 
 
@@ -181,6 +184,8 @@ class ChatClient:
         if not self.endpoint.use_env_proxy:
             handlers.append(urllib.request.ProxyHandler({}))
         self._opener = urllib.request.build_opener(*handlers)
+        self._model_lock = threading.Lock()
+        self._model_problem: str | None = None  # None: not checked yet; "": no problem
 
     def __repr__(self) -> str:
         return f"ChatClient(url={self.url!r}, model={self.model!r})"
@@ -223,6 +228,7 @@ class ChatClient:
                 f"dry run: the {self.naming.label} would send a request to {self.url} (model "
                 f"{self.model!r}); nothing was sent"
             )
+        self._check_model()
         budget = self.meter.budget
         chars, estimate = (0, 0)
         if budget is not None:
@@ -238,6 +244,57 @@ class ChatClient:
             budget.settle(estimate, reply.usage, chars)
         self.meter.record(reply.usage)
         return reply
+
+    def _check_model(self) -> None:
+        """Once, before the first request: the server's model list (``GET /v1/models``) must
+        hold the model requests name. llama.cpp's server answers a name it does not serve with
+        its default model and echoes the name back, so verdicts, answers, their cache entries
+        and the calibration a gate looks up would carry a model that never ran. A server that
+        lists no models (no such route, an error, another shape) is not checked."""
+        with self._model_lock:
+            if self._model_problem is None:
+                self._model_problem = self._model_mismatch(self._listed_models())
+        if self._model_problem:
+            raise self._error(self._model_problem)
+
+    def _model_mismatch(self, listed: list[str]) -> str:
+        """What is wrong with the model given the server's list ('' when nothing is)."""
+        if not listed or self.model in listed or f"{self.model}:latest" in listed:
+            return ""
+        shown = ", ".join(repr(m) for m in listed[:5]) + (" ..." if len(listed) > 5 else "")
+        return (
+            f"{self.url.rsplit('/v1/', 1)[0]} does not serve model {self.model!r}; it lists "
+            f"{shown}. A server may answer a name it does not know with another model (llama.cpp "
+            f"serves its default), so set the model ({self.naming.model_env} or "
+            "Endpoint(model=...)) to one it lists, or start the server under that name "
+            "(llama_cpp.server --model_alias)"
+        )
+
+    def _listed_models(self) -> list[str]:
+        """The model ids ``GET <base>/v1/models`` lists; [] when it lists none we can read."""
+        route = "/chat/completions" if self.endpoint.api == "chat" else "/completions"
+        parts = urllib.parse.urlsplit(self._url)
+        path = parts.path[: -len(route)] + "/models" if parts.path.endswith(route) else ""
+        if not path:
+            return []
+        request = urllib.request.Request(
+            urllib.parse.urlunsplit(parts._replace(path=path)),
+            method="GET",
+            headers={"Accept": "application/json"},
+        )
+        if self._secret:
+            request.add_unredirected_header("Authorization", self._secret.header())
+        assert self.endpoint.attempt_timeout is not None
+        try:
+            timeout = min(self.endpoint.attempt_timeout, MODELS_TIMEOUT)
+            with self._opener.open(request, timeout=timeout) as response:
+                data = json.loads(response.read(MAX_REPLY_BYTES))
+        except (OSError, ValueError, http.client.HTTPException):
+            return []  # no list to check against (404, a timeout, not JSON)
+        items = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            return []
+        return [i["id"] for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)]
 
     def _complete(self, messages: Sequence[Message], parameters: Mapping[str, Any]) -> ChatReply:
         payload: dict[str, Any] = {"model": self.model, "stream": False, **parameters}

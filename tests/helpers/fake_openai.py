@@ -63,6 +63,7 @@ class FakeServer:
     requests: list[dict[str, Any]]
     script: list[Reply]
     answer: Callable[[str], str]
+    listings: list[dict[str, Any]] = field(default_factory=list)  # GET /v1/models asked
 
     @property
     def count(self) -> int:
@@ -71,15 +72,35 @@ class FakeServer:
 
 @contextmanager
 def serve(
-    script: list[Reply] | None = None, answer: Callable[[str], str] = default_answer
+    script: list[Reply] | None = None,
+    answer: Callable[[str], str] = default_answer,
+    *,
+    models: list[str] | None = None,
 ) -> Iterator[FakeServer]:
-    """Run the server in a thread; scripted replies are used first, then ``answer``."""
+    """Run the server in a thread; scripted replies are used first, then ``answer``. With
+    ``models``, ``GET /v1/models`` lists them (as OpenAI and llama.cpp's server do); without,
+    a GET is answered 501, as by a server that lists none."""
     state = FakeServer("", [], list(script or []), answer)
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:  # silence stderr
             pass
+
+        def do_GET(self) -> None:
+            with lock:
+                state.listings.append({"path": self.path, "headers": dict(self.headers.items())})
+            if models is None or not self.path.endswith("/v1/models"):
+                self.send_error(501)
+                return
+            payload = json.dumps(
+                {"object": "list", "data": [{"id": m, "object": "model"} for m in models]}
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
