@@ -44,25 +44,27 @@ object changed after it was first hashed: pass ``version=`` when one of those ch
 from __future__ import annotations
 
 import collections
-import contextlib
-import datetime
-import decimal
-import enum
 import functools
 import hashlib
-import inspect
-import io
-import json
-import logging
-import os
-import re
-import struct
-import threading
 import types
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from pytest_ragmetrics.code_values import (
+    NEUTRAL,
+    PLAIN,
+    attributes_of,
+    compact,
+    is_array,
+    is_container,
+    key_text,
+    opaque_class,
+    plain_repr,
+    qualified_name,
+    simple_repr,
+    stable_repr,
+)
 from pytest_ragmetrics.errors import ConfigError
 
 #: Of one value a function reaches (a closure cell, a default, an attribute), the digest reads
@@ -77,8 +79,6 @@ MAX_DEPTH = 32
 #: search reads); a larger one by its dtype and shape, and is listed by :func:`unidentified`.
 MAX_ARRAY_BYTES = 256 * 1024 * 1024
 
-_PLAIN = (type(None), bool, int, float, complex, str, bytes)
-
 
 def code_digest(function: Callable[..., Any]) -> str:
     """sha256 hex digest of ``function``'s code as described in the module docstring."""
@@ -88,16 +88,6 @@ def code_digest(function: Callable[..., Any]) -> str:
         hasher.update(part.encode("utf-8", "surrogatepass"))
         hasher.update(b"\x00")
     return hasher.hexdigest()
-
-
-def qualified_name(function: Any) -> str:
-    """``module.qualname`` of a function, method, partial or callable object."""
-    target = function.func if isinstance(function, functools.partial) else function
-    if not hasattr(target, "__qualname__") and not isinstance(target, type):
-        target = type(target)
-    module = getattr(target, "__module__", None) or ""
-    name = getattr(target, "__qualname__", None) or type(target).__qualname__
-    return f"{module}.{name}" if module else name
 
 
 def function_identity(
@@ -232,7 +222,7 @@ class _Walker:
         for name in _global_names(function.__code__):
             if name in namespace:
                 value = namespace[name]
-                if self._ours(value) or isinstance(value, _PLAIN) or _is_container(value):
+                if self._ours(value) or isinstance(value, PLAIN) or is_container(value):
                     yield f"global:{name}"
                     yield from self.reference(value, f"{where}: global {name!r}")
 
@@ -264,7 +254,7 @@ class _Walker:
                 yield "code"
                 yield from self.code(constant)
             else:
-                yield _stable_repr(constant)
+                yield stable_repr(constant)
 
     def cls(self, cls: type) -> Iterator[str]:
         """A class of ours by its methods (properties, cached and lru-cached ones included),
@@ -278,7 +268,7 @@ class _Walker:
                 yield f"member:{name}"
                 for function in code:
                     yield from self.parts(function)
-            elif isinstance(member, _PLAIN):
+            elif isinstance(member, PLAIN):
                 yield f"member:{name}={member!r}"
         for base in cls.__bases__:
             if base is not object:
@@ -321,13 +311,13 @@ class _Walker:
         self.budget -= 1
         if self.budget < 0 or self.depth > MAX_DEPTH:
             raise _TooLarge  # the whole value counts by its type (see values)
-        if isinstance(value, _PLAIN):
-            return _plain_repr(value)
+        if isinstance(value, PLAIN):
+            return plain_repr(value)
         if isinstance(value, (types.FunctionType, types.MethodType, functools.partial, type)) or (
             callable(value) and self._ours(value)
         ):
             return "{" + "\x01".join(self.parts(value)) + "}"
-        simple = _simple_repr(value)
+        simple = simple_repr(value)
         if simple is not None:
             return simple
         if id(value) in self.active:
@@ -346,24 +336,24 @@ class _Walker:
         kind = type(value).__qualname__
         if isinstance(value, (tuple, list, collections.deque)):
             items = ",".join(self.state(item, f"{where}[{i}]") for i, item in enumerate(value))
-            return _compact(f"{kind}[{items}]")
+            return compact(f"{kind}[{items}]")
         if isinstance(value, (frozenset, set)):
             members = sorted(self.apart(self.state(item, where) for item in value))
-            return _compact(f"{kind}{{{','.join(members)}}}")
+            return compact(f"{kind}{{{','.join(members)}}}")
         if isinstance(value, (dict, types.MappingProxyType)):
-            self.budget += sum(1 for key in value if isinstance(key, _PLAIN))  # pairs as one
+            self.budget += sum(1 for key in value if isinstance(key, PLAIN))  # pairs as one
             pairs = self.apart(
-                f"{self.state(key, where)}:{self.state(item, f'{where}[{_key_text(key)}]')}"
+                f"{self.state(key, where)}:{self.state(item, f'{where}[{key_text(key)}]')}"
                 for key, item in value.items()
             )
-            return _compact(f"{kind}{{{','.join(sorted(pairs))}}}")
+            return compact(f"{kind}{{{','.join(sorted(pairs))}}}")
         if isinstance(value, (range, slice)):
             return f"{kind}{self.state((value.start, value.stop, value.step), where)}"
-        if _is_array(value):
+        if is_array(value):
             return self.array(value, where)
-        if isinstance(value, _NEUTRAL):
+        if isinstance(value, NEUTRAL):
             return f"<{type(value).__module__}.{kind}>"  # no data a search reads
-        if _opaque_class(type(value)) or _attributes(value) is None:
+        if opaque_class(type(value)) or attributes_of(value) is None:
             return self.unknown(value, where, "it holds its data in C, out of the digest's reach")
         code = "\x01".join(self.parts(type(value)))
         return f"<object {code} {chr(1).join(self.attributes(value, where))}>"
@@ -383,7 +373,7 @@ class _Walker:
     def attributes(self, thing: Any, where: str) -> Iterator[str]:
         """An object's own values (``self.a``: its ``__dict__`` and slots), read once per
         process (:meth:`snapshot`)."""
-        attributes = _attributes(thing) or []
+        attributes = attributes_of(thing) or []
         yield from self.snapshot(thing, lambda w: w.values(attributes, where), whole=True)
 
     def snapshot(
@@ -506,78 +496,6 @@ def _member_code(member: Any) -> list[Any]:
     return []
 
 
-def _attributes(value: Any) -> list[tuple[str, Any]] | None:
-    """An object's own values by name (its ``__dict__`` and its slots), sorted; None for an
-    object that has neither (a C object)."""
-    own = getattr(value, "__dict__", None)
-    found: dict[str, Any] = dict(own) if isinstance(own, dict) else {}
-    slots = _slot_names(type(value))
-    for slot in slots:
-        if slot not in found:
-            with contextlib.suppress(AttributeError):  # a slot not set
-                found[slot] = object.__getattribute__(value, slot)
-    if not isinstance(own, dict) and not slots:
-        return None
-    return sorted(found.items())
-
-
-def _slot_names(kind: type) -> list[str]:
-    """The slots of ``kind`` and its bases as attribute names (``__x`` of class ``C`` is
-    ``_C__x``), as :func:`copyreg._slotnames` names them; ``__dict__``/``__weakref__`` left out."""
-    names: list[str] = []
-    for cls in kind.__mro__:
-        slots = cls.__dict__.get("__slots__", ())
-        for slot in (slots,) if isinstance(slots, str) else slots:
-            if slot in ("__dict__", "__weakref__"):
-                continue
-            stripped = cls.__name__.lstrip("_")
-            if slot.startswith("__") and not slot.endswith("__") and stripped:
-                slot = f"_{stripped}{slot}"
-            if slot not in names:
-                names.append(slot)
-    return names
-
-
-_POINTER = struct.calcsize("P")
-
-
-def _opaque_class(kind: type) -> bool:
-    """A class whose instances keep data in C (a faiss index, a tensor, a random generator's
-    state), where no ``__dict__`` or slot reaches: its instances are larger than an
-    ``object`` with its dict, weak reference and slots (pickle's own test of the same)."""
-    if kind.__itemsize__:
-        return True
-    pointers = len(_slot_names(kind)) + (kind.__dictoffset__ > 0) + (kind.__weakrefoffset__ > 0)
-    return kind.__basicsize__ > object.__basicsize__ + _POINTER * pointers
-
-
-#: Objects that hold no data a search reads, but handles of the process (a lock, a logger,
-#: a stream, a thread): they count by their type and are no reason to refuse a cache.
-_NEUTRAL = (
-    type(threading.Lock()),
-    type(threading.RLock()),
-    threading.Condition,
-    threading.Event,
-    threading.Semaphore,
-    threading.Thread,
-    logging.Logger,
-    logging.Handler,
-    logging.Manager,
-    io.IOBase,
-    weakref.ref,
-)
-
-
-_SimpleValues = (
-    bytearray,
-    datetime.date,
-    datetime.time,
-    datetime.timedelta,
-    datetime.tzinfo,
-    decimal.Decimal,
-    re.Pattern,
-)
-
 #: One snapshot per object this process has hashed the values of (see _Walker.attributes):
 #: id -> (weak reference, module, parts, what could not be identified). Never in a digest.
 _SNAPSHOTS: dict[int, tuple[Callable[[], Any], str | None, tuple[str, ...], tuple[str, ...]]] = {}
@@ -590,99 +508,3 @@ def _weak(thing: Any, key: int) -> Callable[[], Any]:
         return weakref.ref(thing, lambda _: _SNAPSHOTS.pop(key, None))
     except TypeError:
         return lambda: None
-
-
-def _simple_repr(value: Any) -> str | None:
-    """A value with a repr that is the same in every process, or that describes itself; a
-    routine or class by its name; None for anything else."""
-    if isinstance(value, types.CodeType):
-        return f"<code {value.co_name}>"
-    if isinstance(value, types.ModuleType):
-        return f"module:{value.__name__}"
-    if isinstance(value, enum.Enum):
-        return f"<{type(value).__module__}.{type(value).__qualname__}.{value.name}>"
-    if isinstance(value, _SimpleValues):
-        return repr(value)
-    if isinstance(value, os.PathLike):
-        return f"path:{os.fspath(value)!r}"
-    kind = type(value)
-    if kind.__module__ == "numpy" and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
-        return f"numpy.{kind.__qualname__}({value.item()!r})"
-    described = _self_description(value)
-    if described is not None:
-        return described
-    if inspect.isroutine(value) or isinstance(value, type):
-        return f"<{qualified_name(value)}>"
-    return None
-
-
-def _self_description(value: Any) -> str | None:
-    """An object that describes itself: a retriever, generator or judge by its ``identity()``,
-    a corpus or queries by their ``fingerprint``; None for any other object."""
-    if isinstance(value, type):
-        return None
-    kind = f"{type(value).__module__}.{type(value).__qualname__}"
-    try:
-        get = getattr(value, "identity", None)
-        if callable(get):
-            described = json.dumps(get(), sort_keys=True, default=str)
-            return f"<{kind} identity={described}>"
-        fingerprint = getattr(value, "fingerprint", None)
-        if isinstance(fingerprint, str):
-            return f"<{kind} fingerprint={fingerprint}>"
-    except Exception:  # an object that cannot describe itself counts by its content
-        return None
-    return None
-
-
-def _is_array(value: Any) -> bool:
-    kind = type(value)
-    return kind.__module__ == "numpy" and kind.__qualname__ == "ndarray"
-
-
-def _is_container(value: Any) -> bool:
-    return isinstance(value, (tuple, frozenset))
-
-
-def _stable_repr(value: Any) -> str:
-    """A code object's constant as the same text in every process: plain values by repr,
-    tuples and frozensets (sorted) of them item by item, nested code by its name."""
-    if isinstance(value, tuple):
-        return f"tuple[{','.join(_stable_repr(v) for v in value)}]"
-    if isinstance(value, frozenset):
-        return f"frozenset{{{','.join(sorted(_stable_repr(v) for v in value))}}}"
-    if isinstance(value, types.CodeType):
-        return f"<code {value.co_name}>"
-    if isinstance(value, _PLAIN):
-        return _plain_repr(value)
-    return f"<{type(value).__module__}.{type(value).__qualname__}>"
-
-
-def _plain_repr(value: Any) -> str:
-    """``repr``, but an int too long for ``repr`` (over 4300 digits) in hex, and a long string
-    or bytes by its length and sha256 (not a copy of a corpus kept for every digest)."""
-    if isinstance(value, int) and value.bit_length() > 4096:
-        return f"int:{value:x}"
-    if isinstance(value, (str, bytes)) and len(value) > _LONG:
-        data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
-        return f"{type(value).__name__}:{len(value)}:{hashlib.sha256(data).hexdigest()}"
-    return repr(value)
-
-
-#: A value's text longer than this many characters is kept as its sha256.
-_LONG = 4096
-
-
-def _compact(text: str) -> str:
-    """``text``, or its length and sha256 when it is over :data:`_LONG` characters: a large
-    list or dict nested in another is not copied into each level's text."""
-    if len(text) <= _LONG:
-        return text
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"#{len(text)}:{digest}"
-
-
-def _key_text(key: Any) -> str:
-    """A dict key as an error message names it (an int too long for ``repr`` included)."""
-    text = _plain_repr(key) if isinstance(key, _PLAIN) else f"<{type(key).__qualname__}>"
-    return text if len(text) <= 80 else text[:77] + "..."
