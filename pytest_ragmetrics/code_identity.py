@@ -22,14 +22,19 @@ a set's and a dict's sorted, so their order in memory does not count); a numpy a
 bytes (up to :data:`MAX_ARRAY_BYTES`); a path, an enum member, a date by its value; another
 object by its class (its code, when it is of the same module) and its own values
 (``__dict__``, slots), recursively (cycles end, at most :data:`MAX_ITEMS` values and
-:data:`MAX_DEPTH` levels per value; a dict's pair is one value). An object's values and a
-function's defaults and closure values are read once per process, when first hashed: a counter
-or memo the function fills as it runs does not move the identity of a second retriever built
-over the same one; a set's or dict's items count alike in whatever order they are met.
-Objects that describe themselves count by that description: a retriever, generator or judge
-by its ``identity()``, a corpus or queries by their ``fingerprint``. Globals count when they
-cannot change as the function runs (plain values, tuples and frozensets, the module's
-functions and classes): a module-level list, dict or object may be a memo, so it does not count.
+:data:`MAX_DEPTH` levels per value; a dict's pair is one value). A path inside the project
+(below the nearest folder above the function's module holding ``pyproject.toml``,
+``setup.cfg``, ``setup.py``, ``pytest.ini``, ``tox.ini`` or ``.git``), or a string naming one,
+counts by its path relative to the project, so a checkout elsewhere has the same identity.
+An object's values and a function's defaults, closure values and globals are read once per
+process, when first hashed: a counter or memo the function fills as it runs (a dict in a
+closure, a module-level list) does not move the identity of a second retriever built over the
+same one; a set's or dict's items count alike in whatever order they are met. A global
+counts by what its name held then: a module by its name, code of the module by its parts, a
+library's function or class by its name, any other value (a model, an index, an array or a
+dict loaded at import) by its content. Objects that describe themselves count by that
+description: a retriever, generator or judge by its ``identity()``, a corpus or queries by
+their ``fingerprint``.
 
 What it cannot see it never takes for the same thing silently. A value whose data Python
 cannot read (a faiss index, a tensor, a model's weights, a random generator: data held in C),
@@ -46,6 +51,7 @@ from __future__ import annotations
 import collections
 import functools
 import hashlib
+import os
 import types
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -56,11 +62,12 @@ from pytest_ragmetrics.code_values import (
     PLAIN,
     attributes_of,
     compact,
+    in_project,
     is_array,
-    is_container,
     key_text,
     opaque_class,
     plain_repr,
+    project_root,
     qualified_name,
     simple_repr,
     stable_repr,
@@ -166,6 +173,7 @@ class _Walker:
 
     def __init__(self, root: Any, module: str | None = None) -> None:
         self.module = module if root is None else getattr(_underlying(root), "__module__", None)
+        self.project = project_root(self.module)  # paths inside it count relative to it
         self.seen: dict[int, None] = {}  # ids only mark visits (in order); never in the digest
         self.active: set[int] = set()  # the values being hashed, a guard against cycles
         # Within a snapshot (see :meth:`snapshot`): read functions' and objects' values inline.
@@ -218,16 +226,11 @@ class _Walker:
         where = function.__qualname__
         yield from self.code(function.__code__)
         yield from self.snapshot(function, lambda w: w.bound(function, where), whole=False)
-        namespace = function.__globals__
-        for name in _global_names(function.__code__):
-            if name in namespace:
-                value = namespace[name]
-                if self._ours(value) or isinstance(value, PLAIN) or is_container(value):
-                    yield f"global:{name}"
-                    yield from self.reference(value, f"{where}: global {name!r}")
 
     def bound(self, function: types.FunctionType, where: str) -> Iterator[str]:
-        """The values a function holds: its defaults and its closure cells."""
+        """The values a function holds or names: its defaults, its closure cells and the
+        globals of its module it names (a module by its name, code by its parts, any other
+        value by its content), read once per process (see :meth:`snapshot`)."""
         yield from self.values(function.__defaults__ or (), f"{where}: a default")
         yield from self.values(
             sorted((function.__kwdefaults__ or {}).items()), f"{where}: a default"
@@ -242,6 +245,11 @@ class _Walker:
                 yield "empty"
                 continue
             yield from self.reference(value, f"{where}: closure value {name!r}")
+        namespace = function.__globals__
+        for name in _global_names(function.__code__):
+            if name in namespace:
+                yield f"global:{name}"
+                yield from self.reference(namespace[name], f"{where}: global {name!r}")
 
     def code(self, code: types.CodeType) -> Iterator[str]:
         yield code.co_code.hex()
@@ -311,6 +319,10 @@ class _Walker:
         self.budget -= 1
         if self.budget < 0 or self.depth > MAX_DEPTH:
             raise _TooLarge  # the whole value counts by its type (see values)
+        if isinstance(value, (str, os.PathLike)):
+            local = in_project(value, self.project)
+            if local is not None:
+                return local
         if isinstance(value, PLAIN):
             return plain_repr(value)
         if isinstance(value, (types.FunctionType, types.MethodType, functools.partial, type)) or (

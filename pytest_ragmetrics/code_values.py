@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import struct
+import sys
 import threading
 import types
 import weakref
@@ -204,3 +205,45 @@ def key_text(key: Any) -> str:
     """A dict key as an error message names it (an int too long for ``repr`` included)."""
     text = plain_repr(key) if isinstance(key, PLAIN) else f"<{type(key).__qualname__}>"
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+#: Files that mark a project's root folder (the first ancestor of a module's file holding one).
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", "pytest.ini", "tox.ini", ".git")
+
+
+def project_root(module: str | None) -> str | None:
+    """The root of the project a module's file lies in: its nearest ancestor folder holding
+    one of :data:`PROJECT_MARKERS`, else the module's own folder; None for a module without a
+    file (``__main__`` of ``python -c``, a built-in module)."""
+    found = sys.modules.get(module or "")
+    file = getattr(found, "__file__", None)
+    if not isinstance(file, str):
+        return None
+    return _root_of(os.path.dirname(os.path.abspath(file)))
+
+
+@functools.lru_cache(maxsize=256)
+def _root_of(folder: str) -> str:
+    current = folder
+    while True:
+        if any(os.path.exists(os.path.join(current, m)) for m in PROJECT_MARKERS):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return folder
+        current = parent
+
+
+def in_project(value: str | os.PathLike[Any], root: str | None) -> str | None:
+    """A path (or a string naming one) inside the project ``root`` as the text of its path
+    relative to it: the same in every checkout of the project. None for anything else (a
+    relative path, a path elsewhere, a string that names no path under the root), which
+    counts as it is."""
+    text = os.fspath(value)
+    if root is None or not isinstance(text, str):
+        return None
+    if text != root and not text.startswith(root.rstrip(os.sep) + os.sep):
+        return None
+    relative = text[len(root) :].lstrip(os.sep).replace(os.sep, "/")
+    kind = "str" if isinstance(value, str) else "path"
+    return f"{kind}:<project>/{relative}"

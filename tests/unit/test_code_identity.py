@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from pytest_ragmetrics.code_identity import code_digest, function_identity
 from tests.helpers.paths import REPO
@@ -83,11 +84,12 @@ def test_a_changed_constant_or_global_value_changes_the_digest(tmp_path: Path) -
     base = _digest(tmp_path, SOURCE, "usermod.search")
     assert base != _digest(tmp_path, SOURCE.replace("LIMIT = 10", "LIMIT = 20"), "usermod.search")
     assert base != _digest(tmp_path, SOURCE.replace('"of"}', '"an"}'), "usermod.search")
-    # A list may be a memo the function fills: its content does not count.
+    # A module-level list, dict or object counts by its content as first hashed: another
+    # starting value is another function (what it fills as it runs is not: see below).
     memo = SOURCE.replace("LIMIT = 10", "LIMIT = 10\nMEMO = []").replace(
         "words = [", "MEMO.append(text)\n    words = ["
     )
-    assert _digest(tmp_path, memo, "usermod.search") == _digest(
+    assert _digest(tmp_path, memo, "usermod.search") != _digest(
         tmp_path, memo.replace("MEMO = []", "MEMO = [1, 2]"), "usermod.search"
     )
 
@@ -523,3 +525,134 @@ def test_a_memo_the_function_fills_does_not_move_its_digest(tmp_path: Path) -> N
     # A second retriever over the same function has the first one's key: it reads its run.
     second = from_function(search, cache=tmp_path / "cache")
     assert second.identity() == first.identity()
+
+
+GLOBALS = """
+import random
+
+import numpy as np
+
+SETTINGS = {"k1": 1.2, "b": 0.75}
+EMBEDDINGS = np.arange(6, dtype=np.float32).reshape(2, 3)
+SEEN = {}
+
+
+class Model:
+    def __init__(self, name):
+        self.name = name
+
+
+MODEL = Model("minilm")
+
+
+def search(text, k):
+    SEEN[text] = SEEN.get(text, 0) + 1
+    scale = SETTINGS["k1"] * float(EMBEDDINGS.sum())
+    return [MODEL.name, str(scale)][:k]
+
+
+# Stands for a faiss index or a model's weights loaded at import: data held in C.
+RNG = random.Random(0)
+
+
+def remote(text, k):
+    return [str(RNG.random())][:k]
+"""
+
+
+def test_module_level_values_count_by_their_content(tmp_path: Path) -> None:
+    # A module-level dict, array or object did not count at all: a search over a global
+    # model kept its cache key after the model changed.
+    base = _digest(tmp_path, GLOBALS, "usermod.search")
+    for old, new in (
+        ('"k1": 1.2', '"k1": 0.9'),
+        ("np.arange(6,", "np.arange(1, 7,"),
+        ('Model("minilm")', 'Model("mpnet")'),
+    ):
+        assert _digest(tmp_path, GLOBALS.replace(old, new), "usermod.search") != base, new
+    assert _digest(tmp_path, GLOBALS, "usermod.search", seed="7") == base
+
+
+def _load(tmp_path: Path, source: str, name: str) -> object:
+    import importlib.util
+
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(name, tmp_path / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # as an import would: the digest finds the module's file
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_global_the_function_fills_does_not_move_its_identity(tmp_path: Path) -> None:
+    from pytest_ragmetrics.retrievers import from_function
+
+    module: Any = _load(tmp_path, GLOBALS, "globals_memo_module")
+    before = code_digest(module.search)
+    for text in ("a", "b", "a"):
+        module.search(text, 1)
+    assert module.SEEN == {"a": 2, "b": 1}
+    assert code_digest(module.search) == before
+    first = from_function(module.search, cache=tmp_path / "cache")
+    second = from_function(module.search, cache=tmp_path / "cache")
+    assert first.identity() == second.identity()
+
+
+def test_a_global_the_digest_cannot_read_refuses_a_cache(tmp_path: Path) -> None:
+    import pytest
+
+    from pytest_ragmetrics.code_identity import unidentified
+    from pytest_ragmetrics.errors import ConfigError
+    from pytest_ragmetrics.retrievers import from_function
+
+    module: Any = _load(tmp_path, GLOBALS, "globals_client_module")
+    found = unidentified(module.remote)
+    assert len(found) == 1 and found[0].startswith("remote: global 'RNG': a random.Random")
+    assert unidentified(module.search) == []
+    with pytest.raises(ConfigError, match=r"global 'RNG'.*random\.Random.*Pass name="):
+        from_function(module.remote, cache=tmp_path / "cache")
+    from_function(module.remote, cache=tmp_path / "cache", name="client-0")
+
+
+PATHS = """
+from pathlib import Path
+
+HERE = Path(__file__).parent
+DATA = HERE / "data" / "corpus.jsonl"
+NAMED = str(HERE / "index")
+ELSEWHERE = Path("/opt/shared/index")
+
+
+def search(text, k):
+    return [str(DATA), NAMED, str(ELSEWHERE)][:k]
+"""
+
+
+def _checkout(tmp_path: Path, name: str, source: str) -> str:
+    """The digest of ``search`` of module ``pathmod`` in a project checked out at ``name``."""
+    project = tmp_path / name / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (project / "src" / "pathmod.py").write_text(textwrap.dedent(source))
+    script = (
+        "import pathmod\nfrom pytest_ragmetrics.code_identity import code_digest\n"
+        "print(code_digest(pathmod.search))"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{project / 'src'}{os.pathsep}{REPO}"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_paths_inside_the_project_count_relative_to_it(tmp_path: Path) -> None:
+    # A path of the checkout counted as its absolute text: every clone, CI machine or
+    # worktree had another identity (other cache keys) for the same code and data.
+    first = _checkout(tmp_path, "one", PATHS)
+    assert _checkout(tmp_path, "two", PATHS) == first
+    # What the path names still counts, and a path outside the project as written.
+    moved = PATHS.replace('"corpus.jsonl"', '"corpus-v2.jsonl"')
+    assert _checkout(tmp_path, "three", moved) != first
+    other = PATHS.replace("/opt/shared/index", "/opt/shared/index-v2")
+    assert _checkout(tmp_path, "four", other) != first
