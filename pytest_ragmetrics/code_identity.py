@@ -163,6 +163,9 @@ def jsonable(value: Any, where: str) -> Any:
     )
 
 
+_MISSING = object()
+
+
 class _TooLarge(Exception):
     """A value over :data:`MAX_ITEMS` items or :data:`MAX_DEPTH` levels deep."""
 
@@ -247,9 +250,19 @@ class _Walker:
             yield from self.reference(value, f"{where}: closure value {name!r}")
         namespace = function.__globals__
         for name in _global_names(function.__code__):
-            if name in namespace:
+            value = namespace.get(name, _MISSING)
+            if value is not _MISSING and not self._library_name(value):
                 yield f"global:{name}"
-                yield from self.reference(namespace[name], f"{where}: global {name!r}")
+                yield from self.reference(value, f"{where}: global {name!r}")
+
+    def _library_name(self, value: Any) -> bool:
+        """A module, or a function or class of another module: a global a digest leaves out
+        (its name alone says nothing of the data a search reads, and leaving it out keeps the
+        identities of functions that call a library as they were)."""
+        if isinstance(value, types.ModuleType):
+            return True
+        routine = isinstance(value, (types.FunctionType, type)) or _is_builtin(value)
+        return routine and not self._ours(value)
 
     def code(self, code: types.CodeType) -> Iterator[str]:
         yield code.co_code.hex()
