@@ -147,7 +147,7 @@ def _verdict_frame(entry: dict[str, Any], current: Mapping[str, Any]) -> Baselin
         "ok",
         identity_change=_identity_change(
             {"k": entry.get("k"), **(entry.get("identity") or {})},
-            {"k": current["k"], **(current["identity"] or {})},
+            {"k": current["k"], **_as_recorded_then(entry.get("identity"), current["identity"])},
         ),
         only_baseline=sorted(q for q in base_pq if q not in cur_pq),
         only_current=sorted(q for q in cur_pq if q not in base_pq),
@@ -564,6 +564,27 @@ def _incomparable(
 _INSTRUMENT = ("judge", "questions")
 
 
+def _as_recorded_then(before: Any, after: Any) -> Mapping[str, Any]:
+    """``after`` without the question identities ``before`` does not hold when both record
+    the same judge. A question an earlier version did not record (answer_relevance's, recorded
+    since calibration can measure it) is asked with that judge's own prompts and parameters,
+    which the judge's identity holds: the same judge is the same question."""
+    if not isinstance(after, Mapping):
+        return {}
+    if not isinstance(before, Mapping) or not before.get("judge"):
+        return after
+    recorded = before.get("questions")
+    had: Mapping[str, Any] = recorded if isinstance(recorded, Mapping) else {}
+    questions = after.get("questions")
+    if before.get("judge") != after.get("judge") or not isinstance(questions, Mapping):
+        return after
+    kept = {name: value for name, value in questions.items() if name in had}
+    if len(kept) == len(questions):
+        return after
+    trimmed = {key: value for key, value in after.items() if key != "questions"}
+    return {**trimmed, "questions": kept} if "questions" in before else trimmed
+
+
 def _instrument_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
     """Why answer metrics judged by another judge (its model, prompts, sampling, or the
     question behind a metric) cannot be compared with the baseline's: a lenient judge would
@@ -571,7 +592,7 @@ def _instrument_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> l
     if not before.get("judge"):
         return []
     was = {key: before.get(key) for key in _INSTRUMENT}
-    now = {key: after.get(key) for key in _INSTRUMENT}
+    now = {key: _as_recorded_then(before, after).get(key) for key in _INSTRUMENT}
     change = _identity_change(was, now)
     if not change:
         return []

@@ -1,6 +1,6 @@
 """``ragmetrics calibrate``: a judge's agreement with human labels (accuracy, Cohen's kappa,
-confusion matrix) on one of its questions: claim support, answer-reference agreement, passage
-relevance; ``--save`` records it for the ragmetrics_min_judge_kappa gate."""
+confusion matrix) on one of its questions: claim support, answer relevance, answer-reference
+agreement, passage relevance; ``--save`` records it for the ragmetrics_min_judge_kappa gate."""
 
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ DESCRIPTION = (
     "identity of the question as the judge asks it, for the ragmetrics_min_judge_kappa gate. "
     "--question support (default): claim support against --labels (JSONL: claim, "
     "context_sentences, label SUPPORT/CONTRADICT/NOINFO; supported = SUPPORT). --question "
+    'answer-relevance: answer_relevance\'s question "does this answer address the question?" '
+    "against --labels (JSONL: question, answer, label RELEVANT/NOT_RELEVANT). --question "
     'agreement: answer_correctness\'s question "does the answer agree with the reference?" '
     "against --labels (JSONL: answer, reference, label AGREE/DISAGREE; or SciFact's "
     "claim_support, where the claim is the answer, its evidence sentences the reference, "
@@ -49,6 +51,7 @@ DESCRIPTION = (
 # The options of each question (the others are a usage error for it).
 QUESTION_OPTIONS: dict[str, tuple[str, ...]] = {
     "support": ("labels",),
+    "answer-relevance": ("labels",),
     "agreement": ("labels",),
     "relevance": ("dataset", "split", "negatives", "run", "top", "max_chars"),
 }
@@ -58,14 +61,16 @@ def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "calibrate",
         help="measure a judge's agreement with human labels (accuracy, kappa) on one of its "
-        "questions: claim support, answer-reference agreement, passage relevance",
+        "questions: claim support, answer relevance, answer-reference agreement, passage "
+        "relevance",
         description=DESCRIPTION,
     )
     add(p, "--judge", "the judge to calibrate", required=True)
-    add(p, "--question", "support: claim support against --labels (default); agreement: "
-        "answer-reference agreement against --labels (embedding and http judges); relevance: "
-        "passage relevance against --dataset's qrels", default="support")  # fmt: skip
-    add(p, "--labels", "support, agreement: human labels (.gz ok)")
+    add(p, "--question", "support: claim support against --labels (default); "
+        "answer-relevance: whether an answer addresses the question, against --labels; "
+        "agreement: answer-reference agreement against --labels (embedding and http judges); "
+        "relevance: passage relevance against --dataset's qrels", default="support")  # fmt: skip
+    add(p, "--labels", "support, answer-relevance, agreement: human labels (.gz ok)")
     add(p, "--dataset", "relevance: dataset folder (qrels and texts)", metavar="DIR")
     add(p, "--split", "relevance: the split (default test)", metavar="SPLIT")
     add(p, "--negatives", "relevance, for qrels without judged non-relevant pairs: negatives "
@@ -85,10 +90,11 @@ def add_parser(sub: Subparsers) -> None:
     add_cache_options(p, "verdict cache folder")
     add_judge_options(
         p,
-        threshold="score this fixed threshold on all items instead of tuning one (agreement: "
-        "the agreement threshold; relevance: the relevance threshold)",
-        verdicts="recorded assessments, query_id = item id (relevance: query_id, doc_id, "
-        "relevant per line)",
+        threshold="score this fixed threshold on all items instead of tuning one "
+        "(answer-relevance: the relevance threshold; agreement: the agreement threshold; "
+        "relevance: the relevance judge's threshold)",
+        verdicts="recorded assessments, query_id = item id (answer-relevance: their "
+        "addresses_question; relevance: query_id, doc_id, relevant per line)",
     )
     p.set_defaults(handler=run)
 
@@ -141,23 +147,27 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.question == "relevance":
         return _calibrate_relevance(args, options, out)
     _check_save(args, {"--labels": args.labels})
-    if args.question == "agreement" and "threshold" in options:
-        # --threshold is the threshold of the question calibrated: here the agreement one.
-        options["agreement_threshold"] = options.pop("threshold")
+    own = {"agreement": "agreement_threshold", "answer-relevance": "relevance_threshold"}
+    if args.question in own and "threshold" in options:
+        # --threshold is the threshold of the question calibrated: here not claim support's.
+        options[own[args.question]] = options.pop("threshold")
     result, note = _calibrate_labels(args, options)
     if args.question == "agreement":
         return _write(args, out, result, args.labels, note, ("agrees", "disagrees"))
+    if args.question == "answer-relevance":
+        return _write(args, out, result, args.labels, note, ("relevant",))
     return _write(args, out, result, args.labels, note)
 
 
 def _calibrate_labels(
     args: argparse.Namespace, options: dict[str, Any]
 ) -> tuple[CalibrationResult, str]:
-    """The judge on the --labels of --question support or agreement; a note on the items
-    left out."""
+    """The judge on the --labels of --question support, answer-relevance or agreement; a
+    note on the items left out."""
     from pytest_ragmetrics.judges.calibration import (
         calibrate,
         calibrate_agreement,
+        calibrate_answer_relevance,
         read_agreement_labels,
     )
     from pytest_ragmetrics.judges.factory import build_judge
@@ -166,6 +176,10 @@ def _calibrate_labels(
     judge = build_judge(args.judge, cache=cache_of(args), **options)
     tune = args.threshold is None
     with use_reporter(stream_reporter()):
+        if args.question == "answer-relevance":
+            return calibrate_answer_relevance(
+                judge, args.labels, seed=args.seed, limit=args.limit, tune=tune
+            ), ""
         if args.question != "agreement":
             return calibrate(judge, args.labels, seed=args.seed, limit=args.limit, tune=tune), ""
         labels = read_agreement_labels(args.labels)

@@ -191,7 +191,9 @@ FLAGS: dict[str, Flag] = {
     "--judge-seed": _setting("ragmetrics_judge_seed"),
     "--verdicts": _setting("ragmetrics_judge_verdicts", metavar="FILE.jsonl"),
     # -- calibrate --------------------------------------------------------------------------------
-    "--question": _flag("--question", choices=("support", "agreement", "relevance")),
+    "--question": _flag(
+        "--question", choices=("support", "answer-relevance", "agreement", "relevance")
+    ),
     "--labels": _flag("--labels", metavar="FILE.jsonl"),
     "--negatives": _flag("--negatives", type=int, metavar="N"),
     "--top": _flag("--top", type=int, metavar="N"),

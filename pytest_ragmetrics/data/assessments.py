@@ -93,8 +93,9 @@ class Claim:
 @dataclass(frozen=True)
 class Verdict:
     """One yes/no verdict on something other than a claim: a context's relevance to the
-    question (``subject`` = the context id) or the answer's agreement with its reference
-    (``subject`` = ``"reference"`` or ``"label"``). ``value`` None: not judged. ``score`` and
+    question (``subject`` = the context id), the answer's relevance to the question
+    (``subject`` = ``"relevance"``) or its agreement with its reference (``subject`` =
+    ``"reference"`` or ``"label"``). ``value`` None: not judged. ``score`` and
     ``reply`` are the raw material (a similarity, the model's words, the label compared)."""
 
     subject: str

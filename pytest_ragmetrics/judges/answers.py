@@ -64,14 +64,22 @@ LABEL_MATCH = {
 }
 
 
+# How a question is named after its judge (``<judge>-answer-relevance``): "relevance" alone
+# would read as a relevance judge's, the passage-relevance question.
+_QUESTION_NAMES = {"relevance": "answer-relevance"}
+
+
 def question_identity(judge: Any, task: str) -> dict[str, Any]:
-    """The identity of the ``task`` question ("agreement" or "context") as ``judge`` asks it."""
+    """The identity of the ``task`` question ("relevance": does the answer address the
+    question?, "agreement" or "context") as ``judge`` asks it: the judge's own
+    ``question_identity(task)``, else its name and identity under the question's name."""
     if task == "context" and isinstance(judge, RelevanceJudge):
         return identity_of(judge)
     get = getattr(judge, "question_identity", None)
     if callable(get):
         return dict(get(task))
-    return {"name": f"{judge_name(judge)}-{task}", "judge": identity_of(judge)}
+    name = _QUESTION_NAMES.get(task, task)
+    return {"name": f"{judge_name(judge)}-{name}", "judge": identity_of(judge)}
 
 
 def question_identities(
@@ -83,12 +91,15 @@ def question_identities(
     context_judge: Any = None,
 ) -> dict[str, dict[str, Any]]:
     """Per metric whose verdicts come from a question other than the judge's own (claim
-    support and answer relevance), that question's identity: what decides
-    answer_correctness (:data:`LABEL_MATCH` when every reference judged is a label, else the
-    agreement question) and context_relevance (the context question of ``context_judge`` or
-    ``judge``). Recorded with the evaluation, so that a changed threshold or prompt shows as
-    a configuration change, and used by the κ gate (each question has its own calibration)."""
+    support), that question's identity: what decides answer_relevance (the judge's
+    answer-relevance question), answer_correctness (:data:`LABEL_MATCH` when every reference
+    judged is a label, else the agreement question) and context_relevance (the context
+    question of ``context_judge`` or ``judge``). Recorded with the evaluation, so that a
+    changed threshold or prompt shows as a configuration change, and used by the κ gate (each
+    question has its own calibration)."""
     out: dict[str, dict[str, Any]] = {}
+    if "answer_relevance" in metrics:
+        out["answer_relevance"] = question_identity(judge, "relevance")
     if "answer_correctness" in metrics and references:
         judged = [references[a.query_id] for a in answers if a.query_id in references]
         if any(r.label is None for r in judged):

@@ -251,11 +251,22 @@ class EmbeddingJudge(base.JudgeBase):
     # -- the other questions ------------------------------------------------------------------
 
     def question_identity(self, task: str) -> dict[str, Any]:
-        """The identity of the agreement question (model, rule, threshold) or of the context
-        question (:attr:`context_judge`'s: what ``ragmetrics calibrate --question relevance
-        --judge embedding`` calibrates and saves)."""
+        """The identity of the answer-relevance or agreement question (model, rule, threshold)
+        or of the context question (:attr:`context_judge`'s: what ``ragmetrics calibrate
+        --question relevance --judge embedding`` calibrates and saves)."""
         if task == "context":
             return self.context_judge.identity()
+        if task == "relevance":
+            return base.make_identity(
+                f"{self.name}-answer-relevance",
+                self.model_name,
+                "the answer addresses the question when cosine(question, answer) >= threshold "
+                "(whole texts, L2-normalised embeddings); not judged without a threshold",
+                {
+                    "model_digest": self._base_parameters["model_digest"],
+                    "threshold": self.relevance_threshold,
+                },
+            )
         return base.make_identity(
             f"{self.name}-agreement",
             self.model_name,
@@ -299,6 +310,30 @@ class EmbeddingJudge(base.JudgeBase):
         scores = self.similarities([(a, r) for _, a, r in items])
         return [self._pair_verdict("reference", s, self.agreement_threshold) for s in scores]
 
+    def judge_answer_relevance(self, items: Sequence[tuple[str, str]]) -> list[Verdict]:
+        """Per (question, answer), as :meth:`assess_batch` judges it: cosine(question, answer)
+        as the score, addressed when it is at least ``relevance_threshold``; not judged
+        (value None, the score kept: what calibration tunes a threshold on) without one, or
+        for an empty question or answer."""
+        wanted = [
+            i
+            for i, (q, a) in enumerate(items)
+            if base.check_text(q, "question").strip() and base.check_text(a, "answer").strip()
+        ]
+        scores = self.similarities([items[i] for i in wanted])
+        found: dict[int, float] = dict(zip(wanted, scores, strict=True))
+        verdicts: list[Verdict] = []
+        for i in range(len(items)):
+            if i not in found:
+                verdicts.append(Verdict("relevance", None, None, "empty question or answer"))
+                continue
+            addresses, raw = self._addresses(found[i])
+            reply = raw.get("relevance") or (
+                f"cosine(question, answer) {found[i]:.4f}; no relevance_threshold: not judged"
+            )
+            verdicts.append(Verdict("relevance", addresses, found[i], reply))
+        return verdicts
+
     def judge_contexts(self, items: Sequence[tuple[str, Contexts]]) -> list[list[Verdict]]:
         """Per (question, contexts): each context relevant when cosine(question, context) is
         at least ``context_threshold`` (asked of :attr:`context_judge`)."""
@@ -334,6 +369,14 @@ class EmbeddingJudge(base.JudgeBase):
                 AnswerAssessment(qid, answer, tuple(found), addresses, None, identity, raw, query)
             )
         return out
+
+    def with_relevance_threshold(self, threshold: float) -> EmbeddingJudge:
+        """The same model and cache with another ``relevance_threshold`` (and so another
+        identity, and answer-relevance question identity): what ``ragmetrics calibrate
+        --question answer-relevance`` tunes."""
+        copy = copy_module.copy(self)
+        copy.relevance_threshold = _cosine("relevance_threshold", threshold)
+        return copy
 
     def with_agreement_threshold(self, threshold: float) -> EmbeddingJudge:
         """The same model and cache with another ``agreement_threshold`` (and so another

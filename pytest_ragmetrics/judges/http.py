@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy as copy_module
 import dataclasses
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, Verdict
@@ -241,21 +241,42 @@ class HttpJudge(base.JudgeBase, EndpointUser):
         addresses: bool | None = None
         raw: dict[str, Any] = {}
         if self._judge_relevance and query.strip():
-            if not answer.strip():
-                addresses, raw["relevance"] = False, "empty answer"
-            else:
-                prompt = self._ask("relevance", query=query, answer=answer)
-                reply = self._cached_verdict("relevance", prompt, "answer relevance")
-                addresses, raw["relevance"] = reply["verdict"], reply["reply"]
+            verdict = self._addresses(query, answer, self._relevance_verdict)
+            addresses, raw["relevance"] = verdict.value, verdict.reply
         return claims, addresses, raw
+
+    def _relevance_verdict(self, prompt: str) -> dict[str, Any]:
+        return self._cached_verdict("relevance", prompt, "answer relevance")
+
+    def _addresses(
+        self, query: str, answer: str, ask: Callable[[str], Mapping[str, Any]]
+    ) -> Verdict:
+        """Whether ``answer`` addresses ``query``: no for an empty answer (nothing asked),
+        else the reply to the relevance question, asked with ``ask(prompt)``."""
+        if not answer.strip():
+            return Verdict("relevance", False, None, "empty answer")
+        reply = ask(self._ask("relevance", query=query, answer=answer))
+        return Verdict("relevance", reply["verdict"], None, reply["reply"])
 
     # -- the other questions: agreement with a reference, relevance of a context ---------------
 
-    def question_identity(self, task: Literal["agreement", "context"]) -> dict[str, Any]:
-        """The identity of one of the other questions (what its calibration is keyed by):
-        the agreement question's prompts and parameters, or :attr:`context_judge`'s."""
+    def question_identity(
+        self, task: Literal["relevance", "agreement", "context"]
+    ) -> dict[str, Any]:
+        """The identity of one of the other questions (what its calibration is keyed by): the
+        answer-relevance or agreement question's prompts and parameters, or
+        :attr:`context_judge`'s."""
         if task == "context":
             return self._context_judge.identity()
+        if task == "relevance":
+            return base.make_identity(
+                f"{self.name}-answer-relevance",
+                self.model,
+                f"system: {self.prompts['system']}\n\nrelevance question: "
+                f"{self.prompts['relevance']}\n\nThe answer addresses the question when the "
+                "reply starts with yes; an empty answer does not (nothing is asked).",
+                {**self._params, **self.client.api_identity()},
+            )
         return base.make_identity(
             f"{self.name}-agreement",
             self.model,
@@ -284,6 +305,29 @@ class HttpJudge(base.JudgeBase, EndpointUser):
         replies = self._ask_all("agreement", prompts, "reference agreement")
         return [
             Verdict("reference", replies[p]["verdict"], None, replies[p]["reply"]) for p in prompts
+        ]
+
+    def judge_answer_relevance(self, items: Sequence[tuple[str, str]]) -> list[Verdict]:
+        """Per (question, answer): "does this answer address the question?", asked as
+        :meth:`assess` asks it (the same prompt and cache; an empty answer does not, unasked);
+        ``concurrency`` questions in flight, each distinct question asked once."""
+        if not self._judge_relevance:
+            raise JudgeError(
+                "this HTTP judge was built with judge_relevance=False: it does not ask whether "
+                "an answer addresses the question"
+            )
+        for query, answer in items:
+            base.check_text(query, "question")
+            base.check_text(answer, "answer")
+        prompts = [
+            self._ask("relevance", query=q, answer=a) for q, a in items if a.strip() and q.strip()
+        ]
+        replies = self._ask_all("relevance", prompts, "answer relevance")
+        return [
+            Verdict("relevance", None, None, "empty question: not judged")
+            if not q.strip()
+            else self._addresses(q, a, replies.__getitem__)
+            for q, a in items
         ]
 
     def judge_contexts(

@@ -1,8 +1,9 @@
 """What a judge can do, as protocols: assess an answer (:class:`Judge`), give verdicts on given
 claims (:class:`ClaimJudge`, :class:`BatchClaimJudge`, :class:`ThresholdJudge`), judge answers
-against references (:class:`AgreementJudge`) and contexts against the question
-(:class:`ContextJudge`). The relevance judges' protocols are with their pair and verdict types
-in :mod:`~pytest_ragmetrics.judges.relevance`."""
+against the question (:class:`AnswerRelevanceJudge`) and against references
+(:class:`AgreementJudge`), and contexts against the question (:class:`ContextJudge`). The
+relevance judges' protocols are with their pair and verdict types in
+:mod:`~pytest_ragmetrics.judges.relevance`."""
 
 from __future__ import annotations
 
@@ -73,6 +74,16 @@ class AgreementJudge(Protocol):
 
 
 @runtime_checkable
+class AnswerRelevanceJudge(Protocol):
+    """Judges whether answers address their questions, as its ``assess`` does (what
+    calibration asks of it)."""
+
+    def judge_answer_relevance(self, items: Sequence[tuple[str, str]]) -> list[Verdict]:
+        """One verdict per (question, answer)."""
+        ...
+
+
+@runtime_checkable
 class ContextJudge(Protocol):
     """Judges whether each context is relevant to the question."""
 
@@ -83,6 +94,7 @@ class ContextJudge(Protocol):
 
 __all__ = [
     "AgreementJudge",
+    "AnswerRelevanceJudge",
     "BatchClaimJudge",
     "ClaimJudge",
     "ContextJudge",

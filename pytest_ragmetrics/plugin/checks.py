@@ -237,12 +237,14 @@ def gated_metrics(record: EvaluationRecord, session: RagSession) -> dict[str, st
     """Per answer-layer metric of ``record`` that may not fail its test, why: the calibrated
     κ of the question that decided it is unknown or below ``ragmetrics_min_judge_kappa``.
     Each metric has its question: the judge's own claim-support question for groundedness,
-    the agreement question for answer_correctness against free-text references, the context
-    question for context_relevance (the evaluation's ``identity["questions"]``). The judge's
-    answer-relevance question ("does this answer address the question?") is one no
-    calibration measures: a claim-support κ says nothing of it, so under the gate
-    answer_relevance is never enforced. Label references are matched by an exact rule:
-    never gated."""
+    the answer-relevance question ("does this answer address the question?") for
+    answer_relevance, the agreement question for answer_correctness against free-text
+    references, the context question for context_relevance (the evaluation's
+    ``identity["questions"]``, which judge_answers fills; ``ragmetrics calibrate --question
+    support|answer-relevance|agreement|relevance --save`` calibrates each). Assessments
+    recorded without the answer-relevance question's identity (not judged by judge_answers)
+    leave answer_relevance unenforced: a claim-support κ says nothing of it. Label references
+    are matched by an exact rule: never gated."""
     bound = session.settings.min_judge_kappa
     if record.layer != "answer" or bound is None:
         return {}
@@ -252,7 +254,7 @@ def gated_metrics(record: EvaluationRecord, session: RagSession) -> dict[str, st
     for metric in record.evaluation.metrics:
         identity = questions.get(metric, judge)
         if metric == "answer_relevance" and metric not in questions:
-            reason = _uncalibrated_relevance(identity, bound)
+            reason = _unknown_relevance_question(identity, bound)
         else:
             reason = _question_gate(identity, bound, session)
         if reason:
@@ -260,16 +262,18 @@ def gated_metrics(record: EvaluationRecord, session: RagSession) -> dict[str, st
     return reasons
 
 
-def _uncalibrated_relevance(identity: object, bound: float) -> str:
-    """Why the judge's answer-relevance verdicts may not fail a test under the gate."""
+def _unknown_relevance_question(identity: object, bound: float) -> str:
+    """Why answer-relevance verdicts recorded without their question's identity may not fail
+    a test under the gate."""
     if isinstance(identity, Mapping) and identity.get("exact"):
         return ""
     name = identity.get("name", "judge") if isinstance(identity, Mapping) else "judge"
     return (
-        f"judge {name!r} asks whether an answer addresses the question, which no calibration "
-        f"measures (ragmetrics calibrate measures claim support), and "
-        f"ragmetrics_min_judge_kappa = {bound:g} requires a calibrated question: thresholds "
-        "and baseline are not enforced"
+        f"judge {name!r} asks whether an answer addresses the question, and these assessments "
+        "do not record that question's identity, so no calibration vouches for it "
+        f"(ragmetrics_min_judge_kappa = {bound:g}); judge the answers with judge_answers and "
+        f"run `{_calibrate_command(f'{name}-answer-relevance')}`: thresholds and baseline are "
+        "not enforced"
     )
 
 
@@ -294,6 +298,8 @@ def _question_gate(identity: object, bound: float, session: RagSession) -> str:
 
 def _calibrate_command(name: str) -> str:
     """The command that calibrates the question a judge of this name asks."""
+    if name.endswith("-answer-relevance"):
+        return "ragmetrics calibrate --question answer-relevance --save"
     if name.endswith("-relevance"):
         return "ragmetrics calibrate --question relevance --save"
     if name.endswith("-agreement"):

@@ -254,9 +254,10 @@ class RagEval:
         fields = _cost_and_noise(evaluation, parts, noise)
         identity = _judge_identity(items)
         if judged is not None:
-            # The questions behind answer_correctness and context_relevance, what groundedness
-            # judged of each answer, and the pipeline that answered: a change to any of them
-            # shows as a configuration change, and each question has its own kappa gate.
+            # The questions behind answer_relevance, answer_correctness and context_relevance,
+            # what groundedness judged of each answer, and the pipeline that answered: a change
+            # to any of them shows as a configuration change, and each question has its own
+            # kappa gate.
             identity.update(judged.identity(evaluation.metrics))
         recorded = self._new_record(
             self._name(name, "answers"), evaluation, identity, dataset=None, report_fields=fields

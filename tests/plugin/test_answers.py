@@ -111,13 +111,17 @@ def test_a_claim_support_kappa_does_not_enforce_answer_relevance(
     pytester: pytest.Pytester,
 ) -> None:
     # Calibrated well for claim support; answer_relevance (0.667 < 0.9) is asked by another
-    # question, which no calibration measures: shown, said, never failing the test.
+    # question, whose identity assessments given as they are do not record: shown, said, not
+    # failing the test (judge_answers records it: tests/plugin/test_pipeline.py).
     tests = TESTS.replace("rag_threshold(groundedness=0.9)", "rag_threshold(answer_relevance=0.9)")
     make_project(pytester, ini='ragmetrics_min_judge_kappa = "0.6"\n', tests=tests)
     write_calibration(pytester, 0.8)
     note = (
         "*answer_relevance not enforced: judge 'toy-judge' asks whether an answer addresses the "
-        "question, which no calibration measures*"
+        "question, and these assessments do not record that question's identity, so no "
+        "calibration vouches for it (ragmetrics_min_judge_kappa = 0.6); judge the answers with "
+        "judge_answers and run `ragmetrics calibrate --question answer-relevance --save`: "
+        "thresholds and baseline are not enforced*"
     )
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)

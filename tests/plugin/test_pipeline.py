@@ -405,6 +405,55 @@ def test_each_answer_metric_has_its_own_kappa_gate(pytester: pytest.Pytester) ->
     )  # fmt: skip
 
 
+RELEVANCE_TESTS = """
+    import pytest
+    from pytest_ragmetrics.judges.answers import judge_answers
+
+    @pytest.mark.rag_threshold(answer_relevance=0.99)
+    def test_pipeline(rag_eval, rag_answers, rag_judge):
+        judge = rag_judge.with_relevance_threshold(0.9)
+        judged = judge_answers(judge, rag_answers, metrics=["groundedness", "answer_relevance"])
+        rag_eval.answers(judged, name="pipeline", metrics=["groundedness", "answer_relevance"])
+"""
+
+
+def test_answer_relevance_has_its_own_kappa_gate(pytester: pytest.Pytester) -> None:
+    project(pytester, tests=RELEVANCE_TESTS, ini=INI + 'ragmetrics_min_judge_kappa = "0.5"\n')
+    calibration = pytester.path / ".ragmetrics" / "calibration.json"
+    judge = words_judge(context_threshold=0.2, agreement_threshold=0.5)
+    judge = judge.with_relevance_threshold(0.9)
+    question = judge.question_identity("relevance")
+    # Claim support calibrated: groundedness is enforced; the answer-relevance question is
+    # not, so answer_relevance (below 0.99) may not fail the test.
+    save_kappa(calibration, judge.identity(), 0.8)
+    path = pytester.path / "report.json"
+    result = pytester.runpytest(f"--ragmetrics-json={path}", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*answer_relevance not enforced: judge 'embedding-answer-relevance' has no calibration "
+         "in *calibration.json (run `ragmetrics calibrate --question answer-relevance --save`); "
+         "thresholds and baseline are not enforced*"]
+    )  # fmt: skip
+    assert "groundedness not enforced" not in result.stdout.str()
+    identity = json.loads(path.read_text())["evaluations"][0]["identity"]
+    assert identity["questions"]["answer_relevance"] == question
+    # Calibrated above the bound: enforced, the threshold fails the test.
+    save_kappa(calibration, question, 0.7)
+    enforced = pytester.runpytest("-p", "no:randomly")
+    enforced.assert_outcomes(failed=1)
+    enforced.stdout.fnmatch_lines(["*answer_relevance = 0.[0-9][0-9][0-9][0-9] < threshold 0.99*"])
+    assert "not enforced" not in enforced.stdout.str()
+    # Below the bound: gated again, saying so.
+    save_kappa(calibration, question, 0.1)
+    low = pytester.runpytest("-p", "no:randomly")
+    low.assert_outcomes(passed=1)
+    low.stdout.fnmatch_lines(
+        ["*answer_relevance not enforced: judge 'embedding-answer-relevance' has Cohen's kappa "
+         "0.100 (n *) < ragmetrics_min_judge_kappa 0.5 (run `ragmetrics calibrate --question "
+         "answer-relevance --save`)*"]
+    )  # fmt: skip
+
+
 def test_label_references_are_enforced_without_any_calibration(
     pytester: pytest.Pytester,
 ) -> None:
