@@ -75,6 +75,14 @@ def _positive(example: int) -> Parser:
     return parse
 
 
+def _count(
+    name: str, help: str, example: int, *, default: str | None = None, cli: str | None = None
+) -> Option:
+    """A setting whose value is a whole number of at least 1 (``N``); ``example`` is the value
+    its error message suggests."""
+    return Option(name, help, default, parse=_positive(example), metavar="N", cli=cli)
+
+
 def _alpha(text: str, where: str) -> float:
     from pytest_ragmetrics.values import parse_float
 
@@ -292,11 +300,10 @@ OPTIONS: tuple[Option, ...] = (
         metavar="URL",
         cli="--url",
     ),
-    Option(
+    _count(
         "ragmetrics_judge_concurrency",
         "http judge: questions in flight at once (default: 1; 4 to 16 suits hosted APIs)",
-        parse=_positive(8),
-        metavar="N",
+        8,
         cli="--concurrency",
     ),
     Option(
@@ -342,12 +349,11 @@ OPTIONS: tuple[Option, ...] = (
         metavar="N",
         cli="--judge-seed",
     ),
-    Option(
+    _count(
         "ragmetrics_judge_repeats",
         "embedding and http judges: judge every answer this many times to measure the judge's "
         "noise (http: with seeds seed, seed+1, ...; default: 1)",
-        parse=_positive(3),
-        metavar="N",
+        3,
     ),
     Option(
         "ragmetrics_judge_verdicts",
@@ -378,11 +384,10 @@ OPTIONS: tuple[Option, ...] = (
         parse=_text,
         metavar="MODEL",
     ),
-    Option(
+    _count(
         "ragmetrics_generator_concurrency",
         "generator: requests in flight at once (default: 1)",
-        parse=_positive(8),
-        metavar="N",
+        8,
     ),
     Option(
         "ragmetrics_generator_timeout",
@@ -419,24 +424,21 @@ OPTIONS: tuple[Option, ...] = (
         parse=_integer(0),
         metavar="N",
     ),
-    Option(
+    _count(
         "ragmetrics_generator_max_tokens",
         "generator: the most tokens an answer may have (default: 128)",
-        parse=_positive(128),
-        metavar="N",
+        128,
     ),
-    Option(
+    _count(
         "ragmetrics_top_n",
         "contexts the rag_pipeline fixture gives the generator: the retriever's top n (default: 3)",
-        "3",
-        parse=_positive(3),
-        metavar="N",
+        3,
+        default="3",
     ),
-    Option(
+    _count(
         "ragmetrics_context_chars",
         "rag_pipeline: cut each context after this many characters (default: no cut)",
-        parse=_positive(2000),
-        metavar="N",
+        2000,
     ),
     Option(
         "ragmetrics_answers",
@@ -543,12 +545,11 @@ OPTIONS: tuple[Option, ...] = (
         metavar="FILE",
         cli="--html",
     ),
-    Option(
+    _count(
         "ragmetrics_html_worst",
         "queries shown in detail per metric in the HTML report (default: 10)",
-        "10",
-        parse=_positive(10),
-        metavar="N",
+        10,
+        default="10",
         cli="--worst",
     ),
     Option(
