@@ -48,6 +48,17 @@ RUBRIC = (
 )
 
 
+# How the questions other than claim support are answered (their identities' rules).
+_ANSWER_RELEVANCE_RULE = (
+    "the answer addresses the question when cosine(question, answer) >= threshold "
+    "(whole texts, L2-normalised embeddings); not judged without a threshold"
+)
+_AGREEMENT_RULE = (
+    "the answer agrees with the reference when cosine(answer, reference) >= threshold "
+    "(whole texts, L2-normalised embeddings)"
+)
+
+
 class EmbeddingJudge(base.JudgeBase):
     """Claims are answer sentences; supported when the best cosine similarity to a context
     sentence is at least ``threshold``.
@@ -256,27 +267,16 @@ class EmbeddingJudge(base.JudgeBase):
         --question relevance --judge embedding`` calibrates and saves)."""
         if task == "context":
             return self.context_judge.identity()
-        if task == "relevance":
-            return base.make_identity(
-                f"{self.name}-answer-relevance",
-                self.model_name,
-                "the answer addresses the question when cosine(question, answer) >= threshold "
-                "(whole texts, L2-normalised embeddings); not judged without a threshold",
-                {
-                    "model_digest": self._base_parameters["model_digest"],
-                    "threshold": self.relevance_threshold,
-                },
-            )
-        return base.make_identity(
-            f"{self.name}-agreement",
-            self.model_name,
-            "the answer agrees with the reference when cosine(answer, reference) >= threshold "
-            "(whole texts, L2-normalised embeddings)",
-            {
-                "model_digest": self._base_parameters["model_digest"],
-                "threshold": self.agreement_threshold,
-            },
+        name, rule, threshold = (
+            ("answer-relevance", _ANSWER_RELEVANCE_RULE, self.relevance_threshold)
+            if task == "relevance"
+            else ("agreement", _AGREEMENT_RULE, self.agreement_threshold)
         )
+        parameters = {
+            "model_digest": self._base_parameters["model_digest"],
+            "threshold": threshold,
+        }
+        return base.make_identity(f"{self.name}-{name}", self.model_name, rule, parameters)
 
     @property
     def context_judge(self) -> EmbeddingRelevanceJudge:

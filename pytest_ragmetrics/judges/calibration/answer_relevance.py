@@ -6,24 +6,26 @@ scored on the rest."""
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any
 
 from pytest_ragmetrics.data.assessments import Verdict
 from pytest_ragmetrics.data.textfile import read_jsonl
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
-from pytest_ragmetrics.judges.base import naming
-from pytest_ragmetrics.judges.calibration import figures
+from pytest_ragmetrics.judges.calibration import answer_questions, figures
 from pytest_ragmetrics.judges.protocols import AnswerRelevanceJudge, Judge
-from pytest_ragmetrics.progress import progress
 
 PathLike = str | os.PathLike[str]
 ANSWER_RELEVANCE_LABELS = {"RELEVANT": True, "NOT_RELEVANT": False}
 QUESTION = "answer-relevance"
+_QUESTION = answer_questions.AnswerQuestion(
+    "relevance", "answer-relevance", "judge_answer_relevance", "relevance_threshold"
+)
 
 
 @dataclass(frozen=True)
@@ -103,17 +105,6 @@ def read_answer_relevance_labels(path: PathLike) -> list[LabelledResponse]:
     return items
 
 
-class _Question(Protocol):
-    def question_identity(self, task: str) -> dict[str, Any]: ...
-
-
-class _RelevanceTunable(Protocol):
-    """A judge whose answer-relevance verdict is a score at or above a threshold (the
-    embedding judge)."""
-
-    def with_relevance_threshold(self, threshold: float) -> _Question: ...
-
-
 def calibrate_answer_relevance(
     judge: Any,
     labels: Sequence[LabelledResponse] | PathLike,
@@ -136,8 +127,6 @@ def calibrate_answer_relevance(
     threshold (what the κ gate looks up). Any other judge (or ``tune=False``) is scored on
     every item it gave a verdict. ``limit`` keeps the first N items (file order).
     """
-    from pytest_ragmetrics.judges.answers import question_identity
-
     started = time.perf_counter()
     path, items = _labelled_items(labels, limit)
     if not isinstance(judge, (AnswerRelevanceJudge, Judge)):
@@ -145,27 +134,16 @@ def calibrate_answer_relevance(
             f"judge {type(judge).__name__!r} has neither judge_answer_relevance(items) nor "
             "assess(...): it cannot answer the answer-relevance question"
         )
-    tunable = tune and callable(getattr(judge, "with_relevance_threshold", None))
-    if not tunable and getattr(judge, "relevance_threshold", 0.0) is None:
-        raise JudgeError(
-            f"judge {getattr(judge, 'name', 'judge')!r} has no relevance_threshold: it does not "
-            "judge answer relevance; give one, or let calibration tune it"
-        )
-    n_tune = figures.tuning_size(len(items), tune_fraction) if tunable else 0
-    verdicts = _verdicts(judge, items, path)
-    rows = [
-        figures.item_row(item.id, item.label, item.addresses, v.value, v.score, v.reply)
-        for item, v in zip(items, verdicts, strict=True)
-    ]
-    measured = figures.Measured.of(rows, _meta(items, path), started)
-    if tunable:
-        tunable_judge = cast("_RelevanceTunable", judge)
-        return measured.tuned(
-            lambda t: tunable_judge.with_relevance_threshold(t).question_identity("relevance"),
-            n_tune,
-            seed,
-        )
-    return measured.as_judged(question_identity(judge, "relevance"))
+    return answer_questions.calibrate_question(
+        judge,
+        _QUESTION,
+        answer_questions.Labels(items, lambda item: item.addresses, _meta(items, path), path),
+        functools.partial(_ask, judge),
+        tune=tune,
+        tune_fraction=tune_fraction,
+        seed=seed,
+        started=started,
+    )
 
 
 def _labelled_items(
@@ -216,38 +194,6 @@ def _ask(judge: Any, chunk: list[LabelledResponse]) -> list[Verdict]:
     if isinstance(judge, AnswerRelevanceJudge):
         return judge.judge_answer_relevance([(i.question, i.answer) for i in chunk])
     return [_assessed(judge, item) for item in chunk]
-
-
-def _verdicts(judge: Any, items: list[LabelledResponse], path: PathLike | None) -> list[Verdict]:
-    """One answer-relevance verdict per item, in order, with progress; a JudgeError names the
-    item."""
-    name = getattr(judge, "name", None) or type(judge).__name__
-    size = max(figures.BATCH, int(getattr(judge, "batch_size", figures.BATCH)))
-    verdicts: list[Verdict] = []
-    note = (
-        f"calibrating the {name} judge's answer-relevance question on {len(items):,} labelled "
-        "items: those not in its cache are judged now; a rerun reads the cache"
-    )
-    with progress(f"calibrating {name} answer relevance", len(items), note=note) as advance:
-        for start in range(0, len(items), size):
-            chunk = items[start : start + size]
-            try:
-                found = _ask(judge, chunk)
-            except JudgeError:
-                # Again one by one (answers already given come from the cache), so the error
-                # names the item it is about.
-                found = []
-                for item in chunk:
-                    with naming(figures.item_place(path, item.line, f"item {item.id!r}")):
-                        found += _ask(judge, [item])
-            if len(found) != len(chunk):
-                raise JudgeError(
-                    f"judge {name!r}: judge_answer_relevance returned {len(found)} verdicts for "
-                    f"{len(chunk)} items"
-                )
-            verdicts += found
-            advance(len(chunk))
-    return verdicts
 
 
 __all__ = [

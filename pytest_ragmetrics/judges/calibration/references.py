@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any
 
 from pytest_ragmetrics.data.assessments import Verdict
 from pytest_ragmetrics.data.textfile import read_jsonl
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
-from pytest_ragmetrics.judges.base import naming
-from pytest_ragmetrics.judges.calibration import figures
+from pytest_ragmetrics.judges.calibration import answer_questions, figures
 from pytest_ragmetrics.judges.protocols import AgreementJudge
-from pytest_ragmetrics.progress import progress
 
 PathLike = str | os.PathLike[str]
 AGREEMENT_LABELS = {"AGREE": True, "DISAGREE": False}
@@ -28,6 +26,9 @@ GENERIC_LAYOUT = "generic"
 SCIFACT_LAYOUT = "scifact claim_support"
 _GENERIC_FIELDS = ("answer", "reference")
 _SCIFACT_FIELDS = ("claim", "context_sentences", "evidence_sentences")
+_QUESTION = answer_questions.AnswerQuestion(
+    "agreement", "agreement", "judge_agreement", "agreement_threshold"
+)
 
 
 @dataclass(frozen=True)
@@ -236,8 +237,6 @@ def calibrate_agreement(
     verdict (an HTTP judge's unparseable replies are unjudged). ``limit`` keeps the first N
     items (file order).
     """
-    from pytest_ragmetrics.judges.answers import question_identity
-
     started = time.perf_counter()
     labels = _agreement_labels(items)
     figures.check_limit(limit)
@@ -249,22 +248,18 @@ def calibrate_agreement(
             f"judge {type(judge).__name__!r} has no judge_agreement(items): it cannot answer the "
             "agreement question; use the embedding or http judge"
         )
-    tunable = tune and callable(getattr(judge, "with_agreement_threshold", None))
-    n_tune = figures.tuning_size(len(chosen), tune_fraction) if tunable else 0
-    verdicts = _agreement_verdicts(judge, chosen, labels.path)
-    rows = [
-        figures.item_row(item.id, item.label, item.agrees, v.value, v.score, v.reply)
-        for item, v in zip(chosen, verdicts, strict=True)
-    ]
-    measured = figures.Measured.of(rows, _agreement_meta(labels, chosen), started)
-    if tunable:
-        tunable_judge = cast("_AgreementTunable", judge)
-        return measured.tuned(
-            lambda t: tunable_judge.with_agreement_threshold(t).question_identity("agreement"),
-            n_tune,
-            seed,
-        )
-    return measured.as_judged(question_identity(judge, "agreement"))
+    return answer_questions.calibrate_question(
+        judge,
+        _QUESTION,
+        answer_questions.Labels(
+            chosen, lambda item: item.agrees, _agreement_meta(labels, chosen), labels.path
+        ),
+        _ask_agreement(judge),
+        tune=tune,
+        tune_fraction=tune_fraction,
+        seed=seed,
+        started=started,
+    )
 
 
 def _agreement_labels(
@@ -297,50 +292,9 @@ def _agreement_meta(labels: AgreementLabels, chosen: list[LabelledAnswer]) -> di
     return meta
 
 
-class _AgreementQuestion(Protocol):
-    def question_identity(self, task: str) -> dict[str, Any]: ...
-
-
-class _AgreementTunable(Protocol):
-    """A judge whose agreement verdict is a score at or above a threshold (the embedding
-    judge)."""
-
-    def with_agreement_threshold(self, threshold: float) -> _AgreementQuestion: ...
-
-
-def _agreement_verdicts(
-    judge: Any, items: list[LabelledAnswer], path: PathLike | None
-) -> list[Verdict]:
-    """One agreement verdict per item, in order, with progress; a JudgeError names the item."""
-    name = getattr(judge, "name", None) or type(judge).__name__
-    size = max(figures.BATCH, int(getattr(judge, "batch_size", figures.BATCH)))
-    verdicts: list[Verdict] = []
-    note = (
-        f"calibrating the {name} judge's agreement question on {len(items):,} labelled items: "
-        "those not in its cache are judged now; a rerun reads the cache"
-    )
-    with progress(f"calibrating {name} agreement", len(items), note=note) as advance:
-        for start in range(0, len(items), size):
-            chunk = items[start : start + size]
-            try:
-                found = judge.judge_agreement([(i.question, i.answer, i.reference) for i in chunk])
-            except JudgeError:
-                # Again one by one (answers already given come from the cache), so the error
-                # names the item it is about.
-                found = []
-                for item in chunk:
-                    with naming(figures.item_place(path, item.line, f"item {item.id!r}")):
-                        found += judge.judge_agreement(
-                            [(item.question, item.answer, item.reference)]
-                        )
-            if len(found) != len(chunk):
-                raise JudgeError(
-                    f"judge {name!r}: judge_agreement returned {len(found)} verdicts for "
-                    f"{len(chunk)} items"
-                )
-            verdicts += found
-            advance(len(chunk))
-    return verdicts
+def _ask_agreement(judge: AgreementJudge) -> Callable[[list[LabelledAnswer]], list[Verdict]]:
+    """The agreement question as asked of labelled items."""
+    return lambda items: judge.judge_agreement([(i.question, i.answer, i.reference) for i in items])
 
 
 __all__ = [
