@@ -4,6 +4,7 @@ first use).
 One module per question: ``support`` (is this claim supported by this context?),
 ``answer_relevance`` (does this answer address the question?), ``references`` (does the answer
 agree with the reference?) and ``relevance`` (is this passage relevant to the question?);
+``answer_questions`` (what calibrating the two yes/no questions about an answer shares);
 ``figures`` (agreement, Cohen's kappa, the threshold tuned on one seeded part of the labels and
 scored on the other, :class:`CalibrationResult`) and ``store`` (the calibration file, per judge
 identity, that a gate reads to refuse a judge whose kappa is too low).
