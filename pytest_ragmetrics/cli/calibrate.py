@@ -108,7 +108,8 @@ def check_question_options(args: argparse.Namespace) -> None:
     every = dict.fromkeys(name for names in QUESTION_OPTIONS.values() for name in names)
     for name in every:
         if getattr(args, name) is not None and name not in QUESTION_OPTIONS[args.question]:
-            owners = " or ".join(q for q, names in QUESTION_OPTIONS.items() if name in names)
+            found = [q for q, names in QUESTION_OPTIONS.items() if name in names]
+            owners = " or ".join(filter(None, (", ".join(found[:-1]), found[-1])))
             flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{flag}: only with --question {owners}")
     if args.run is not None and len(args.run) > 1:

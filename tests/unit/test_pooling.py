@@ -590,7 +590,7 @@ def test_cli_calibrate_relevance_on_a_run(
         (["--run", "x.trec", "--negatives", "2"], "--negatives: not with --run"),
         (["--run", "x.trec", "--top", "0"], "--top must be a positive integer"),
         (["--max-chars", "0"], "--max-chars must be a positive integer"),
-        (["--labels", "x"], "--labels: only with --question support or agreement"),
+        (["--labels", "x"], "--labels: only with --question support, answer-relevance or agr"),
     ],
 )
 def test_cli_calibrate_relevance_usage_errors(
