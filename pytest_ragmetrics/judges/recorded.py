@@ -84,6 +84,14 @@ class RecordedJudge(JudgeBase):
                 f"about another answer ({recorded.answer[:60]!r}, not {answer[:60]!r}); "
                 "re-judge the new answer"
             )
+        asked = recorded.query.strip()
+        if recorded.addresses_question is not None and asked and asked != query.strip():
+            # Whether an answer addresses the question is a verdict about that question.
+            raise JudgeError(
+                f"{os.fspath(self.path)}:{line}: the recorded verdicts for query {qid!r} say "
+                f"whether the answer addresses another question ({recorded.query[:60]!r}, not "
+                f"{query[:60]!r}); re-judge it for this question"
+            )
         judge = dict(recorded.judge) or self._identity
         return AnswerAssessment(
             qid,

@@ -136,6 +136,20 @@ def test_recorded_judge_refuses_stale_or_missing_verdicts(tmp_path: Path) -> Non
         judge.assess("q", "x", [], query_id="q3")
 
 
+def test_recorded_relevance_verdicts_are_about_their_own_question(tmp_path: Path) -> None:
+    answer = "Paris is in France."
+    record = {"query_id": "q1", "query": "Where is Paris?", "answer": answer}
+    path = _write(tmp_path / "v.jsonl", [{**record, "addresses_question": True}])
+    judge = RecordedJudge(path)
+    assert judge.assess(" Where is Paris? ", answer, [], query_id="q1").answer_relevance == 1.0
+    with pytest.raises(JudgeError, match=r"v.jsonl:1: .* addresses another question"):
+        judge.assess("Who wrote Hamlet?", answer, [], query_id="q1")
+    # Claim support does not depend on the question: no relevance verdict, nothing refused.
+    claims = {**record, "claims": [{"text": answer, "supported": True}]}
+    only_claims = RecordedJudge(_write(tmp_path / "c.jsonl", [claims]))
+    assert only_claims.assess("Who wrote Hamlet?", answer, [], query_id="q1").groundedness == 1.0
+
+
 @pytest.mark.parametrize(
     ("lines", "line", "message"),
     [
