@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.calibration import result_at_kappa
 from tests.helpers.plugin_project import make_project
 
 TESTS = """
@@ -36,7 +37,7 @@ TESTS = """
 
 
 def write_calibration(pytester: pytest.Pytester, kappa: float) -> None:
-    from pytest_ragmetrics.judges.calibration import CalibrationResult, save_calibration
+    from pytest_ragmetrics.judges.calibration import save_calibration
 
     judge = {
         "name": "toy-judge",
@@ -47,14 +48,7 @@ def write_calibration(pytester: pytest.Pytester, kappa: float) -> None:
     }
     save_calibration(
         pytester.path / ".ragmetrics" / "calibration.json",
-        CalibrationResult(
-            judge=judge,
-            labels={"file": "labels.jsonl", "n": 20},
-            n=20,
-            accuracy=0.8,
-            kappa=kappa,
-            confusion={"tp": 8, "fp": 2, "fn": 2, "tn": 8},
-        ),
+        result_at_kappa(judge, kappa, {"file": "labels.jsonl", "n": 40_000}),
     )
 
 
@@ -87,7 +81,7 @@ def test_answer_layer_table_and_threshold(pytester: pytest.Pytester) -> None:
         (
             0.2,
             "passed",
-            "judge 'toy-judge' has Cohen's kappa 0.200 (n 20) < ragmetrics_min_judge_kappa "
+            "judge 'toy-judge' has Cohen's kappa 0.200 (n 40000) < ragmetrics_min_judge_kappa "
             "0.6 (run `ragmetrics calibrate --save`); thresholds and baseline are not enforced",
         ),
         (0.8, "failed", "*groundedness = 0.7500 < threshold 0.9*"),

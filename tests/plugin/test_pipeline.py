@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.calibration import result_at_kappa
 from tests.helpers.fake_openai import Reply, completion, serve
 from tests.helpers.plugin_project import SERIAL_AND_N2, make_project
 
@@ -307,15 +308,9 @@ def words_judge(**thresholds: float) -> Any:
 
 
 def save_kappa(path: Any, identity: dict[str, Any], kappa: float) -> None:
-    from pytest_ragmetrics.judges.calibration import CalibrationResult, save_calibration
+    from pytest_ragmetrics.judges.calibration import save_calibration
 
-    save_calibration(
-        path,
-        CalibrationResult(
-            judge=identity, labels={"n": 20}, n=20, accuracy=0.9, kappa=kappa,
-            confusion={"tp": 9, "fp": 1, "fn": 1, "tn": 9},
-        ),
-    )  # fmt: skip
+    save_calibration(path, result_at_kappa(identity, kappa))
 
 
 def test_the_questions_behind_each_metric_are_recorded(pytester: pytest.Pytester) -> None:

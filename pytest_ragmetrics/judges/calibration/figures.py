@@ -60,21 +60,30 @@ def agreement(human: Sequence[bool], judge: Sequence[bool]) -> Agreement:
         raise JudgeError(f"{len(human)} human labels but {len(judge)} judge verdicts")
     h = np.asarray(human, dtype=bool)
     j = np.asarray(judge, dtype=bool)
-    n = len(h)
-    tp = int(np.sum(h & j))
-    fp = int(np.sum(~h & j))
-    fn = int(np.sum(h & ~j))
-    tn = int(np.sum(~h & ~j))
-    confusion = {"tp": tp, "fp": fp, "fn": fn, "tn": tn}
+    return agreement_of_counts(
+        {
+            "tp": int(np.sum(h & j)),
+            "fp": int(np.sum(~h & j)),
+            "fn": int(np.sum(h & ~j)),
+            "tn": int(np.sum(~h & ~j)),
+        }
+    )
+
+
+def agreement_of_counts(confusion: Mapping[str, int]) -> Agreement:
+    """Accuracy and Cohen's kappa of a confusion matrix (``tp``, ``fp``, ``fn``, ``tn``)."""
+    tp, fp, fn, tn = (int(confusion[key]) for key in ("tp", "fp", "fn", "tn"))
+    counts = {"tp": tp, "fp": fp, "fn": fn, "tn": tn}
+    n = tp + fp + fn + tn
     if n == 0:
-        return Agreement(0, math.nan, math.nan, confusion)
+        return Agreement(0, math.nan, math.nan, counts)
     observed = (tp + tn) / n
     # kappa = (p_o - p_e) / (1 - p_e), p_e the chance agreement (both say yes by chance + both
     # say no by chance). Multiplied through by n * n it is a ratio of integers, divided once:
     # kappa exactly at a gate (84/280 = 0.3) is 0.3, not 0.29999999999999993.
     chance = (tp + fn) * (tp + fp) + (fp + tn) * (fn + tn)
     kappa = math.nan if chance == n * n else (n * (tp + tn) - chance) / (n * n - chance)
-    return Agreement(n, observed, kappa, confusion)
+    return Agreement(n, observed, kappa, counts)
 
 
 def cohen_kappa(human: Sequence[bool], judge: Sequence[bool]) -> float:

@@ -13,7 +13,7 @@ from typing import Any
 from pytest_ragmetrics.errors import JudgeError
 from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, read_json_file
 from pytest_ragmetrics.judges.base import identity_hash
-from pytest_ragmetrics.judges.calibration.figures import CalibrationResult
+from pytest_ragmetrics.judges.calibration.figures import CalibrationResult, agreement_of_counts
 
 PathLike = str | os.PathLike[str]
 CALIBRATION_SCHEMA = 1
@@ -59,16 +59,51 @@ def save_calibration(path: PathLike, result: CalibrationResult, *, hint: str = "
 def load_calibration(path: PathLike, judge_identity: Mapping[str, Any]) -> CalibrationResult | None:
     """The recorded calibration of the judge with this identity, or None."""
     store = _read_store(Path(path))
-    entry = store["judges"].get(identity_hash(judge_identity))
+    key = identity_hash(judge_identity)
+    entry = store["judges"].get(key)
     if entry is None:
         return None
+    name = judge_identity.get("name")
     try:
-        return CalibrationResult.from_dict(entry)
+        result = CalibrationResult.from_dict(entry)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise JudgeError(
-            f"{path}: the calibration record of judge {judge_identity.get('name')!r} is "
-            f"malformed ({exc!r}); run `ragmetrics calibrate --save` again"
+            f"{path}: the calibration record of judge {name!r} is malformed ({exc!r}); run "
+            "`ragmetrics calibrate --save` again"
         ) from None
+    problem = _inconsistency(result, key)
+    if problem:
+        raise JudgeError(
+            f"{path}: the calibration record of judge {name!r} {problem}: it was edited or "
+            "merged by hand, and the gate does not trust it; run `ragmetrics calibrate --save` "
+            "again"
+        )
+    return result
+
+
+def _inconsistency(result: CalibrationResult, key: str) -> str:
+    """What in a record read back does not follow from the rest ('' when nothing): it is
+    filed under another judge's key, or its n, accuracy or kappa are not those of its
+    confusion counts (a kappa edited by hand, or one side of a merge conflict)."""
+    if result.judge_key != key:
+        return f"is filed under key {key[:12]} but is about judge {result.judge_key[:12]}"
+    counts = result.confusion
+    if set(counts) != {"tp", "fp", "fn", "tn"} or min(counts.values()) < 0:
+        return f"has confusion counts {counts}, not tp, fp, fn and tn at least 0"
+    found = agreement_of_counts(counts)
+    if found.n != result.n:
+        return f"says n {result.n}, but its confusion counts {counts} add up to {found.n}"
+    for what, said, follows in (
+        ("accuracy", result.accuracy, found.accuracy),
+        ("kappa", result.kappa, found.kappa),
+    ):
+        both_nan = math.isnan(said) and math.isnan(follows)
+        if not both_nan and not math.isclose(said, follows, rel_tol=0.0, abs_tol=1e-9):
+            return f"says {what} {said:g}, but its confusion counts {counts} give {follows:g}"
+    gated = result.gate_kappa
+    if result.unjudged < 0 or (gated is not None and not -1.0 <= gated <= 1.0):
+        return f"has unjudged {result.unjudged} and gate_kappa {gated}, out of range"
+    return ""
 
 
 def load_kappa(path: PathLike, judge_identity: Mapping[str, Any]) -> float | None:

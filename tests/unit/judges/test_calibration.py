@@ -11,6 +11,7 @@ import math
 import os
 import re
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -361,6 +362,38 @@ def test_malformed_calibration_record(tmp_path: Path) -> None:
     identity = {"name": "x"}
     store.write_text(json.dumps({"schema": 1, "judges": {identity_hash(identity): {"n": 1}}}))
     with pytest.raises(JudgeError, match="record of judge 'x' is malformed"):
+        load_kappa(store, identity)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda r: r.update(kappa=0.9), r"says kappa 0.9, but its confusion counts .* give 0.6"),
+        (lambda r: r.update(accuracy=1.0), r"says accuracy 1, but .* give 0.8"),
+        (lambda r: r.update(n=10), r"says n 10, but its confusion counts .* add up to 20"),
+        (lambda r: r["confusion"].update(tp=10, fp=0), r"says accuracy 0.8, but .* give 0.9"),
+        (lambda r: r["confusion"].pop("tn"), r"confusion counts .* not tp, fp, fn and tn"),
+        (lambda r: r["confusion"].update(fp=-2, tp=12), r"not tp, fp, fn and tn at least 0"),
+        (lambda r: r.update(unjudged=2, gate_kappa=1.5), r"gate_kappa 1.5, out of range"),
+        (lambda r: r["judge"].update(name="y"), r"is filed under key .* but is about judge"),
+    ],
+)
+def test_a_record_edited_by_hand_is_not_trusted(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], Any], message: str
+) -> None:
+    """A kappa raised by hand, or one side of a merge conflict: the gate would trust a kappa
+    its own counts contradict, or a record about another judge."""
+    store = tmp_path / "calibration.json"
+    identity = {"name": "x"}
+    confusion = {"tp": 8, "fp": 2, "fn": 2, "tn": 8}
+    save_calibration(store, CalibrationResult(identity, {"n": 20}, 20, 0.8, 0.6, confusion))
+    assert load_kappa(store, identity) == 0.6
+    data = json.loads(store.read_text())
+    edit(data["judges"][identity_hash(identity)])
+    store.write_text(json.dumps(data))
+    with pytest.raises(
+        JudgeError, match=r"record of judge 'x' .*" + message + ".*calibrate --save"
+    ):
         load_kappa(store, identity)
 
 

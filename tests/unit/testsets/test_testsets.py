@@ -14,13 +14,14 @@ from pytest_ragmetrics.data.answers import load_references
 from pytest_ragmetrics.data.layouts import load_dataset
 from pytest_ragmetrics.errors import ConfigError, DataFormatError
 from pytest_ragmetrics.judges import RecordedRelevanceJudge
-from pytest_ragmetrics.judges.calibration import CalibrationResult, save_calibration
+from pytest_ragmetrics.judges.calibration import save_calibration
 from pytest_ragmetrics.testsets import filters
 from pytest_ragmetrics.testsets.build import FilterSettings, build_testset
 from pytest_ragmetrics.testsets.folder import write_testset
 from pytest_ragmetrics.testsets.model import Candidate
 from pytest_ragmetrics.testsets.offline import OfflineGenerator
 from pytest_ragmetrics.testsets.review import apply_review, read_review
+from tests.helpers.calibration import result_at_kappa
 from tests.helpers.testset_data import corpus
 
 
@@ -128,10 +129,7 @@ def _verdicts(tmp_path: Path, cands: list[Candidate], no: set[str]) -> RecordedR
 
 
 def _calibrate(path: Path, judge: RecordedRelevanceJudge, kappa: float) -> None:
-    confusion = {"tp": 8, "fn": 1, "fp": 1, "tn": 8}
-    save_calibration(
-        path, CalibrationResult(judge.identity(), {"n": 18}, 18, 0.9, kappa, confusion)
-    )
+    save_calibration(path, result_at_kappa(judge.identity(), kappa))
 
 
 def test_answerability_applies_only_for_a_calibrated_judge(tmp_path: Path) -> None:
