@@ -29,7 +29,9 @@ counts by its path relative to the project, so a checkout elsewhere has the same
 An object's values and a function's defaults, closure values and globals are read once per
 process, when first hashed: a counter or memo the function fills as it runs (a dict in a
 closure, a module-level list) does not move the identity of a second retriever built over the
-same one; a set's or dict's items count alike in whatever order they are met. A global
+same one, while a name rebound to another object since (a model swapped by
+``monkeypatch.setattr``) is read again; a set's or dict's items count alike in whatever order
+they are met. A global
 counts by what its name held then: a module by its name, code of the module by its parts, a
 library's function or class by its name, any other value (a model, an index, an array or a
 dict loaded at import) by its content. Objects that describe themselves count by that
@@ -228,7 +230,9 @@ class _Walker:
             return  # a library's function: its name is enough
         where = function.__qualname__
         yield from self.code(function.__code__)
-        yield from self.snapshot(function, lambda w: w.bound(function, where), whole=False)
+        yield from self.snapshot(
+            function, lambda w: w.bound(function, where), whole=False, stamp=_bindings(function)
+        )
 
     def bound(self, function: types.FunctionType, where: str) -> Iterator[str]:
         """The values a function holds or names: its defaults, its closure cells and the
@@ -399,33 +403,44 @@ class _Walker:
         """An object's own values (``self.a``: its ``__dict__`` and slots), read once per
         process (:meth:`snapshot`)."""
         attributes = attributes_of(thing) or []
-        yield from self.snapshot(thing, lambda w: w.values(attributes, where), whole=True)
+        yield from self.snapshot(
+            thing,
+            lambda w: w.values(attributes, where),
+            whole=True,
+            stamp=_stamp(value for _, value in attributes),
+        )
 
     def snapshot(
-        self, thing: Any, read: Callable[[_Walker], Iterable[str]], whole: bool
+        self,
+        thing: Any,
+        read: Callable[[_Walker], Iterable[str]],
+        whole: bool,
+        stamp: tuple[int, ...] = (),
     ) -> Iterator[str]:
         """``read(walker)``: the values an object or a function holds, as they were when this
         process first hashed it: a counter or memo the function fills as it runs (a dict in a
         closure, a default, ``self.memo``) does not move the identity of a second retriever
-        over the same one. Read by a walker of its own, so the text depends on ``thing``
-        alone, not on what was hashed before: an object's (``whole``) reads all it reaches
-        inline, a function's reads other functions inline and objects by their snapshots."""
+        over the same one. A name rebound to another object since (``stamp``, see
+        :func:`_stamp`: a model swapped by ``monkeypatch.setattr``) is read again. Read by a
+        walker of its own, so the text depends on ``thing`` alone, not on what was hashed
+        before: an object's (``whole``) reads all it reaches inline, a function's reads other
+        functions inline and objects by their snapshots."""
         if self.inline_objects if whole else self.inline_functions:
             yield from read(self)
             return
         key = id(thing)  # only to find the snapshot; checked against a weak reference
         found = _SNAPSHOTS.get(key)
-        if found is None or found[0]() is not thing or found[1] != self.module:
+        if found is None or found[0]() is not thing or found[1:3] != (self.module, stamp):
             walker = _Walker(None, self.module)
             walker.inline_functions, walker.inline_objects = True, whole
             walker.active.add(key)
             walker.seen[key] = None
             parts = tuple(read(walker))
-            found = (_weak(thing, key), self.module, parts, tuple(walker.unidentified))
+            found = (_weak(thing, key), self.module, stamp, parts, tuple(walker.unidentified))
             if found[0]() is thing:
                 _SNAPSHOTS[key] = found
-        self.unidentified.extend(n for n in found[3] if n not in self.unidentified)
-        yield from found[2]
+        self.unidentified.extend(n for n in found[4] if n not in self.unidentified)
+        yield from found[3]
 
     def apart(self, texts: Iterable[str]) -> list[str]:
         """``texts`` (the items of a set or dict, computed as they are iterated), each as if
@@ -522,8 +537,36 @@ def _member_code(member: Any) -> list[Any]:
 
 
 #: One snapshot per object this process has hashed the values of (see _Walker.attributes):
-#: id -> (weak reference, module, parts, what could not be identified). Never in a digest.
-_SNAPSHOTS: dict[int, tuple[Callable[[], Any], str | None, tuple[str, ...], tuple[str, ...]]] = {}
+#: id -> (weak reference, module, stamp, parts, what could not be identified). Never in a
+#: digest.
+_SNAPSHOTS: dict[
+    int,
+    tuple[Callable[[], Any], str | None, tuple[int, ...], tuple[str, ...], tuple[str, ...]],
+] = {}
+#: Values a name may be rebound to as a function runs without making its snapshot stale.
+_SCALARS = (int, float, complex, str, bytes, type(None))
+
+
+def _stamp(values: Iterable[Any]) -> tuple[int, ...]:
+    """What a snapshot remembers of the values it read, to see a name rebound since: the id of
+    each that is not a plain number or text. A model, index, dict or object swapped for another
+    (by ``monkeypatch.setattr``, or a conftest) is read again; a counter rebound to the next
+    number (``CALLS += 1``) and a memo filled in place are not, or every search would move the
+    identity of the next retriever."""
+    return tuple(0 if isinstance(value, _SCALARS) else id(value) for value in values)
+
+
+def _bindings(function: types.FunctionType) -> tuple[int, ...]:
+    """:func:`_stamp` of the values a function's closure cells and named globals hold now."""
+    cells = []
+    for cell in function.__closure__ or ():
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            cells.append(None)
+    namespace = function.__globals__
+    named = (namespace.get(name) for name in _global_names(function.__code__))
+    return _stamp([*cells, *named])
 
 
 def _weak(thing: Any, key: int) -> Callable[[], Any]:

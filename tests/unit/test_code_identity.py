@@ -557,6 +557,15 @@ RNG = random.Random(0)
 
 def remote(text, k):
     return [str(RNG.random())][:k]
+
+
+CALLS = 0
+
+
+def counted(text, k):
+    global CALLS
+    CALLS += 1
+    return [text][:k]
 """
 
 
@@ -597,6 +606,28 @@ def test_a_global_the_function_fills_does_not_move_its_identity(tmp_path: Path) 
     first = from_function(module.search, cache=tmp_path / "cache")
     second = from_function(module.search, cache=tmp_path / "cache")
     assert first.identity() == second.identity()
+
+
+def test_a_global_rebound_to_another_object_is_read_again(tmp_path: Path) -> None:
+    """monkeypatch.setattr(module, "MODEL", other) in one test, the real model in the next:
+    the function's values were read once per process, so both had one identity and the second
+    retriever was served the first one's cached runs."""
+    import pytest
+
+    module: Any = _load(tmp_path, GLOBALS, "globals_rebound_module")
+    real = code_digest(module.search)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "MODEL", module.Model("fake"))
+        fake = code_digest(module.search)
+        patch.setattr(module, "SETTINGS", {"k1": 0.9, "b": 0.75})
+        assert code_digest(module.search) not in (fake, real)
+    assert fake != real
+    assert code_digest(module.search) == real  # the real model again: its identity again
+    # Rebinding a number (a counter the function keeps) still does not move it.
+    module.CALLS = 0
+    counted = code_digest(module.counted)
+    module.counted("a", 1)
+    assert module.CALLS == 1 and code_digest(module.counted) == counted
 
 
 def test_a_global_the_digest_cannot_read_refuses_a_cache(tmp_path: Path) -> None:
