@@ -41,8 +41,10 @@ class RecordedJudge(JudgeBase):
     """Replays recorded assessments, looked up by query id.
 
     The recorded answer must be the answer being assessed (else the verdicts are about
-    another text and a JudgeError says so); a record without an answer matches any. The
-    identity names the file's content hash, so new verdicts make a new judge.
+    another text and a JudgeError says so); a record without an answer matches an answer that
+    holds each recorded claim (whitespace aside). A claim's recorded evidence must name
+    contexts given now (by the ids the file uses). The identity names the file's content
+    hash, so new verdicts make a new judge.
     """
 
     name = "recorded"
@@ -71,7 +73,7 @@ class RecordedJudge(JudgeBase):
 
     def _assess(self, qid: str, query: str, answer: str, contexts: Contexts) -> AnswerAssessment:
         """The recorded assessment of ``query_id`` (or of the query's default id)."""
-        normalise_contexts(contexts)
+        given = {cid for cid, _ in normalise_contexts(contexts)}
         if qid not in self._records:
             raise JudgeError(
                 f"{os.fspath(self.path)}: no recorded verdicts for query {qid!r}; record them "
@@ -84,6 +86,9 @@ class RecordedJudge(JudgeBase):
                 f"about another answer ({recorded.answer[:60]!r}, not {answer[:60]!r}); "
                 "re-judge the new answer"
             )
+        if not recorded.answer:
+            _check_claims_in_answer(self.path, line, qid, recorded, answer)
+        _check_evidence_given(self.path, line, qid, recorded, given)
         asked = recorded.query.strip()
         if recorded.addresses_question is not None and asked and asked != query.strip():
             # Whether an answer addresses the question is a verdict about that question.
@@ -103,6 +108,42 @@ class RecordedJudge(JudgeBase):
             recorded.raw,
             recorded.query or query,
         )
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _check_claims_in_answer(
+    path: Path, line: int, qid: str, recorded: AnswerAssessment, answer: str
+) -> None:
+    """A record without its answer is replayed only for an answer that holds its claims:
+    otherwise its verdicts are about another text and nothing would say so."""
+    said = _words(answer)
+    for claim in recorded.claims:
+        if _words(claim.text) not in said:
+            raise JudgeError(
+                f"{os.fspath(path)}:{line}: the recorded claim {claim.text[:60]!r} of query "
+                f"{qid!r} is not in the answer being assessed ({answer[:60]!r}); re-judge the "
+                "new answer, or record the answer the verdicts are about ('answer')"
+            )
+
+
+def _check_evidence_given(
+    path: Path, line: int, qid: str, recorded: AnswerAssessment, given: set[str]
+) -> None:
+    """A claim recorded as supported by a context that is not among those given now: the
+    support was judged against other passages."""
+    for claim in recorded.claims:
+        missing = [e for e in claim.evidence if e not in given]
+        if missing:
+            shown = ", ".join(repr(c) for c in sorted(given)) or "none"
+            raise JudgeError(
+                f"{os.fspath(path)}:{line}: the recorded claim {claim.text[:60]!r} of query "
+                f"{qid!r} cites context {missing[0]!r}, which is not among the contexts given "
+                f"now ({shown}); re-judge it against these contexts, or pass them with the "
+                "ids the file uses (a mapping id -> passage)"
+            )
 
 
 # -- relevance verdicts ----------------------------------------------------------------------

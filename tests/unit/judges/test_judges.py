@@ -113,11 +113,11 @@ def test_recorded_judge_replays_by_query_id(tmp_path: Path) -> None:
     judge = RecordedJudge(path)
     assert len(judge) == 2
     a = judge.assess(
-        "q?", "Paris is in France. It has ten million bridges.", ["ctx"], query_id="q1"
+        "q?", "Paris is in France. It has ten million bridges.", {"c1": "ctx"}, query_id="q1"
     )
     assert a.groundedness == 0.5 and a.answer_relevance == 1.0
     assert a.judge == {"name": "annotator-7"}  # the record's own judge wins
-    b = judge.assess("q?", "anything at all", {}, query_id="q2")
+    b = judge.assess("q?", "Anything at all.  Unjudged\nclaim.", {}, query_id="q2")
     assert b.judge == judge.identity()
     assert b.answer_relevance == 0.5
     evaluation = evaluate_answers(judge.assessments())
@@ -148,6 +148,41 @@ def test_recorded_relevance_verdicts_are_about_their_own_question(tmp_path: Path
     claims = {**record, "claims": [{"text": answer, "supported": True}]}
     only_claims = RecordedJudge(_write(tmp_path / "c.jsonl", [claims]))
     assert only_claims.assess("Who wrote Hamlet?", answer, [], query_id="q1").groundedness == 1.0
+
+
+@pytest.mark.parametrize(
+    ("contexts", "cited"),
+    [
+        (["Paris is the capital of France."], "c1"),  # a list: ids "0", "1", ...
+        ({"c2": "Paris is the capital of France."}, "c1"),
+        ({}, "c1"),
+    ],
+)
+def test_recorded_support_cites_contexts_given_now(
+    tmp_path: Path, contexts: Any, cited: str
+) -> None:
+    """Support recorded against a context no longer given was judged against other passages:
+    replaying it would keep a groundedness the new contexts may not give."""
+    judge = RecordedJudge(_write(tmp_path / "v.jsonl", [RECORDS[0]]))
+    answer = RECORDS[0]["answer"]
+    with pytest.raises(JudgeError, match=rf"v.jsonl:1: .* cites context '{cited}', which is not"):
+        judge.assess("q", answer, contexts, query_id="q1")
+    kept = judge.assess("q", answer, {"c1": "x", "c9": "y"}, query_id="q1")
+    assert kept.claims[0].evidence == ("c1",) and kept.groundedness == 0.5
+
+
+@pytest.mark.parametrize(
+    "answer", ["Berlin is in Germany.", "Paris is in France.", "It has ten million bridges"]
+)
+def test_recorded_claims_without_answer_must_be_in_the_answer(tmp_path: Path, answer: str) -> None:
+    """A record without its answer: its claims' verdicts are replayed only for an answer that
+    says those claims, not for whatever the generator says now."""
+    record = {k: v for k, v in RECORDS[0].items() if k != "answer"}
+    judge = RecordedJudge(_write(tmp_path / "v.jsonl", [record]))
+    with pytest.raises(JudgeError, match=r"v.jsonl:1: the recorded claim .* is not in the answer"):
+        judge.assess("q", answer, {"c1": "x"}, query_id="q1")
+    full = "Paris is in France.\nIt has ten million   bridges. And more."
+    assert judge.assess("q", full, {"c1": "x"}, query_id="q1").groundedness == 0.5
 
 
 @pytest.mark.parametrize(
