@@ -225,11 +225,18 @@ def write_answers(
 @dataclass(frozen=True)
 class Reference:
     """What a correct answer to one query says: free ``text``, a ``label``, or both (the
-    label then decides: exact match after :func:`normalise_label`)."""
+    label then decides: exact match after :func:`normalise_label`). A blank text or label
+    (whitespace only) is none: a blank label would otherwise decide, and match no answer."""
 
     query_id: str
     text: str | None = None
     label: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("text", "label"):
+            value = getattr(self, name)
+            if isinstance(value, str) and not value.strip():
+                object.__setattr__(self, name, None)
 
 
 class References(Mapping[str, Reference]):
@@ -267,13 +274,14 @@ def read_references(path: PathLike) -> References:
         qid = _query_id(record, p, line)
         text = _optional_str(record, "answer", p, line)
         label = _optional_str(record, "label", p, line)
-        if not (text and text.strip()) and not (label and label.strip()):
+        reference = Reference(qid, text, label)
+        if reference.text is None and reference.label is None:
             raise DataFormatError(
                 f"query {qid!r}: a reference needs a non-empty 'answer' (free text) or 'label'",
                 p,
                 line,
             )
-        if label is not None and label.strip() and not normalise_label(label):
+        if reference.label is not None and not normalise_label(reference.label):
             raise DataFormatError(
                 f"query {qid!r}: label {label!r} has no letter or digit, so no answer can "
                 "match it (labels are compared after normalise_label)",
@@ -285,7 +293,7 @@ def read_references(path: PathLike) -> References:
                 f"query id {qid!r} already has a reference on line {first[qid]}", p, line
             )
         first[qid] = line
-        found.append(Reference(qid, text or None, label or None))
+        found.append(reference)
     if not found:
         raise DataFormatError("no references in the file (it is empty)", p)
     return References(found, os.fspath(p))

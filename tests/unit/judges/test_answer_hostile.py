@@ -158,3 +158,23 @@ def test_a_judge_returning_too_few_verdicts_is_named() -> None:
             metrics=["context_relevance"],
             references=References([]),
         )
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t\n", "\u3000"])
+def test_a_blank_label_is_no_label(tmp_path: Path, blank: str) -> None:
+    """A blank label beside free text was kept as an exact label that no answer gives, so
+    every answer scored 0 for correctness; it is no label, and the text decides."""
+    path = tmp_path / "answers.jsonl"
+    path.write_text(
+        line(query_id="1", answer="Paris is in France.", label=blank)
+        + line(query_id="2", answer=blank, label="SUPPORT")
+    )
+    references = read_references(path)
+    assert references["1"] == Reference("1", "Paris is in France.", None)
+    assert references["2"] == Reference("2", None, "SUPPORT")
+    assert references.labels == ["SUPPORT"]
+    assert Reference("3", "text", blank).label is None
+    path.write_text(line(query_id="1", answer=blank, label=blank))
+    with pytest.raises(DataFormatError, match=r"answers\.jsonl:1: query '1': a reference needs"):
+        read_references(path)
+
