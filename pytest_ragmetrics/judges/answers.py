@@ -146,14 +146,11 @@ def assess_answers(
     verdict label). ``context_judge`` (default: ``judge``) answers the context-relevance
     question: a :class:`~pytest_ragmetrics.judges.relevance.RelevanceJudge` (the relevance
     judges pooling uses, calibrated against qrels) or a :class:`ContextJudge`."""
-    items = list(answers)
+    items, metrics = checked_arguments(answers, references, metrics)
     wanted = set(metrics)
-    unknown = wanted - set(ANSWER_METRICS)
-    if unknown:
-        raise JudgeError(f"assess_answers: unknown answer-layer metrics {sorted(unknown)}")
     judged = items
     if claims_of is not None:
-        judged = [dataclasses.replace(a, answer=claims_of(a.answer)) for a in items]
+        judged = [dataclasses.replace(a, answer=_claims_part(claims_of, a)) for a in items]
     assessments = _base(judge, judged, wanted, concurrency)
     if "answer_correctness" in wanted and references:
         assessments = _with_correctness(judge, items, assessments, references)
@@ -164,6 +161,68 @@ def assess_answers(
             for done, found in zip(assessments, verdicts, strict=True)
         ]
     return assessments
+
+
+def checked_arguments(
+    answers: Iterable[GeneratedAnswer],
+    references: Mapping[str, Reference] | None,
+    metrics: Sequence[str],
+) -> tuple[list[GeneratedAnswer], tuple[str, ...]]:
+    """The answers as a list and the metrics as a tuple, each argument checked: anything else
+    than GeneratedAnswers, a reference mapping of Reference records filed under their own
+    query ids, and a sequence of known metric names is a JudgeError naming the argument
+    (rather than an AttributeError from deep inside judging, or a string read letter by
+    letter as metric names)."""
+    if isinstance(answers, (str, bytes, Mapping)):
+        raise JudgeError(
+            f"answers must be an iterable of GeneratedAnswer, not a {type(answers).__name__}"
+        )
+    items = list(answers)
+    for k, item in enumerate(items):
+        if not isinstance(item, GeneratedAnswer):
+            raise JudgeError(
+                f"answers[{k}] is a {type(item).__name__}, not a GeneratedAnswer; build one "
+                "with GeneratedAnswer(query_id, query, answer, contexts)"
+            )
+    if references is not None:
+        if not isinstance(references, Mapping):
+            raise JudgeError(
+                "references must map query id -> Reference (read_references(path) gives "
+                f"one), not a {type(references).__name__}"
+            )
+        for qid, reference in references.items():
+            if not isinstance(reference, Reference):
+                raise JudgeError(
+                    f"references[{qid!r}] is a {type(reference).__name__}, not a Reference; "
+                    f"write Reference({qid!r}, text=...) or Reference({qid!r}, label=...)"
+                )
+            if reference.query_id != qid:
+                raise JudgeError(
+                    f"references[{qid!r}] is the reference of query {reference.query_id!r}"
+                )
+    if isinstance(metrics, (str, bytes)) or not isinstance(metrics, Iterable):
+        raise JudgeError(
+            f"metrics must be a list of answer-layer metric names, not {metrics!r}; e.g. "
+            f"metrics=[{metrics!r}]"
+        )
+    names = tuple(metrics)
+    unknown = [m for m in names if m not in ANSWER_METRICS]
+    if unknown:
+        raise JudgeError(
+            f"unknown answer-layer metrics {unknown}; known: {', '.join(ANSWER_METRICS)}"
+        )
+    return items, names
+
+
+def _claims_part(claims_of: Callable[[str], str], answer: GeneratedAnswer) -> str:
+    part = claims_of(answer.answer)
+    if not isinstance(part, str):
+        raise JudgeError(
+            f"claims_of ({getattr(claims_of, '__name__', repr(claims_of))}) returned a "
+            f"{type(part).__name__} for query {answer.query_id!r}; it must return the part of "
+            "the answer whose claims groundedness judges (a string)"
+        )
+    return part
 
 
 def context_verdicts(judge: Any, items: Sequence[GeneratedAnswer]) -> list[list[Verdict]]:
@@ -334,7 +393,7 @@ def judge_answers(
     would send requests does not happen: :class:`~pytest_ragmetrics.errors.DryRun` is raised,
     saying how many (:func:`plan_judging`), or that the judge cannot tell; a judge that
     judges here, or finds every question in its cache, judges as usual."""
-    items = list(answers)
+    items, metrics = checked_arguments(answers, references, metrics)
     repeats = configured_repeats(judge, repeats)
     asked: dict[str, Any] = {
         "references": references,

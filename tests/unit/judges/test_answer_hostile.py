@@ -24,7 +24,8 @@ from pytest_ragmetrics.data.answers import (
 from pytest_ragmetrics.data.assessments import Verdict
 from pytest_ragmetrics.errors import DataFormatError, GeneratorError, JudgeError
 from pytest_ragmetrics.generation import ChatGenerator, RecordedAnswers, answer_all
-from pytest_ragmetrics.judges.answers import assess_answers, label_verdict
+from pytest_ragmetrics.judges import RecordedJudge
+from pytest_ragmetrics.judges.answers import assess_answers, judge_answers, label_verdict
 from pytest_ragmetrics.transport import Endpoint
 from tests.helpers.fake_openai import Reply, serve
 
@@ -178,3 +179,42 @@ def test_a_blank_label_is_no_label(tmp_path: Path, blank: str) -> None:
     with pytest.raises(DataFormatError, match=r"answers\.jsonl:1: query '1': a reference needs"):
         read_references(path)
 
+
+ONE = GeneratedAnswer("q1", "Where is Paris?", "Paris is in France.", (("d1", "Paris, France."),))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"answers": [("q1", "Where?", "Paris.", ())]}, r"answers\[0\] is a tuple, not a Generat"),
+        ({"answers": [ONE, {"query_id": "q2"}]}, r"answers\[1\] is a dict, not a GeneratedAn"),
+        ({"answers": "Paris is in France."}, "answers must be an iterable of GeneratedAnswer"),
+        ({"references": {"q1": "Paris."}}, r"references\['q1'\] is a str, not a Reference"),
+        ({"references": [Reference("q1", "Paris.")]}, "references must map query id"),
+        ({"references": {"q1": Reference("q2", "x")}}, r"\['q1'\] is the reference of query 'q2'"),
+        ({"metrics": "groundedness"}, "metrics must be a list of answer-layer metric names"),
+        ({"metrics": ["groundedness", "fluency"]}, r"unknown answer-layer metrics \['fluency'\]"),
+        ({"claims_of": lambda text: None}, r"claims_of \(<lambda>\) returned a NoneType for qu"),
+    ],
+)
+def test_wrong_arguments_to_judging_are_named(
+    tmp_path: Path, arguments: dict[str, Any], message: str
+) -> None:
+    """A tuple for an answer, a string for a reference, a metric name as a bare string (read
+    letter by letter before) or a claims_of returning None: each names the argument."""
+    verdicts = tmp_path / "v.jsonl"
+    verdicts.write_text(line(query_id="q1", claims=[{"text": ONE.answer, "supported": True}]))
+    asked: dict[str, Any] = {"answers": [ONE], **arguments}
+    answers = asked.pop("answers")
+    for judging in (judge_answers, assess_answers):
+        with pytest.raises(JudgeError, match=message):
+            judging(RecordedJudge(verdicts), answers, **asked)
+
+
+def test_metrics_as_any_collection_of_names(tmp_path: Path) -> None:
+    verdicts = tmp_path / "v.jsonl"
+    verdicts.write_text(line(query_id="q1", claims=[{"text": ONE.answer, "supported": True}]))
+    judged = judge_answers(RecordedJudge(verdicts), [ONE], metrics=("groundedness",))
+    assert judged.assessments[0].groundedness == 1.0
+    kept = judge_answers(RecordedJudge(verdicts), iter([ONE]), metrics={"groundedness"})
+    assert kept.assessments[0].groundedness == 1.0
