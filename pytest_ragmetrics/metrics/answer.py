@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,7 +39,8 @@ def evaluate_answers(
     by the rubric's ``relevance_scale`` (lowest → 0, highest → 1); NaN when not judged.
 
     ``details`` per query: ``claims``, ``judged_claims``, ``supported_claims``, ``no_claims``
-    (1/0) and ``relevance_judged`` (1/0). Duplicate query ids are an error.
+    (1/0) and ``relevance_judged`` (1/0); with context_relevance, ``contexts``,
+    ``judged_contexts`` and ``relevant_contexts``. Duplicate query ids are an error.
     """
     from pytest_ragmetrics.metrics.evaluation import Evaluation
 
@@ -83,6 +84,9 @@ def _details(items: list[AnswerAssessment], wanted: list[str]) -> dict[str, Any]
     }
     if "context_relevance" in wanted:
         counts["contexts"] = [len(a.context_verdicts) for a in items]
+        counts["judged_contexts"] = [
+            sum(v.value is not None for v in a.context_verdicts) for a in items
+        ]
         counts["relevant_contexts"] = [
             sum(v.value is True for v in a.context_verdicts) for a in items
         ]
@@ -135,16 +139,45 @@ def _notes(items: list[AnswerAssessment], wanted: list[str]) -> list[str]:
             f"{no_relevance} of {len(items)} answers have no relevance verdict: "
             "answer_relevance is not applicable to them and they are left out of its mean"
         )
-    for metric, what in (
-        ("answer_correctness", "no correctness verdict (no reference, or not judged)"),
-        ("context_relevance", "no judged context"),
-    ):
-        if metric in wanted:
-            missing = [a.query_id for a in items if math.isnan(getattr(a, metric))]
-            if missing:
-                shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-                notes.append(
-                    f"{len(missing)} of {len(items)} answers have {what} ({shown}): {metric} "
-                    "is not applicable to them and they are left out of its mean"
-                )
+    if "answer_correctness" in wanted:
+        _note_missing(notes, items, "answer_correctness", "no reference", _no_reference)
+        _note_missing(
+            notes, items, "answer_correctness", "a correctness verdict the judge could not "
+            "decide", lambda a: a.correctness is not None and a.correctness.value is None,
+        )  # fmt: skip
+    if "context_relevance" in wanted:
+        _note_missing(
+            notes, items, "context_relevance", "no judged context",
+            lambda a: math.isnan(a.context_relevance),
+        )  # fmt: skip
+        partly = sum(
+            0 < sum(v.value is None for v in a.context_verdicts) < len(a.context_verdicts)
+            for a in items
+        )
+        if partly:
+            notes.append(
+                f"{partly} answers have contexts the judge could not decide; those contexts "
+                "count in neither relevant nor judged contexts"
+            )
     return notes
+
+
+def _no_reference(assessment: AnswerAssessment) -> bool:
+    return assessment.correctness is None
+
+
+def _note_missing(
+    notes: list[str],
+    items: list[AnswerAssessment],
+    metric: str,
+    what: str,
+    missing_in: Callable[[AnswerAssessment], bool],
+) -> None:
+    """A note naming the answers ``metric`` is not applicable to, because they have ``what``."""
+    missing = [a.query_id for a in items if missing_in(a)]
+    if missing:
+        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        notes.append(
+            f"{len(missing)} of {len(items)} answers have {what} ({shown}): {metric} "
+            "is not applicable to them and they are left out of its mean"
+        )

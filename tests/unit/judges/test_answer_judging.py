@@ -178,7 +178,7 @@ def test_no_reference_means_not_applicable_and_noted() -> None:
     )  # fmt: skip
     evaluation = evaluate_answers(assessments, ["answer_correctness"])
     assert math.isnan(evaluation.mean["answer_correctness"])
-    assert "1 of 1 answers have no correctness verdict" in evaluation.notes[0]
+    assert "1 of 1 answers have no reference (1): answer_correctness" in evaluation.notes[0]
 
 
 def test_a_judge_without_the_question_is_a_clear_error(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -202,3 +203,30 @@ def test_from_dict_errors(data: object, message: str) -> None:
 
 def test_integer_query_ids_are_read_as_text() -> None:
     assert AnswerAssessment.from_dict({"query_id": 7, "answer": ""}).query_id == "7"
+
+
+def test_undecided_verdicts_are_counted_and_said_apart_from_missing_ones() -> None:
+    """context_relevance averages the contexts the judge decided: how many it decided is a
+    detail, and answers with undecided contexts are noted, as undecided claims are. A
+    correctness verdict the judge could not give is said apart from a missing reference."""
+    from pytest_ragmetrics.data.assessments import Verdict
+
+    def assessed(qid: str, contexts: list[bool | None], correct: Verdict | None) -> Any:
+        verdicts = tuple(Verdict(f"c{i}", v) for i, v in enumerate(contexts))
+        return AnswerAssessment(qid, "a", (), context_verdicts=verdicts, correctness=correct)
+
+    items = [
+        assessed("q1", [True, None, None], Verdict("label", True)),
+        assessed("q2", [False, True], None),
+        assessed("q3", [None], Verdict("reference", None)),
+    ]
+    evaluation = evaluate_answers(items, ["context_relevance", "answer_correctness"])
+    assert evaluation.per_query["q1"]["context_relevance"] == 1.0
+    assert evaluation.details["judged_contexts"].tolist() == [1, 2, 0]
+    assert evaluation.details["contexts"].tolist() == [3, 2, 1]
+    assert evaluation.details["relevant_contexts"].tolist() == [1, 1, 0]
+    notes = "\n".join(evaluation.notes)
+    assert "1 of 3 answers have no reference (q2): answer_correctness" in notes
+    assert "1 of 3 answers have a correctness verdict the judge could not decide (q3)" in notes
+    assert "1 of 3 answers have no judged context (q3): context_relevance" in notes
+    assert "1 answers have contexts the judge could not decide" in notes
