@@ -204,7 +204,7 @@ def answer_all(
     """
     if isinstance(pipeline, RecordedAnswers):
         answers = pipeline.answers_for(queries)
-        return AnswerSet(tuple(answers), Cost(cache_hits=len(answers)), pipeline.identity())
+        return AnswerSet(tuple(answers), Cost(replayed=len(answers)), pipeline.identity())
     _check_pipeline(pipeline, queries)
     keys, contexts = _keys(pipeline, queries, corpus)
     if dryrun.active():

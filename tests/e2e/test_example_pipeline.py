@@ -60,7 +60,7 @@ def test_recorded_pipeline_then_the_regression_demo(scifact_cache: Path, tmp_pat
     found = {e["name"]: e for e in report["evaluations"]}
     pipeline = found[NAME]
     assert set(pipeline["metrics"]) >= {"answer_correctness", "groundedness", "context_relevance"}
-    assert pipeline["cost"]["generator"]["cache_hits"] == 300
+    assert pipeline["cost"]["generator"]["replayed"] == 300
     assert pipeline["cost"]["generator"]["calls"] == 0
     trivial = found["always SUPPORT (trivial baseline)"]["metrics"]["answer_correctness"]
     assert 0.3 < trivial < 0.6

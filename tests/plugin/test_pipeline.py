@@ -141,7 +141,12 @@ def test_recorded_answers_replay_alike_serially_and_under_xdist(
     for data in (serial, parallel):
         data.pop("created")
     assert parallel["evaluations"] == serial["evaluations"]
-    assert serial["evaluations"][0]["cost"]["generator"]["cache_hits"] == 4
+    # Replayed from the file, not taken from the generator's cache: said so ("0 calls (4
+    # cached)" read as if the generator's own answers had been reused).
+    generator = serial["evaluations"][0]["cost"]["generator"]
+    assert (generator["replayed"], generator["cache_hits"], generator["calls"]) == (4, 0, 0)
+    notes = "\n".join(serial["evaluations"][0]["notes"])
+    assert "cost: generator 0 calls (0 cached, 4 replayed from a recording)" in notes
     assert serial["evaluations"][0]["identity"]["judge"]["model"] == "words"
     # On another corpus (same ids, a document rewritten) the recorded contexts are not its
     # documents: replaying them was silent (groundedness judged on the old texts).

@@ -187,7 +187,8 @@ def test_recorded_answers_replay_without_any_model(tmp_path: Path) -> None:
     made.write(path)
     replayed = answer_all(RecordedAnswers(path), QUERIES)
     assert [a.to_dict() for a in replayed] == [a.to_dict() for a in made]
-    assert replayed.cost == Cost(cache_hits=3)
+    assert replayed.cost == Cost(replayed=3)
+    assert replayed.cost.describe() == "0 calls (0 cached, 3 replayed from a recording)"
     assert replayed.identity["file"] == "answers.jsonl"
     with pytest.raises(GeneratorError, match=r"answers\.jsonl: no recorded answer for 1 of 4"):
         answer_all(RecordedAnswers(path), {**QUERIES, "q9": "unknown"})

@@ -387,7 +387,7 @@ def test_cost_and_noise_are_recorded_in_notes_and_the_report() -> None:
     data = record.to_dict()
     assert data["cost"]["generator"] == {
         "calls": 3, "cache_hits": 17, "prompt_tokens": 900, "completion_tokens": 0,
-        "total_tokens": 900, "unmetered": 0,
+        "total_tokens": 900, "unmetered": 0, "replayed": 0,
     }  # fmt: skip
     assert data["cost"]["judge"]["calls"] == 0
     assert data["judge_noise"]["repeats"] == 2 and data["judge_noise"]["unstable_items"] > 0

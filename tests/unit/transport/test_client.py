@@ -366,6 +366,7 @@ def test_the_cli_never_echoes_the_password_of_a_bad_url(
         (Cost(calls=4, unmetered=4), "4 calls (0 cached), usage not reported"),
         (Cost(calls=2, cache_hits=3, unmetered=2), "2 calls (3 cached), usage not reported"),
         (Cost(cache_hits=4), "0 calls (4 cached)"),
+        (Cost(cache_hits=1, replayed=4), "0 calls (1 cached, 4 replayed from a recording)"),
         (
             Cost(calls=3, prompt_tokens=30, completion_tokens=3),
             "3 calls (0 cached), 33 tokens (30 prompt + 3 completion)",
