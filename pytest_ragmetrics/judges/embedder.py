@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ragmetrics.code_identity import code_digest
 from pytest_ragmetrics.data.model import FloatArray
 from pytest_ragmetrics.encoders import (
     ModelSource,
@@ -59,7 +60,9 @@ class Embedder:
     nothing is downloaded), or with ``encoder``, any function mapping texts to embeddings,
     which ``model_name`` then names. sentence-transformers is imported on the first
     :meth:`embed`. ``digest`` (of the model's files; None for an encoder) identifies the
-    model wherever it lives."""
+    model wherever it lives; ``code`` (an encoder's code digest, see
+    :mod:`~pytest_ragmetrics.code_identity`) identifies an encoder's code, while the weights
+    it holds in C are named by ``model_name``."""
 
     def __init__(
         self,
@@ -77,6 +80,9 @@ class Embedder:
             self._lazy: _LazyModel | None = None
             self.model_name = model_name
             self.digest: str | None = None
+            # The encoder's code (and what it reaches that can be hashed): an edited encoder
+            # under the same model_name is another model, not the cached one.
+            self.code: str | None = code_digest(encoder)[:20]
             return
         try:
             source = resolve_model(model)
@@ -86,6 +92,16 @@ class Embedder:
         self._encode = self._lazy.encode
         self.model_name = model_name or source.label
         self.digest = source.digest
+        self.code = None
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """What identifies the embeddings: the model files' digest, and for an encoder its
+        code digest (``encoder_code``)."""
+        found: dict[str, Any] = {"model_digest": self.digest}
+        if self.code is not None:
+            found["encoder_code"] = self.code
+        return found
 
     def embed(self, texts: list[str]) -> FloatArray:
         """L2-normalised embeddings of ``texts`` (one row each), checked to be finite.

@@ -103,10 +103,7 @@ class EmbeddingJudge(base.JudgeBase):
         )
         self.model_name = self.embedder.model_name
         # The digest of the model's files identifies it wherever it lives (no local paths).
-        self._base_parameters = {
-            "splitter": base.SPLITTER_VERSION,
-            "model_digest": self.embedder.digest,
-        }
+        self._base_parameters = {"splitter": base.SPLITTER_VERSION, **self.embedder.parameters}
         # Similarities depend on the model and the splitter only: the cache is keyed by that.
         self._similarities = base.VerdictCache(
             cache, base.make_identity(self.name, self.model_name, RUBRIC, self._base_parameters)
@@ -272,10 +269,7 @@ class EmbeddingJudge(base.JudgeBase):
             if task == "relevance"
             else ("agreement", _AGREEMENT_RULE, self.agreement_threshold)
         )
-        parameters = {
-            "model_digest": self._base_parameters["model_digest"],
-            "threshold": threshold,
-        }
+        parameters = {**self.embedder.parameters, "threshold": threshold}
         return base.make_identity(f"{self.name}-{name}", self.model_name, rule, parameters)
 
     @property

@@ -54,7 +54,7 @@ class EmbeddingRelevanceJudge:
             model, device=device, batch_size=batch_size, encoder=encoder, model_name=model_name
         )
         self.model_name = self._embedder.model_name
-        self._base = {"model_digest": self._embedder.digest}
+        self._base = self._embedder.parameters
         self._similarities = VerdictCache(
             cache, make_identity(self.name, self.model_name, EMBEDDING_RUBRIC, self._base)
         )

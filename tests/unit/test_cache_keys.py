@@ -98,16 +98,16 @@ def test_embedding_judge_identity_and_similarity_keys(tmp_path: Path) -> None:
     )
     relevance.assess("Do cats purr?", ANSWER, CONTEXTS, query_id="q1")
     assert identity_hash(judge.identity()) == (
-        "828a5f94022a62760e5edd5ab5542e3b8c301a273e0343f999e138f11cf653ee"
+        "e71c3cc187d1920d6b48c766d508ca1c061baa7c7a48596da1f31745a284d830"
     )
     assert identity_hash(relevance.with_threshold(0.7).identity()) == (
-        "44e97c5d4e90422813e0ea44a20b205daeff7c3dbb59c4a0c6ddb9986749391f"
+        "c84aabbadac5675710c8cf6aebaeb004b4d8f6ec80eee0c9339504a0f5c14914"
     )
     # Similarities of the claims, of an assessment, of an assessment with relevance.
     assert _entries(tmp_path) == [
-        "30716d183720d7dc12cd6d4afe3bfe56c3af37fe2da54ce9df69b3e4e441b49b",
-        "9f0e3c538c11933062eb2e0ebb1cf7960e3eda864b67baa35d0b10be76cbc722",
-        "af02424fea8186f60c5d6c65fcb3da54e6c826282f5aedd9a3a9a18c43590b2d",
+        "13a0bca1963ebe5995d6cf9f28a12c935157a2f799671073e5f5b2be599c3320",
+        "45c5c962ac2813ac72822dfc9c2a69941756870625f970021eeab49000efecfc",
+        "cd4a538cff054de91e2d548414d3ace165e315d013594b214bdfa28d85bf5499",
     ]
 
 

@@ -251,6 +251,36 @@ CONTEXTS = {
 }
 
 
+class Negated(BagOfWords):
+    """The same encoder edited: every vector negated (cosines between texts unchanged in
+    sign only when both are negated; here against the cache's, not)."""
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        return -super().__call__(texts) + 0.5
+
+
+def test_an_edited_encoder_under_the_same_name_is_another_model(tmp_path: Path) -> None:
+    """model_name names a custom encoder, but its code is part of the identity: an edited
+    encoder kept the name and was served the old encoder's cached similarities."""
+    first, edited = BagOfWords(), Negated()
+    judge = toy_judge(first, cache=tmp_path)
+    judge.assess("Where?", "The Eiffel Tower stands in Paris.", CONTEXTS, query_id="q")
+    again = toy_judge(edited, cache=tmp_path)
+    again.assess("Where?", "The Eiffel Tower stands in Paris.", CONTEXTS, query_id="q")
+    assert edited.calls == 1  # not served from the first encoder's cache
+    assert judge.identity() != again.identity()
+    for task in ("relevance", "agreement", "context"):
+        assert judge.question_identity(task) != again.question_identity(task), task
+    codes = {j.identity()["parameters"]["encoder_code"] for j in (judge, again)}
+    assert len(codes) == 2
+    # The same code (another instance) is the same model: cached.
+    same = BagOfWords()
+    toy_judge(same, cache=tmp_path).assess(
+        "Where?", "The Eiffel Tower stands in Paris.", CONTEXTS, query_id="q"
+    )
+    assert same.calls == 0
+
+
 def test_embedding_judge_supports_claims_found_in_the_context() -> None:
     judge = toy_judge(threshold=0.9)
     a = judge.assess(
@@ -307,11 +337,11 @@ def test_embedding_cache_reruns_cost_nothing_and_agree(tmp_path: Path) -> None:
     first = toy_judge(first_encoder, cache=cache).assess("q", answer, CONTEXTS, query_id="a")
     assert first_encoder.calls == 1
 
-    def no_encoding(texts: list[str]) -> np.ndarray:
-        raise AssertionError("the rerun should not embed anything")
-
-    rerun = EmbeddingJudge(encoder=no_encoding, model_name="bag-of-words", cache=tmp_path)
+    # A new process's encoder: the same code, so the same model, read from the cache.
+    fresh = BagOfWords()
+    rerun = EmbeddingJudge(encoder=fresh, model_name="bag-of-words", cache=tmp_path)
     second = rerun.assess("q", answer, CONTEXTS, query_id="b")
+    assert fresh.calls == 0
     assert second.query_id == "b"
     assert second.with_query_id("a").to_dict() == first.to_dict()
     other_model = EmbeddingJudge(encoder=BagOfWords(), model_name="other", cache=tmp_path)
