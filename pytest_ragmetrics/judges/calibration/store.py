@@ -103,7 +103,27 @@ def _inconsistency(result: CalibrationResult, key: str) -> str:
     gated = result.gate_kappa
     if result.unjudged < 0 or (gated is not None and not -1.0 <= gated <= 1.0):
         return f"has unjudged {result.unjudged} and gate_kappa {gated}, out of range"
+    if result.unjudged and gated is not None and not _gate_kappa_follows(result, gated):
+        return (
+            f"says gate_kappa {gated:g}, which no split of its {result.unjudged} unjudged "
+            f"items (each counted as a disagreement) beside its confusion counts {counts} gives"
+        )
     return ""
+
+
+def _gate_kappa_follows(result: CalibrationResult, gated: float) -> bool:
+    """Whether ``gated`` is the kappa of the confusion counts with the unjudged items added
+    as disagreements: ``k`` of them labelled yes (a false negative each) and the rest no (a
+    false positive each), for some ``k`` (which labels the unjudged items had is not kept)."""
+    counts, unjudged = result.confusion, result.unjudged
+    for k in range(unjudged + 1):
+        with_unjudged = {
+            **counts, "fn": counts["fn"] + k, "fp": counts["fp"] + unjudged - k
+        }  # fmt: skip
+        kappa = agreement_of_counts(with_unjudged).kappa
+        if math.isclose(kappa, gated, rel_tol=0.0, abs_tol=1e-9):
+            return True
+    return False
 
 
 def load_kappa(path: PathLike, judge_identity: Mapping[str, Any]) -> float | None:

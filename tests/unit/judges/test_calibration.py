@@ -357,6 +357,18 @@ def test_unreadable_calibration_file(tmp_path: Path, content: str) -> None:
     assert store.read_text() == content  # left untouched
 
 
+def test_a_record_with_unjudged_items_reads_back(tmp_path: Path) -> None:
+    """A calibration with unjudged items, as the recorded judge saves it: its gate kappa (the
+    unjudged counted as disagreements) follows from its counts and is read back."""
+    items = toy_labels(12)
+    path = _verdicts(tmp_path / "v.jsonl", items, flip={0}, skip={3, 4, 7})
+    result = calibrate(RecordedJudge(path), items)
+    assert result.unjudged == 3 and result.gated < result.kappa
+    store = tmp_path / "calibration.json"
+    save_calibration(store, result)
+    assert load_kappa(store, result.judge) == pytest.approx(result.gated)
+
+
 def test_malformed_calibration_record(tmp_path: Path) -> None:
     store = tmp_path / "calibration.json"
     identity = {"name": "x"}
@@ -375,6 +387,11 @@ def test_malformed_calibration_record(tmp_path: Path) -> None:
         (lambda r: r["confusion"].pop("tn"), r"confusion counts .* not tp, fp, fn and tn"),
         (lambda r: r["confusion"].update(fp=-2, tp=12), r"not tp, fp, fn and tn at least 0"),
         (lambda r: r.update(unjudged=2, gate_kappa=1.5), r"gate_kappa 1.5, out of range"),
+        # The gate reads gate_kappa when items were unjudged: it must be the kappa of the
+        # counts with those items as disagreements (0.6 is the kappa without them).
+        (lambda r: r.update(unjudged=2, gate_kappa=0.6), r"gate_kappa 0.6, which no split of"),
+        (lambda r: r.update(unjudged=1, gate_kappa=0.5), r"its 1 unjudged items"),
+        (lambda r: r.update(unjudged=300, gate_kappa=0.45), r"its 300 unjudged items"),
         (lambda r: r["judge"].update(name="y"), r"is filed under key .* but is about judge"),
     ],
 )
