@@ -422,6 +422,12 @@ def judge_answers(
     questions = question_identities(
         judge, items, references=references, metrics=metrics, context_judge=context_judge
     )
+    if "answer_relevance" not in questions and any(
+        a.addresses_question is not None for a in runs[0]
+    ):
+        # The judge said whether answers address the question though answer_relevance was
+        # not asked for: an evaluation of it reads these verdicts, and the gate their question.
+        questions["answer_relevance"] = question_identity(judge, "relevance")
     pipeline = getattr(answers, "identity", None)
     return JudgedAnswers(
         tuple(runs[0]),

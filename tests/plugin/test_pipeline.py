@@ -59,13 +59,11 @@ REFERENCES = [
 ]
 
 
-def words_judge_conftest() -> str:
-    """An embedding judge with a bag-of-words encoder: offline, instant."""
-    return """
+# A bag-of-words encoder: offline, instant. Its code is part of the judge's identity, so the
+# tests that compute the identity outside the project build it from this same text.
+WORDS_ENCODER = """
 import hashlib
 import numpy as np
-import pytest
-from pytest_ragmetrics.judges import EmbeddingJudge
 
 def encode(texts):
     out = np.zeros((len(texts), 32))
@@ -73,12 +71,21 @@ def encode(texts):
         for word in text.lower().split():
             out[row, int(hashlib.sha256(word.strip(".").encode()).hexdigest(), 16) % 32] += 1
     return out
+"""
+
+
+def words_judge_conftest() -> str:
+    """An embedding judge with the bag-of-words encoder."""
+    fixture = """
+import pytest
+from pytest_ragmetrics.judges import EmbeddingJudge
 
 @pytest.fixture(scope="session")
 def rag_judge(rag_cache):
     return EmbeddingJudge(encoder=encode, model_name="words", cache=rag_cache,
                           context_threshold=0.2, agreement_threshold=0.5)
 """
+    return WORDS_ENCODER + fixture
 
 
 def project(
@@ -306,10 +313,10 @@ GATED_TESTS = """
 def words_judge(**thresholds: float) -> Any:
     from pytest_ragmetrics.judges import EmbeddingJudge
 
-    def unused(texts: list[str]) -> Any:
-        raise AssertionError("not called")
-
-    return EmbeddingJudge(encoder=unused, model_name="words", **thresholds)
+    # The project's conftest encoder: the same code in a module of the same name.
+    namespace: dict[str, Any] = {"__name__": "conftest"}
+    exec(compile(WORDS_ENCODER, "conftest.py", "exec", dont_inherit=True), namespace)
+    return EmbeddingJudge(encoder=namespace["encode"], model_name="words", **thresholds)
 
 
 def save_kappa(path: Any, identity: dict[str, Any], kappa: float) -> None:
@@ -452,6 +459,23 @@ def test_answer_relevance_has_its_own_kappa_gate(pytester: pytest.Pytester) -> N
          "0.100 (n *) < ragmetrics_min_judge_kappa 0.5 (run `ragmetrics calibrate --question "
          "answer-relevance --save`)*"]
     )  # fmt: skip
+    # judge_answers asked for groundedness only, the evaluation for answer_relevance too: the
+    # judge gave relevance verdicts all the same, and their question is the one gated (the
+    # note said the assessments recorded no question, and to use judge_answers).
+    tests = RELEVANCE_TESTS.replace(
+        'judge_answers(judge, rag_answers, metrics=["groundedness", "answer_relevance"])',
+        'judge_answers(judge, rag_answers, metrics=["groundedness"])',
+    )
+    project(pytester, tests=tests, ini=INI + 'ragmetrics_min_judge_kappa = "0.5"\n')
+    narrow = pytester.runpytest("-p", "no:randomly")
+    narrow.assert_outcomes(passed=1)
+    narrow.stdout.fnmatch_lines(
+        ["*answer_relevance not enforced: judge 'embedding-answer-relevance' has Cohen's kappa "
+         "0.100 (n *) < ragmetrics_min_judge_kappa 0.5*"]
+    )  # fmt: skip
+    save_kappa(calibration, question, 0.7)
+    narrow = pytester.runpytest("-p", "no:randomly")
+    narrow.assert_outcomes(failed=1)
 
 
 def test_label_references_are_enforced_without_any_calibration(
