@@ -563,7 +563,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "ragmetrics_min_judge_kappa",
         "ignore answer-layer thresholds and baselines of "
-        "judges whose calibrated Cohen's kappa is below this",
+        "judges whose calibrated Cohen's kappa is below this "
+        "(or was measured on fewer than 20 items)",
         parse=_between(-1.0, 1.0),
         metavar="KAPPA",
         cli="--min-kappa",

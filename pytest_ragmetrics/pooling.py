@@ -495,12 +495,14 @@ class Supplement:
         if self.used:
             return ""
         name = (self.labels.judge or {}).get("name", "judge")
+        from pytest_ragmetrics.judges.calibration.store import MIN_GATE_ITEMS, under_bound
+
         if self.kappa is None:
             return (
-                f"judge {name!r} has no calibration (run `ragmetrics calibrate --question "
-                f"relevance --save`) and ragmetrics_min_judge_kappa = {self.min_kappa:g}"
+                f"judge {name!r} has no calibration on at least {MIN_GATE_ITEMS} items (run "
+                "`ragmetrics calibrate --question relevance --save`) and "
+                f"ragmetrics_min_judge_kappa = {self.min_kappa:g}"
             )
-        from pytest_ragmetrics.judges.calibration.store import under_bound
 
         bound = 0.0 if self.min_kappa is None else self.min_kappa  # set: else it is used
         return f"judge {name!r} {under_bound(self.kappa, bound)}"
@@ -556,9 +558,9 @@ def load_supplement(
         notes = checked_notes(labels.path, labels.dataset, labels.qrels, corpus)
     kappa = None
     if calibration is not None and labels.judge is not None and Path(calibration).exists():
-        from pytest_ragmetrics.judges.calibration import load_kappa
+        from pytest_ragmetrics.judges.calibration.store import trusted_kappa
 
-        kappa = load_kappa(calibration, dict(labels.judge))
+        kappa = trusted_kappa(calibration, dict(labels.judge))
     return Supplement(labels, kappa, min_kappa, tuple(notes))
 
 

@@ -359,11 +359,11 @@ def _answerability_judge(args: argparse.Namespace, cache: Cache | None) -> tuple
     )
     kappa = None
     if args.calibration is not None:
-        from pytest_ragmetrics.judges.calibration import load_kappa
+        from pytest_ragmetrics.judges.calibration.store import trusted_kappa
 
         if not Path(args.calibration).is_file():
             raise ConfigError(f"--calibration {args.calibration}: no such file")
-        kappa = load_kappa(args.calibration, judge.identity())
+        kappa = trusted_kappa(args.calibration, judge.identity())
     return judge, kappa
 
 

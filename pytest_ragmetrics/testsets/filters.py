@@ -116,9 +116,12 @@ def answer_leaks(candidates: Sequence[Candidate], min_words: int) -> Filtered:
 def gate_reason(name: str, kappa: float | None, min_kappa: float) -> str:
     """Why a judge's filter is not applied ('' when it is)."""
     if kappa is None:
+        from pytest_ragmetrics.judges.calibration.store import MIN_GATE_ITEMS
+
         return (
-            f"judge {name!r} has no calibration (run `ragmetrics calibrate --question relevance "
-            "--save` and pass the file with --calibration)"
+            f"judge {name!r} has no calibration on at least {MIN_GATE_ITEMS} items (run "
+            "`ragmetrics calibrate --question relevance --save` and pass the file with "
+            "--calibration)"
         )
     if kappa < min_kappa:
         return f"judge {name!r} has Cohen's kappa {kappa:.3f} < --min-kappa {min_kappa:g}"

@@ -17,6 +17,10 @@ from pytest_ragmetrics.judges.calibration.figures import CalibrationResult, agre
 
 PathLike = str | os.PathLike[str]
 CALIBRATION_SCHEMA = 1
+#: The fewest labelled items a kappa the gate trusts is measured on (the held-out half of a
+#: threshold judge's labels; unjudged items count). Cohen's kappa of 20 items agreeing 90 % at
+#: 50 % chance agreement has a standard error near 0.13; of 2 items, it says nothing.
+MIN_GATE_ITEMS = 20
 
 
 def _read_store(path: Path) -> dict[str, Any]:
@@ -136,6 +140,15 @@ def load_kappa(path: PathLike, judge_identity: Mapping[str, Any]) -> float | Non
     return result.gated
 
 
+def trusted_kappa(path: PathLike, judge_identity: Mapping[str, Any]) -> float | None:
+    """:func:`load_kappa`, and None too when that kappa was measured on fewer than
+    :data:`MIN_GATE_ITEMS` items (what a gate may compare with its bound)."""
+    result = load_calibration(path, judge_identity)
+    if result is None or result.n + result.unjudged < MIN_GATE_ITEMS:
+        return None
+    return None if math.isnan(result.gated) else result.gated
+
+
 def kappa_gate(path: PathLike, judge_identity: Mapping[str, Any], bound: float) -> str:
     """Why the gate at ``bound`` refuses this judge's verdicts, as a clause after its name
     ("has no calibration in ...", "has Cohen's kappa 0.2996 (n 28) < ..."); '' when it may
@@ -143,6 +156,13 @@ def kappa_gate(path: PathLike, judge_identity: Mapping[str, Any], bound: float) 
     result = load_calibration(path, judge_identity)
     if result is None:
         return f"has no calibration in {path}"
+    measured_on = result.n + result.unjudged
+    if measured_on < MIN_GATE_ITEMS:
+        return (
+            f"has a calibration in {path} measured on {measured_on} labelled items, fewer than "
+            f"the {MIN_GATE_ITEMS} the gate trusts a kappa from (a threshold judge is measured "
+            "on the half of its labels it was not tuned on); calibrate it on more labels"
+        )
     kappa = result.gated
     if math.isnan(kappa):
         if result.unjudged and not math.isnan(result.kappa):
@@ -178,9 +198,11 @@ def below(value: float, bound: float) -> str:
 
 __all__ = [
     "CALIBRATION_SCHEMA",
+    "MIN_GATE_ITEMS",
     "below",
     "kappa_gate",
     "load_calibration",
     "load_kappa",
     "save_calibration",
+    "trusted_kappa",
 ]

@@ -150,11 +150,16 @@ def test_answerability_judge_is_reported_until_calibrated(tmp_path: Path) -> Non
 
     calibration = tmp_path / "calibration.json"
     identity = RecordedRelevanceJudge(verdicts).identity()
+    # A perfect kappa on 10 items is not trusted; on 20 it is.
     confusion = {"tp": 5, "fn": 0, "fp": 0, "tn": 5}
     save_calibration(calibration, CalibrationResult(identity, {}, 10, 1.0, 1.0, confusion))
-    code, text = generate(
-        tmp_path, "--queries", "6", *judge, "--calibration", str(calibration), out="applied"
-    )
+    given = ("--calibration", str(calibration))
+    code, text = generate(tmp_path, "--queries", "6", *judge, *given, out="few")
+    assert code == 0 and "answerability: NOT APPLIED" in text
+    assert "has no calibration on at least 20 items" in text
+    confusion = {"tp": 10, "fn": 0, "fp": 0, "tn": 10}
+    save_calibration(calibration, CalibrationResult(identity, {}, 20, 1.0, 1.0, confusion))
+    code, text = generate(tmp_path, "--queries", "6", *judge, *given, out="applied")
     assert code == 0 and "answerability: removed 1 of 6" in text
     assert ids[1] not in load_dataset(tmp_path / "applied").queries
 

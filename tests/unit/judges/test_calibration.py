@@ -42,7 +42,7 @@ from pytest_ragmetrics.judges import (
     save_calibration,
 )
 from pytest_ragmetrics.judges.calibration.figures import Measured
-from pytest_ragmetrics.judges.calibration.store import below, kappa_gate
+from pytest_ragmetrics.judges.calibration.store import below, kappa_gate, trusted_kappa
 from pytest_ragmetrics.transport import Endpoint
 from tests.helpers.scifact_data import CLAIM_LABELS as LABELS
 from tests.helpers.scifact_data import REPO, SCIFACT
@@ -111,18 +111,43 @@ def test_the_gate_counts_unjudged_items_as_disagreements(tmp_path: Path) -> None
 def test_the_gate_says_why_a_recorded_kappa_is_unusable(tmp_path: Path) -> None:
     path = tmp_path / "calibration.json"
     assert kappa_gate(path, {"name": "none"}, 0.5) == f"has no calibration in {path}"
-    one_class = _measured([True] * 4, [True] * 4).as_judged({"name": "one"})
+    one_class = _measured([True] * 24, [True] * 24).as_judged({"name": "one"})
     save_calibration(path, one_class)
     assert "kappa is undefined (the labels or the judge's verdicts are all one class)" in (
         kappa_gate(path, one_class.judge, 0.5)
     )
     # A record saved before the gate counted unjudged items cannot be read as it.
-    old = _measured([True, False, True], [True, False, None]).as_judged({"name": "old"})
+    old = _measured([True, False, True] * 8, [True, False, None] * 8).as_judged({"name": "old"})
     data = old.to_dict()
     del data["gate_kappa"]
     save_calibration(path, CalibrationResult.from_dict(data))
     assert "saved before unjudged items counted" in kappa_gate(path, old.judge, 0.5)
     assert load_kappa(path, old.judge) is None
+
+
+@pytest.mark.parametrize(
+    ("n", "unjudged", "trusted"), [(2, 0, False), (19, 0, False), (15, 5, True), (20, 0, True)]
+)
+def test_the_gate_trusts_no_kappa_of_a_handful_of_items(
+    tmp_path: Path, n: int, unjudged: int, trusted: bool
+) -> None:
+    """A kappa of 1.0 measured on two items passed any gate: the figures were consistent, and
+    nothing asked how many items they came from."""
+    path = tmp_path / "calibration.json"
+    human = [k % 2 == 0 for k in range(n + unjudged)]
+    said: list[bool | None] = [*human[:n], *[None] * unjudged]
+    result = _measured(human, said).as_judged({"name": "few"})
+    save_calibration(path, result)
+    why = kappa_gate(path, result.judge, 0.5)
+    # What pooling's supplementary labels and `generate`'s filter gates read; load_kappa
+    # still reads the record as it is.
+    assert (trusted_kappa(path, result.judge) is not None) is trusted
+    assert load_kappa(path, result.judge) == result.gated
+    if trusted:
+        assert why == "" and result.gated >= 0.5
+    else:
+        assert f"measured on {n} labelled items, fewer than the 20 the gate trusts" in why
+        assert result.kappa == 1.0  # consistent figures, a perfect kappa: still refused
 
 
 def test_a_kappa_below_the_gate_never_reads_as_the_gate() -> None:
