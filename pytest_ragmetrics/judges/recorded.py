@@ -118,7 +118,14 @@ def _check_claims_in_answer(
     path: Path, line: int, qid: str, recorded: AnswerAssessment, answer: str
 ) -> None:
     """A record without its answer is replayed only for an answer that holds its claims:
-    otherwise its verdicts are about another text and nothing would say so."""
+    otherwise its verdicts are about another text and nothing would say so. A relevance
+    verdict with neither answer nor claims is about no answer anyone can tell."""
+    if not recorded.claims and recorded.addresses_question is not None:
+        raise JudgeError(
+            f"{os.fspath(path)}:{line}: the recorded verdicts for query {qid!r} say whether an "
+            "answer addresses the question, but not which answer (no 'answer', no claims): "
+            "record the answer they are about"
+        )
     said = _words(answer)
     for claim in recorded.claims:
         if _words(claim.text) not in said:

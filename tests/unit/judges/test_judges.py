@@ -183,6 +183,12 @@ def test_recorded_claims_without_answer_must_be_in_the_answer(tmp_path: Path, an
         judge.assess("q", answer, {"c1": "x"}, query_id="q1")
     full = "Paris is in France.\nIt has ten million   bridges. And more."
     assert judge.assess("q", full, {"c1": "x"}, query_id="q1").groundedness == 0.5
+    # Neither answer nor claims: a relevance verdict about no answer anyone can tell.
+    bare = RecordedJudge(
+        _write(tmp_path / "b.jsonl", [{"query_id": "q1", "addresses_question": True}])
+    )
+    with pytest.raises(JudgeError, match=r"b.jsonl:1: .* but not which answer"):
+        bare.assess("q", answer, {}, query_id="q1")
 
 
 @pytest.mark.parametrize(
