@@ -179,14 +179,25 @@ class RecordedAnswers:
         return dict(self._identity)
 
     def answers_for(self, queries: Mapping[str, str]) -> list[GeneratedAnswer]:
-        """The recorded answers of ``queries``; a query without one is a GeneratorError
-        naming the file and the missing query ids."""
+        """The recorded answers of ``queries``; a query without one, or an answer to a query
+        not among them, is a GeneratorError naming the file and the query ids."""
         missing = [q for q in queries if q not in self._by_id]
         if missing:
             shown = ", ".join(map(repr, missing[:5])) + (", ..." if len(missing) > 5 else "")
             raise GeneratorError(
                 f"{os.fspath(self.path)}: no recorded answer for {len(missing)} of "
                 f"{len(queries)} queries ({shown}); regenerate the recording"
+            )
+        # Answers to queries the dataset does not have: the recording is of another query
+        # set (another split, or queries since removed), and the mean would cover fewer
+        # queries than it did, unsaid.
+        extra = [q for q in self._by_id if q not in queries]
+        if extra:
+            shown = ", ".join(map(repr, extra[:5])) + (", ..." if len(extra) > 5 else "")
+            raise GeneratorError(
+                f"{os.fspath(self.path)}: {len(extra)} of {len(self._by_id)} recorded answers "
+                f"are to queries the dataset does not have ({shown}): it was recorded for "
+                "another query set; regenerate the recording"
             )
         # An answer recorded for another wording of the question answers another question.
         changed = [q for q, text in queries.items() if self._by_id[q].query not in ("", text)]

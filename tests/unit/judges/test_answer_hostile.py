@@ -117,6 +117,25 @@ def test_a_recording_of_another_question_is_refused(tmp_path: Path) -> None:
         answer_all(recorded, {"q1": "Do cats purr?", "q2": "Do dogs meow?"})
 
 
+@pytest.mark.parametrize("queries", [{"q1": "Do cats purr?"}, {"q2": "Do dogs bark?"}])
+def test_a_recording_of_more_queries_than_the_dataset_is_refused(
+    tmp_path: Path, queries: dict[str, str]
+) -> None:
+    """Answers to queries the dataset lacks were ignored: the recording is of another query
+    set, and the means covered fewer queries than it recorded, unsaid."""
+    path = tmp_path / "answers.jsonl"
+    path.write_text(
+        line(query_id="q1", query="Do cats purr?", answer="yes", contexts=[])
+        + line(query_id="q2", query="Do dogs bark?", answer="yes", contexts=[])
+    )
+    with pytest.raises(
+        GeneratorError,
+        match=r"answers\.jsonl: 1 of 2 recorded answers are to queries the dataset does not "
+        r"have \('q[12]'\): it was recorded for another query set",
+    ):
+        answer_all(RecordedAnswers(path), queries)
+
+
 def test_labels_spelt_differently_are_one_label() -> None:
     labels = ["Not enough info", "SUPPORT"]
     verdict = label_verdict(
