@@ -166,11 +166,34 @@ class _Recorded:
     line: int
     relevant: bool | None
     verdict: str
+    # The question and the passage (title and text, or text alone) the verdict was given
+    # about, when the line holds them (a pool file does): a verdict about other texts is
+    # not replayed.
+    query: str | None = None
+    passages: tuple[str, ...] = ()
+
+    def mismatch(self, pair: RelevancePair) -> str:
+        """What of ``pair`` the verdict was not given about ('' when it matches)."""
+        if self.query is not None and _words(self.query) != _words(pair.query):
+            return f"another question ({self.query[:60]!r}, not {pair.query[:60]!r})"
+        given = _words(pair.passage)
+        if self.passages and not any(_same_passage(_words(p), given) for p in self.passages):
+            return f"another passage ({self.passages[0][:60]!r}, not {pair.passage[:60]!r})"
+        return ""
+
+
+def _same_passage(recorded: str, given: str) -> bool:
+    """The same passage, or one cut short of the other (a context cut after
+    ragmetrics_context_chars characters)."""
+    if not recorded or not given:
+        return recorded == given
+    return recorded.startswith(given) or given.startswith(recorded)
 
 
 def read_relevance_verdicts(path: PathLike) -> dict[tuple[str, str], _Recorded]:
     """(query id, document id) → recorded verdict, from JSONL lines with ``query_id``,
-    ``doc_id`` and ``relevant`` (true, false or null; 1/0 are read as true/false).
+    ``doc_id`` and ``relevant`` (true, false or null; 1/0 are read as true/false), and the
+    ``query``, ``title`` and ``text`` it was given about when the line holds them.
 
     A malformed line or a pair given twice is a DataFormatError naming the file and line.
     """
@@ -189,6 +212,10 @@ def read_relevance_verdicts(path: PathLike) -> dict[tuple[str, str], _Recorded]:
         verdict = record.get("verdict")
         if verdict is not None and not isinstance(verdict, str):
             raise DataFormatError("'verdict' must be a string when given", p, line)
+        texts = {k: v for k in ("query", "title", "text") if isinstance(v := record.get(k), str)}
+        text = texts.get("text")
+        # What a judge read: title and text (as a pool gives it), or the text alone.
+        passages = () if text is None else (f"{texts.get('title', '')} {text}".strip(), text)
         key: tuple[str, str] = (ids[0], ids[1])
         if key in found:
             raise DataFormatError(
@@ -196,7 +223,7 @@ def read_relevance_verdicts(path: PathLike) -> dict[tuple[str, str], _Recorded]:
                 p,
                 line,
             )
-        found[key] = _Recorded(line, relevant, verdict or "")
+        found[key] = _Recorded(line, relevant, verdict or "", texts.get("query"), passages)
     return found
 
 
@@ -211,8 +238,10 @@ def _read_relevant(value: Any, path: Path, line: int) -> bool | None:
 class RecordedRelevanceJudge:
     """Replays recorded relevance verdicts, looked up by (query id, document id).
 
-    Pairs without ids, or not in the file, are a JudgeError naming the file and the pair.
-    The identity names the file's content hash, so new verdicts make a new judge.
+    Pairs without ids, or not in the file, are a JudgeError naming the file and the pair; so
+    is a verdict recorded with a question or passage other than the pair's (whitespace aside;
+    a passage may be cut short of the other). The identity names the file's content hash, so
+    new verdicts make a new judge.
     """
 
     name = "recorded-relevance"
@@ -249,6 +278,12 @@ class RecordedRelevanceJudge:
                 raise JudgeError(
                     f"{os.fspath(self.path)}: no recorded verdict for {pair.label}; record it "
                     "(e.g. fill in the pool file) or drop the pair"
+                )
+            other = recorded.mismatch(pair)
+            if other:
+                raise JudgeError(
+                    f"{os.fspath(self.path)}:{recorded.line}: the recorded verdict for "
+                    f"{pair.label} is about {other}; judge the pair again (pool it anew)"
                 )
             verdicts.append(
                 RelevanceVerdict(

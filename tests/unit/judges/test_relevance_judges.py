@@ -4,6 +4,7 @@ HTTP against a scripted server on 127.0.0.1, recorded verdicts from JSONL."""
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from pathlib import Path
 from typing import Any
@@ -207,6 +208,32 @@ def test_recorded_judge_replays_by_query_and_document(tmp_path: Path) -> None:
         judge.judge_relevance([RelevancePair("x", "y", "q9", "d1")])
     with pytest.raises(JudgeError, match="has none"):
         judge.judge_relevance([RelevancePair("x", "y")])
+
+
+POOLED = {"query_id": "q1", "doc_id": "d1", "query": "Do cats purr?", "title": "Cats",
+          "text": "Cats purr when content.", "relevant": True}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("query", "passage", "other"),
+    [
+        ("Do dogs bark?", "Cats Cats purr when content.", "another question ('Do cats purr?'"),
+        ("Do cats purr?", "Cats purr when angry.", "another passage ('Cats Cats purr when"),
+        ("Do cats purr?", "Dogs bark.", "another passage"),
+    ],
+)
+def test_recorded_verdicts_about_other_texts_are_refused(
+    tmp_path: Path, query: str, passage: str, other: str
+) -> None:
+    """A filled-in pool line holds the question and passage it was judged on: replayed for a
+    reworded query or an edited document, its verdict was about other texts."""
+    judge = RecordedRelevanceJudge(write_lines(tmp_path / "pool.jsonl", POOLED))
+    with pytest.raises(JudgeError, match=rf"pool\.jsonl:1: .* is about {re.escape(other)}"):
+        judge.judge_relevance([RelevancePair(query, passage, "q1", "d1")])
+    # The same texts, whitespace aside, with or without the title, or cut short: replayed.
+    for same in ("Cats  Cats purr\nwhen content.", "Cats purr when content.", "Cats purr wh"):
+        (verdict,) = judge.judge_relevance([RelevancePair(" Do cats purr? ", same, "q1", "d1")])
+        assert verdict.relevant is True
 
 
 @pytest.mark.parametrize(
