@@ -350,6 +350,17 @@ class JudgedAnswers:
         return out
 
 
+def _unasked_relevance(
+    judge: Any, assessments: Sequence[AnswerAssessment], questions: Mapping[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """The answer-relevance question, when the judge said whether answers address the
+    question though answer_relevance was not asked for: an evaluation of it reads these
+    verdicts, and the gate their question."""
+    if "answer_relevance" in questions or all(a.addresses_question is None for a in assessments):
+        return {}
+    return {"answer_relevance": question_identity(judge, "relevance")}
+
+
 def _cost_of(judge: Any) -> Cost:
     cost = getattr(judge, "cost", None)
     return cost if isinstance(cost, Cost) else Cost()
@@ -422,12 +433,7 @@ def judge_answers(
     questions = question_identities(
         judge, items, references=references, metrics=metrics, context_judge=context_judge
     )
-    if "answer_relevance" not in questions and any(
-        a.addresses_question is not None for a in runs[0]
-    ):
-        # The judge said whether answers address the question though answer_relevance was
-        # not asked for: an evaluation of it reads these verdicts, and the gate their question.
-        questions["answer_relevance"] = question_identity(judge, "relevance")
+    questions.update(_unasked_relevance(judge, runs[0], questions))
     pipeline = getattr(answers, "identity", None)
     return JudgedAnswers(
         tuple(runs[0]),
