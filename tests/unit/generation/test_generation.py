@@ -4,6 +4,7 @@ against the fake server, token counting, the budget and the dry run."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
 from pathlib import Path
@@ -192,6 +193,25 @@ def test_recorded_answers_replay_without_any_model(tmp_path: Path) -> None:
     assert replayed.identity["file"] == "answers.jsonl"
     with pytest.raises(GeneratorError, match=r"answers\.jsonl: no recorded answer for 1 of 4"):
         answer_all(RecordedAnswers(path), {**QUERIES, "q9": "unknown"})
+
+
+def test_recorded_answers_from_another_import_of_the_module_are_replayed(
+    tmp_path: Path,
+) -> None:
+    # pytester and module reloaders import pipelines.py again: its RecordedAnswers is then
+    # another class object, and must still be replayed, not called query by query.
+    path = tmp_path / "answers.jsonl"
+    answer_all(RetrieveThenGenerate(retriever(), CORPUS, Counting()), QUERIES).write(path)
+    spec = importlib.util.find_spec("pytest_ragmetrics.generation.pipelines")
+    assert spec is not None and spec.loader is not None
+    again = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(again)
+    assert again.RecordedAnswers is not RecordedAnswers
+    replayed = answer_all(again.RecordedAnswers(path), QUERIES)
+    assert replayed.cost == Cost(replayed=3)
+    assert plan_answers(again.RecordedAnswers(path), QUERIES, None).calls == 0
+    with pytest.raises(GeneratorError, match=r"no recorded answer for 1 of 4"):
+        answer_all(again.RecordedAnswers(path), {**QUERIES, "q9": "unknown"})
 
 
 def test_answers_file_errors_name_file_and_line(tmp_path: Path) -> None:
