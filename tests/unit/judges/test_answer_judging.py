@@ -41,6 +41,7 @@ from pytest_ragmetrics.plugin.recording import RagEval
 from pytest_ragmetrics.records import EvaluationRecord
 from pytest_ragmetrics.transport import Budget, Cost, Endpoint, Sampling
 from tests.helpers.fake_openai import Reply, completion, serve
+from tests.helpers.jsonl import write_jsonl
 
 LABELS = ["SUPPORT", "CONTRADICT", "NOT ENOUGH INFO"]
 
@@ -65,11 +66,6 @@ def answer(qid: str, text: str, contexts: Sequence[str], query: str = "") -> Gen
 
 
 # -- references -----------------------------------------------------------------------------------
-
-
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def test_references_in_beir_and_flagembedding_layouts(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import re
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from pytest_ragmetrics.cli import main
 from pytest_ragmetrics.data.answers import GeneratedAnswer
 from pytest_ragmetrics.data.assessments import Verdict
-from pytest_ragmetrics.errors import DataFormatError, JudgeError
+from pytest_ragmetrics.errors import JudgeError
 from pytest_ragmetrics.judges import (
     EmbeddingJudge,
     HttpJudge,
@@ -33,16 +32,9 @@ from pytest_ragmetrics.judges import (
 )
 from pytest_ragmetrics.judges.answers import judge_answers, question_identities
 from pytest_ragmetrics.transport import Endpoint
+from tests.helpers.jsonl import assert_error_at, write_jsonl
 
 ITEM = {"id": "a1", "question": "Do cats purr?", "answer": "Cats purr.", "label": "RELEVANT"}
-
-
-def _jsonl(path: Path, rows: Sequence[Any]) -> Path:
-    path.write_text(
-        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows),
-        encoding="utf-8",
-    )
-    return path
 
 
 # -- the labels file -------------------------------------------------------------------------
@@ -88,18 +80,13 @@ def test_labels_are_read_in_every_form(tmp_path: Path) -> None:
 def test_label_errors_name_file_and_line(
     tmp_path: Path, rows: list[Any], line: int, message: str
 ) -> None:
-    path = _jsonl(tmp_path / "relevance.jsonl", rows)
-    with pytest.raises(DataFormatError, match=re.escape(message)) as info:
-        read_answer_relevance_labels(path)
-    assert str(info.value).startswith(f"{path}:{line}: ")
+    path = write_jsonl(tmp_path / "relevance.jsonl", rows)
+    assert_error_at(read_answer_relevance_labels, path, line, message)
 
 
 def test_an_empty_labels_file_is_an_error(tmp_path: Path) -> None:
-    empty = tmp_path / "empty.jsonl"
-    empty.write_text("\n")
-    with pytest.raises(DataFormatError, match="no labelled items") as info:
-        read_answer_relevance_labels(empty)
-    assert str(info.value).startswith(f"{empty}: ")
+    empty = write_jsonl(tmp_path / "empty.jsonl", [""])
+    assert_error_at(read_answer_relevance_labels, empty, None, "no labelled items")
 
 
 # -- the figures -----------------------------------------------------------------------------
@@ -175,7 +162,7 @@ def test_a_judge_that_cannot_answer_the_question_is_refused() -> None:
 
 
 def _recorded(path: Path, items: Sequence[LabelledResponse], says: Sequence[Any]) -> Path:
-    return _jsonl(
+    return write_jsonl(
         path,
         [
             {"query_id": i.id, "answer": i.answer, "claims": [], "addresses_question": s}
@@ -196,7 +183,9 @@ def test_recorded_verdicts_are_scored_as_recorded(tmp_path: Path) -> None:
     recorded = question_identities(judge, answers, metrics=["answer_relevance"])
     assert recorded["answer_relevance"] == result.judge
     scale = {"query_id": "i0", "answer": "answer 0", "addresses_question": 2}
-    ordinal = RecordedJudge(_jsonl(tmp_path / "s.jsonl", [{**scale, "relevance_scale": [1, 3]}]))
+    ordinal = RecordedJudge(
+        write_jsonl(tmp_path / "s.jsonl", [{**scale, "relevance_scale": [1, 3]}])
+    )
     with pytest.raises(JudgeError, match=r"item 'i0': .*ordinal score 2.*yes/no"):
         calibrate_answer_relevance(ordinal, labelled()[:1])
 
@@ -308,7 +297,7 @@ def run_cli(*argv: str) -> tuple[int, str]:
 
 
 def _labels_file(path: Path, items: Sequence[LabelledResponse]) -> Path:
-    return _jsonl(
+    return write_jsonl(
         path,
         [{"id": i.id, "question": i.question, "answer": i.answer, "label": i.label} for i in items],
     )
@@ -369,7 +358,7 @@ def test_cli_http_fixed_prompt_and_save(tmp_path: Path) -> None:
 def test_cli_usage_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
-    labels = _jsonl(tmp_path / "relevance.jsonl", [ITEM])
+    labels = write_jsonl(tmp_path / "relevance.jsonl", [ITEM])
     code, _ = run_cli("--question", "answer-relevance", *argv, "--labels", str(labels))
     assert code == 2
     err = capsys.readouterr().err
@@ -384,7 +373,7 @@ def test_cli_usage_errors(
 def test_cli_bad_labels_name_file_and_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    labels = _jsonl(tmp_path / "relevance.jsonl", [ITEM, {**ITEM, "id": "b", "label": "yes"}])
+    labels = write_jsonl(tmp_path / "relevance.jsonl", [ITEM, {**ITEM, "id": "b", "label": "yes"}])
     argv = ["--question", "answer-relevance", "--judge", "recorded", "--labels", str(labels)]
     code, _ = run_cli(*argv, "--verdicts", str(_recorded(tmp_path / "v.jsonl", labelled(), SAYS)))
     assert code == 2

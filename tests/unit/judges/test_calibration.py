@@ -9,7 +9,6 @@ import io
 import json
 import math
 import os
-import re
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +43,7 @@ from pytest_ragmetrics.judges import (
 from pytest_ragmetrics.judges.calibration.figures import Measured
 from pytest_ragmetrics.judges.calibration.store import below, kappa_gate, trusted_kappa
 from pytest_ragmetrics.transport import Endpoint
+from tests.helpers.jsonl import assert_error_at, write_jsonl
 from tests.helpers.scifact_data import CLAIM_LABELS as LABELS
 from tests.helpers.scifact_data import REPO, SCIFACT
 
@@ -189,14 +189,6 @@ def test_kappa_matches_scikit_learn(pairs: list[tuple[bool, bool]]) -> None:
 # -- the labels file ------------------------------------------------------------------------
 
 
-def _labels(path: Path, rows: list[Any]) -> Path:
-    path.write_text(
-        "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n",
-        encoding="utf-8",
-    )
-    return path
-
-
 ROW = {"claim_id": "1", "doc_id": "9", "claim": "c", "context_sentences": ["s"], "label": "SUPPORT"}
 
 
@@ -212,14 +204,11 @@ ROW = {"claim_id": "1", "doc_id": "9", "claim": "c", "context_sentences": ["s"],
     ],
 )
 def test_label_file_errors(tmp_path: Path, rows: list[Any], line: int, message: str) -> None:
-    path = _labels(tmp_path / "labels.jsonl", rows)
-    with pytest.raises(DataFormatError, match=message) as info:
-        read_claim_labels(path)
-    assert str(info.value).startswith(f"{path}:{line}: ")
+    assert_error_at(read_claim_labels, write_jsonl(tmp_path / "labels.jsonl", rows), line, message)
 
 
 def test_label_file_forms(tmp_path: Path) -> None:
-    path = _labels(
+    path = write_jsonl(
         tmp_path / "labels.jsonl",
         [
             ROW,
@@ -317,7 +306,7 @@ def _verdicts(path: Path, items: list[LabelledClaim], flip: set[int], skip: set[
                 "claims": [{"text": item.claim, "supported": supported}],
             }
         )
-    return _labels(path, rows)
+    return write_jsonl(path, rows)
 
 
 def test_recorded_judge_is_scored_on_all_items_and_unjudged_are_counted(tmp_path: Path) -> None:
@@ -450,7 +439,7 @@ def run_cli(*argv: str) -> tuple[int, str]:
 
 def test_cli_recorded_json_and_save(tmp_path: Path) -> None:
     items = toy_labels(10)
-    labels = _labels(
+    labels = write_jsonl(
         tmp_path / "labels.jsonl",
         [
             {
@@ -502,7 +491,7 @@ def test_cli_errors(
     message: str,
 ) -> None:
     monkeypatch.delenv("RAGMETRICS_JUDGE_URL", raising=False)
-    labels = _labels(tmp_path / "labels.jsonl", [ROW])
+    labels = write_jsonl(tmp_path / "labels.jsonl", [ROW])
     code, _ = run_cli(*argv, "--labels", str(labels), "--no-cache")
     assert code == 2
     err = capsys.readouterr().err
@@ -517,7 +506,7 @@ def test_cli_http_against_a_local_server(tmp_path: Path) -> None:
         {"id": "b", "claim": "other claim", "context_sentences": ["s"], "label": "NOINFO"},
         {"id": "c", "claim": "SUPPORTED too", "context_sentences": ["s"], "label": "CONTRADICT"},
     ]
-    labels = _labels(tmp_path / "labels.jsonl", items)
+    labels = write_jsonl(tmp_path / "labels.jsonl", items)
     with serve() as server:
         argv = ["--judge", "http", "--labels", str(labels), "--url", server.url]
         argv += ["--model", "m", "--format", "json", "--cache-dir", str(tmp_path / "c")]
@@ -610,7 +599,7 @@ def test_generic_agreement_labels(tmp_path: Path) -> None:
 
 
 def test_scifact_claim_support_as_agreement_labels(tmp_path: Path) -> None:
-    path = _labels(
+    path = write_jsonl(
         tmp_path / "claims.jsonl",
         [
             CLAIM,
@@ -661,19 +650,16 @@ def test_scifact_dev_file_gives_209_agreement_items() -> None:
 def test_agreement_label_errors_name_file_and_line(
     tmp_path: Path, rows: list[Any], line: int, message: str
 ) -> None:
-    path = _labels(tmp_path / "agree.jsonl", rows)
-    with pytest.raises(DataFormatError, match=re.escape(message)) as info:
-        read_agreement_labels(path)
-    assert str(info.value).startswith(f"{path}:{line}: ")
+    assert_error_at(
+        read_agreement_labels, write_jsonl(tmp_path / "agree.jsonl", rows), line, message
+    )
 
 
 def test_agreement_labels_empty_or_all_noinfo(tmp_path: Path) -> None:
-    empty = tmp_path / "empty.jsonl"
-    empty.write_text("\n")
-    with pytest.raises(DataFormatError, match="no labelled items") as info:
-        read_agreement_labels(empty)
-    assert str(info.value).startswith(f"{empty}: ")
-    noinfo = _labels(tmp_path / "noinfo.jsonl", [{**CLAIM, "label": "NOINFO"}])
+    assert_error_at(
+        read_agreement_labels, write_jsonl(tmp_path / "e.jsonl", [""]), None, "no labelled"
+    )
+    noinfo = write_jsonl(tmp_path / "noinfo.jsonl", [{**CLAIM, "label": "NOINFO"}])
     with pytest.raises(DataFormatError, match=r"no SUPPORT or CONTRADICT item .*1 NOINFO"):
         read_agreement_labels(noinfo)
 
@@ -766,7 +752,7 @@ def test_http_judge_agreement_verdicts_are_scored_as_given(tmp_path: Path) -> No
 def test_cli_agreement_http_table_and_save(tmp_path: Path) -> None:
     from tests.helpers.fake_openai import serve
 
-    labels = _labels(
+    labels = write_jsonl(
         tmp_path / "claims.jsonl",
         [
             {**CLAIM, "claim": "the same claim"},
@@ -807,7 +793,7 @@ def test_cli_agreement_http_table_and_save(tmp_path: Path) -> None:
 def test_cli_agreement_usage_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
-    labels = _labels(tmp_path / "agree.jsonl", [GENERIC])
+    labels = write_jsonl(tmp_path / "agree.jsonl", [GENERIC])
     code, _ = run_cli("--question", "agreement", *argv, "--labels", str(labels), "--no-cache")
     assert code == 2
     err = capsys.readouterr().err
@@ -821,7 +807,7 @@ def test_cli_agreement_usage_errors(
 def test_cli_agreement_bad_labels_name_file_and_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    labels = _labels(tmp_path / "agree.jsonl", [GENERIC, {**GENERIC, "id": "b", "label": "?"}])
+    labels = write_jsonl(tmp_path / "agree.jsonl", [GENERIC, {**GENERIC, "id": "b", "label": "?"}])
     code, _ = run_cli("--question", "agreement", "--judge", "embedding", "--labels", str(labels))
     assert code == 2
     assert capsys.readouterr().err == (

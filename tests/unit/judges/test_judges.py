@@ -32,6 +32,7 @@ from pytest_ragmetrics.judges import (
 from pytest_ragmetrics.judges.base import make_identity, normalise_contexts
 from pytest_ragmetrics.metrics.answer import evaluate_answers
 from pytest_ragmetrics.transport import Endpoint
+from tests.helpers.jsonl import assert_error_at, write_jsonl
 
 # -- claim splitting and contexts -------------------------------------------------------------
 
@@ -80,14 +81,6 @@ def test_identity_carries_the_rubric_and_its_hash() -> None:
 # -- recorded verdicts ------------------------------------------------------------------------
 
 
-def _write(path: Path, lines: list[Any]) -> Path:
-    path.write_text(
-        "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n",
-        encoding="utf-8",
-    )
-    return path
-
-
 RECORDS = [
     {
         "query_id": "q1",
@@ -109,7 +102,7 @@ RECORDS = [
 
 
 def test_recorded_judge_replays_by_query_id(tmp_path: Path) -> None:
-    path = _write(tmp_path / "verdicts.jsonl", RECORDS)
+    path = write_jsonl(tmp_path / "verdicts.jsonl", RECORDS)
     judge = RecordedJudge(path)
     assert len(judge) == 2
     a = judge.assess(
@@ -128,7 +121,7 @@ def test_recorded_judge_replays_by_query_id(tmp_path: Path) -> None:
 
 
 def test_recorded_judge_refuses_stale_or_missing_verdicts(tmp_path: Path) -> None:
-    path = _write(tmp_path / "verdicts.jsonl", RECORDS)
+    path = write_jsonl(tmp_path / "verdicts.jsonl", RECORDS)
     judge = RecordedJudge(path)
     with pytest.raises(JudgeError, match=r"verdicts.jsonl:1: .* about another answer"):
         judge.assess("q", "A different answer.", [], query_id="q1")
@@ -139,14 +132,14 @@ def test_recorded_judge_refuses_stale_or_missing_verdicts(tmp_path: Path) -> Non
 def test_recorded_relevance_verdicts_are_about_their_own_question(tmp_path: Path) -> None:
     answer = "Paris is in France."
     record = {"query_id": "q1", "query": "Where is Paris?", "answer": answer}
-    path = _write(tmp_path / "v.jsonl", [{**record, "addresses_question": True}])
+    path = write_jsonl(tmp_path / "v.jsonl", [{**record, "addresses_question": True}])
     judge = RecordedJudge(path)
     assert judge.assess(" Where is Paris? ", answer, [], query_id="q1").answer_relevance == 1.0
     with pytest.raises(JudgeError, match=r"v.jsonl:1: .* addresses another question"):
         judge.assess("Who wrote Hamlet?", answer, [], query_id="q1")
     # Claim support does not depend on the question: no relevance verdict, nothing refused.
     claims = {**record, "claims": [{"text": answer, "supported": True}]}
-    only_claims = RecordedJudge(_write(tmp_path / "c.jsonl", [claims]))
+    only_claims = RecordedJudge(write_jsonl(tmp_path / "c.jsonl", [claims]))
     assert only_claims.assess("Who wrote Hamlet?", answer, [], query_id="q1").groundedness == 1.0
 
 
@@ -163,7 +156,7 @@ def test_recorded_support_cites_contexts_given_now(
 ) -> None:
     """Support recorded against a context no longer given was judged against other passages:
     replaying it would keep a groundedness the new contexts may not give."""
-    judge = RecordedJudge(_write(tmp_path / "v.jsonl", [RECORDS[0]]))
+    judge = RecordedJudge(write_jsonl(tmp_path / "v.jsonl", [RECORDS[0]]))
     answer = RECORDS[0]["answer"]
     with pytest.raises(JudgeError, match=rf"v.jsonl:1: .* cites context '{cited}', which is not"):
         judge.assess("q", answer, contexts, query_id="q1")
@@ -178,14 +171,14 @@ def test_recorded_claims_without_answer_must_be_in_the_answer(tmp_path: Path, an
     """A record without its answer: its claims' verdicts are replayed only for an answer that
     says those claims, not for whatever the generator says now."""
     record = {k: v for k, v in RECORDS[0].items() if k != "answer"}
-    judge = RecordedJudge(_write(tmp_path / "v.jsonl", [record]))
+    judge = RecordedJudge(write_jsonl(tmp_path / "v.jsonl", [record]))
     with pytest.raises(JudgeError, match=r"v.jsonl:1: the recorded claim .* is not in the answer"):
         judge.assess("q", answer, {"c1": "x"}, query_id="q1")
     full = "Paris is in France.\nIt has ten million   bridges. And more."
     assert judge.assess("q", full, {"c1": "x"}, query_id="q1").groundedness == 0.5
     # Neither answer nor claims: a relevance verdict about no answer anyone can tell.
     bare = RecordedJudge(
-        _write(tmp_path / "b.jsonl", [{"query_id": "q1", "addresses_question": True}])
+        write_jsonl(tmp_path / "b.jsonl", [{"query_id": "q1", "addresses_question": True}])
     )
     with pytest.raises(JudgeError, match=r"b.jsonl:1: .* but not which answer"):
         bare.assess("q", answer, {}, query_id="q1")
@@ -211,11 +204,7 @@ def test_recorded_claims_without_answer_must_be_in_the_answer(tmp_path: Path, an
 def test_recorded_file_errors_name_file_and_line(
     tmp_path: Path, lines: list[Any], line: int, message: str
 ) -> None:
-    path = _write(tmp_path / "bad.jsonl", lines)
-    with pytest.raises(DataFormatError, match=message) as info:
-        RecordedJudge(path)
-    assert info.value.line == line
-    assert str(info.value).startswith(f"{path}:{line}: ")
+    assert_error_at(RecordedJudge, write_jsonl(tmp_path / "bad.jsonl", lines), line, message)
 
 
 def test_recorded_file_missing_or_not_utf8(tmp_path: Path) -> None:
@@ -423,7 +412,7 @@ def test_protocols() -> None:
 
 
 def test_build_judge(tmp_path: Path) -> None:
-    path = _write(tmp_path / "v.jsonl", RECORDS)
+    path = write_jsonl(tmp_path / "v.jsonl", RECORDS)
     assert isinstance(build_judge("recorded", verdicts=path), RecordedJudge)
     http = build_judge("http", url="http://127.0.0.1:9", model="m", timeout=3)
     assert isinstance(http, HttpJudge) and http.client.endpoint.timeout == 3
