@@ -3,8 +3,11 @@ lists and booleans, each error naming the option."""
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 from pytest_ragmetrics.errors import ConfigError
@@ -80,6 +83,38 @@ def as_bool(value: Any, option: str) -> bool:
     raise ConfigError(f"{option}: {value!r} must be true or false")
 
 
+def real_number(value: object) -> float | None:
+    """``value`` as a float if it is a real number given in code or JSON (an int, a float, a
+    numpy scalar such as ``np.float32(0.5)``, a Fraction; never a bool), else None.
+
+    An int too large for a float (``10**400``, a 400-digit JSON integer) is +-inf, so a range
+    or finiteness check refuses it by name instead of raising OverflowError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an int (or a Fraction) beyond the float range
+        if isinstance(value, (int, Fraction)) and value < 0:
+            return -math.inf
+        return math.inf
+
+
+def shown(value: object, width: int = 40) -> str:
+    """``repr(value)`` for a message, cut to ``width`` characters (``10**400`` is 401 digits;
+    Python refuses to print an int of over 4,300)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return "an integer too long to print"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def finite_number(value: object) -> float | None:
+    """:func:`real_number`, and None for NaN and +-inf too."""
+    number = real_number(value)
+    return number if number is not None and math.isfinite(number) else None
+
+
 def positive_int(value: object, what: str, error: type[Exception] = ConfigError) -> int:
     """``value`` if it is a positive int (not a bool), else ``error`` naming ``what``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -88,7 +123,8 @@ def positive_int(value: object, what: str, error: type[Exception] = ConfigError)
 
 
 def non_negative(value: object, what: str, error: type[Exception] = ConfigError) -> float:
-    """``value`` as a float if it is a number >= 0, else ``error`` naming ``what``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise error(f"{what} must be a number >= 0, got {value!r}")
-    return float(value)
+    """``value`` as a float if it is a finite number >= 0, else ``error`` naming ``what``."""
+    number = finite_number(value)
+    if number is None or not number >= 0:
+        raise error(f"{what} must be a finite number >= 0, got {shown(value)}")
+    return number

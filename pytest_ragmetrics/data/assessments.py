@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_ragmetrics.data.textfile import PathLike, read_jsonl, resolve
 from pytest_ragmetrics.errors import DataFormatError, JudgeError
+from pytest_ragmetrics.values import finite_number, real_number
 
 SCHEMA = 1
 
@@ -42,11 +43,7 @@ class Claim:
                 f"claim {self.text[:60]!r}: supported must be true, false or null, got "
                 f"{self.supported!r}"
             )
-        if self.score is not None and (
-            isinstance(self.score, bool)
-            or not isinstance(self.score, (int, float))
-            or not math.isfinite(self.score)
-        ):
+        if self.score is not None and finite_number(self.score) is None:
             raise JudgeError(
                 f"claim {self.text[:60]!r}: score must be a finite number, got {self.score!r}"
             )
@@ -125,7 +122,7 @@ class Verdict:
         if not isinstance(data, Mapping) or not isinstance(data.get("subject"), str):
             raise JudgeError(f"a verdict must be an object with a 'subject', got {data!r:.80}")
         score = data.get("score")
-        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+        if score is not None and real_number(score) is None:
             raise JudgeError(f"verdict on {data['subject']!r}: 'score' must be a number")
         reply = data.get("reply")
         if reply is not None and not isinstance(reply, str):

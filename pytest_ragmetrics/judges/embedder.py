@@ -3,7 +3,6 @@ encoder), texts in, finite L2-normalised rows out, with a progress bar for large
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from pytest_ragmetrics.encoders import (
 )
 from pytest_ragmetrics.errors import JudgeError, RetrieverError
 from pytest_ragmetrics.progress import progress
+from pytest_ragmetrics.values import finite_number
 
 #: A judging that embeds more texts than this at once shows a progress bar.
 PROGRESS_AFTER = 256
@@ -141,14 +141,10 @@ class Embedder:
 
 def check_cosine(value: object, what: str) -> float:
     """``value`` as a float if it is a cosine in [-1, 1], else a JudgeError naming ``what``."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or not -1.0 <= value <= 1.0
-    ):
+    number = finite_number(value)
+    if number is None or not -1.0 <= number <= 1.0:
         raise JudgeError(f"{what} must be a cosine in [-1, 1], got {value!r}")
-    return float(value)
+    return number
 
 
 __all__ = ["PROGRESS_AFTER", "Embedder", "check_cosine"]

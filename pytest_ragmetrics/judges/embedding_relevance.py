@@ -5,13 +5,13 @@ Similarities are cached, so a new threshold re-uses them."""
 from __future__ import annotations
 
 import copy as copy_module
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from pytest_ragmetrics.judges.base import CacheLike, VerdictCache, make_identity
 from pytest_ragmetrics.judges.embedder import Embedder, Encoder, check_cosine
 from pytest_ragmetrics.judges.relevance import RelevancePair, RelevanceVerdict, relevance_pairs
+from pytest_ragmetrics.values import finite_number
 
 # `ragmetrics calibrate --question relevance --judge embedding` on SciFact test (339 relevant pairs
 # against 339 random corpus documents, seed 0) chooses 0.31 with kappa 0.93 on the held-out half:
@@ -123,12 +123,8 @@ def _embedding_inputs(pair: RelevancePair) -> dict[str, Any]:
 
 
 def _is_cosine(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and -1.000001 <= value <= 1.000001
-    )
+    number = finite_number(value)
+    return number is not None and -1.000001 <= number <= 1.000001
 
 
 def _threshold(value: object) -> float:

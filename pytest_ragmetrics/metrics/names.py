@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pytest_ragmetrics.errors import MetricError
-from pytest_ragmetrics.values import MAX_CUTOFF
+from pytest_ragmetrics.values import MAX_CUTOFF, finite_number
 from pytest_ragmetrics.vocabulary import Layer
 
 if TYPE_CHECKING:
@@ -150,11 +149,7 @@ def register_metric(
             "is better can be registered (deltas, thresholds and regressions read them so): "
             "register the negation, e.g. lambda ranked, k: -mean_rank(ranked, k), or 1 / value"
         )
-    if worst is not None and (
-        isinstance(worst, bool)
-        or not isinstance(worst, (int, float))
-        or not math.isfinite(float(worst))
-    ):
+    if worst is not None and finite_number(worst) is None:
         raise MetricError(
             f"metric {name!r}: worst={worst!r} must be a finite number (the worst value the "
             "metric can take, e.g. worst=0.0) or None"

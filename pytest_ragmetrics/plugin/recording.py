@@ -20,6 +20,7 @@ from pytest_ragmetrics.metrics.retrieval import evaluate
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
 from pytest_ragmetrics.pooling import Supplement, supplemented_note
 from pytest_ragmetrics.records import EvaluationRecord, dataset_identity, stable_json
+from pytest_ragmetrics.values import real_number, shown
 from pytest_ragmetrics.vocabulary import DEFAULT_ANSWER_METRICS, Layer
 
 
@@ -46,11 +47,12 @@ def parse_thresholds(
                 "give its threshold once"
             )
         given_as[spec.name] = name
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where}: {name}={value!r} is not a number in [0, 1]")
-        if not (0.0 <= float(value) <= 1.0):
-            raise ConfigError(f"{where}: {name}={value!r} is outside [0, 1]")
-        out[spec.name] = float(value)
+        number = real_number(value)
+        if number is None:
+            raise ConfigError(f"{where}: {name}={shown(value)} is not a number in [0, 1]")
+        if not (0.0 <= number <= 1.0):
+            raise ConfigError(f"{where}: {name}={shown(value)} is outside [0, 1]")
+        out[spec.name] = number
     return out
 
 

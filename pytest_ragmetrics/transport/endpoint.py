@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_ragmetrics.errors import RagMetricsError
 from pytest_ragmetrics.redaction import redact_url, scrub
-from pytest_ragmetrics.values import positive_int
+from pytest_ragmetrics.values import positive_int, real_number
 
 APIS = ("chat", "completions")  # /v1/chat/completions, /v1/completions
 
@@ -213,9 +213,8 @@ def _check(
 
 def _number(value: object) -> float:
     """``value`` as a float; NaN (never > 0 nor >= 0) for what is not a number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return float("nan")
-    return float(value)
+    number = real_number(value)
+    return float("nan") if number is None else number
 
 
 def request_url(base_url: str, naming: Naming, api: str = "chat") -> tuple[str, str]:

@@ -115,7 +115,7 @@ def test_shard_merge_equals_one_index_and_the_canonical_top_k(seed: int) -> None
     [
         ({"actors": 0}, "actors must be a positive integer, got 0"),
         ({"actors": "2"}, "actors must be a positive integer, got '2'"),
-        ({"gpus_per_actor": -1}, "gpus_per_actor must be a number >= 0, got -1"),
+        ({"gpus_per_actor": -1}, "gpus_per_actor must be a finite number >= 0, got -1"),
         ({"cpus_per_actor": 0}, "cpus_per_actor and gpus_per_actor are both 0"),
         ({"threads_per_actor": 0}, "threads_per_actor must be a positive integer"),
         ({"shards": 1.5}, "shards must be a positive integer"),
