@@ -20,6 +20,7 @@ from pytest_ragmetrics.data.arrays import (
 )
 from pytest_ragmetrics.data.segments import QuerySegments
 from pytest_ragmetrics.errors import DataFormatError
+from pytest_ragmetrics.values import shown
 
 
 class Qrels(QuerySegments):
@@ -124,18 +125,12 @@ GRADE_RANGE_HINT = f"grades must be integers from {MIN_GRADE} to {MAX_GRADE}"
 
 
 def _as_grade(grade: object, query_id: str, doc_id: str) -> int:
+    where = f"qrels: grade {shown(grade)} of query {query_id!r}, document {doc_id!r}"
     if isinstance(grade, bool) or not isinstance(grade, (int, np.integer, float, np.floating)):
-        raise DataFormatError(
-            f"qrels: grade {grade!r} of query {query_id!r}, document {doc_id!r} is not an integer"
-        )
+        raise DataFormatError(f"{where} is not an integer")
     if isinstance(grade, (float, np.floating)) and not float(grade).is_integer():
-        raise DataFormatError(
-            f"qrels: grade {grade!r} of query {query_id!r}, document {doc_id!r} is not an integer"
-        )
+        raise DataFormatError(f"{where} is not an integer")
     value = int(grade)
     if not MIN_GRADE <= value <= MAX_GRADE:
-        raise DataFormatError(
-            f"qrels: grade {grade!r} of query {query_id!r}, document {doc_id!r} is out of range; "
-            + GRADE_RANGE_HINT
-        )
+        raise DataFormatError(f"{where} is out of range; {GRADE_RANGE_HINT}")
     return value

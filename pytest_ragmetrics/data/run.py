@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import numbers
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
@@ -34,14 +36,21 @@ from pytest_ragmetrics.data.scores import (
 )
 from pytest_ragmetrics.data.segments import QuerySegments
 from pytest_ragmetrics.errors import DataFormatError
+from pytest_ragmetrics.values import real_number, shown
 
 
 def _as_score(score: object, query_id: str, doc_id: str) -> float:
-    if isinstance(score, (int, float, np.integer, np.floating)) and not isinstance(score, bool):
-        return float(score)
+    number = real_number(score)
+    if number is not None:
+        return number  # an int beyond float range is inf, refused as not finite
     raise DataFormatError(
-        f"run: score {score!r} of document {doc_id!r} for query {query_id!r} is not a number"
+        f"run: score {shown(score)} of document {doc_id!r} for query {query_id!r} is not a number"
     )
+
+
+def _is_score_type(kind: type) -> bool:
+    """A number type (int, float, a numpy number); not bool, str or None."""
+    return issubclass(kind, numbers.Real) and not issubclass(kind, bool)
 
 
 class Run(QuerySegments):
@@ -373,23 +382,30 @@ def run_from_dict(
 
 
 def _scores_of(results: Mapping[str, Mapping[str, float]]) -> FloatArray:
-    """Every score of a ``{query_id: {doc_id: score}}`` dict, in order; one that is not a
-    number is a DataFormatError naming it."""
+    """Every score of a ``{query_id: {doc_id: score}}`` dict, in order (:func:`score_array`)."""
     if not results:
         return np.empty(0)
-    try:
-        return np.concatenate(
-            [
-                np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
-                for docs in results.values()
-            ]
+    return np.concatenate([score_array(str(qid), docs) for qid, docs in results.items()])
+
+
+def score_array(query_id: str, docs: Mapping[str, object]) -> FloatArray:
+    """One query's ``{doc_id: score}`` scores as float64, each a finite number (an int, a float,
+    a numpy number); anything else is a DataFormatError naming the query and the document.
+
+    numpy alone would read True as 1.0, "0.5" as 0.5 and None as NaN: the types are checked first
+    (the set of them: cheap), and scores are read one by one only where one is off."""
+    scores: FloatArray | None = None
+    if all(map(_is_score_type, set(map(type, docs.values())))):
+        # An int beyond float range overflows: then read one by one, as inf.
+        with contextlib.suppress(OverflowError):
+            scores = np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
+    if scores is None:
+        scores = np.array([_as_score(v, query_id, str(d)) for d, v in docs.items()], np.float64)
+    if not np.isfinite(scores).all():
+        bad = int(np.flatnonzero(~np.isfinite(scores))[0])
+        doc, value = list(docs.items())[bad]
+        raise DataFormatError(
+            f"run: score {shown(value)} of document {str(doc)!r} for query {query_id!r} is not a "
+            "finite number"
         )
-    except (TypeError, ValueError) as exc:
-        for qid, docs in results.items():
-            for doc, score in docs.items():
-                if not isinstance(score, (int, float, np.integer, np.floating)):
-                    raise DataFormatError(
-                        f"run: score {score!r} of document {doc!r} for query {qid!r} is not "
-                        "a number"
-                    ) from exc
-        raise
+    return scores

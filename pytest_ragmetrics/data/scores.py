@@ -291,7 +291,7 @@ def mapping_contradiction(results: object) -> Contradiction | None:
                 for docs in results.values()
             ]
         )
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # bad scores: the run's reader names them
         return None
     counts = np.array([len(docs) for docs in results.values()], dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)

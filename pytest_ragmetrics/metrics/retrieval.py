@@ -24,7 +24,7 @@ from pytest_ragmetrics.data.model import (
     as_str_array,
     ranking_key,
 )
-from pytest_ragmetrics.data.run import run_from_dict
+from pytest_ragmetrics.data.run import run_from_dict, score_array
 from pytest_ragmetrics.data.scores import check_score_kind, mapping_contradiction, undeclared_error
 from pytest_ragmetrics.errors import ConfigError, DataFormatError, MetricError
 from pytest_ragmetrics.metrics.evaluation import Evaluation
@@ -310,7 +310,7 @@ def _rows_from_mapping(
         num_retrieved[i] = len(docs)
         judged = qrels.judgments(qid)
         hits = [(doc, docs[doc], grade) for doc, grade in judged.items() if doc in docs]
-        scores = ranking_key(_check_scores(qid, docs))
+        scores = ranking_key(score_array(qid, docs))
         if not hits:
             continue
         mine = ranking_key(np.asarray([h[1] for h in hits], dtype=np.float64))
@@ -329,28 +329,6 @@ def _rows_from_mapping(
     rows_grade = np.asarray(out_grade, dtype=np.int64)
     order = np.lexsort((rows_rank, rows_query))
     return rows_query[order], rows_rank[order], rows_grade[order], num_retrieved
-
-
-def _check_scores(query_id: str, docs: Mapping[str, float]) -> FloatArray:
-    try:
-        scores = np.fromiter(docs.values(), dtype=np.float64, count=len(docs))
-    except (TypeError, ValueError):
-        bad = next(
-            d
-            for d, s in docs.items()
-            if not isinstance(s, (int, float, np.number)) or isinstance(s, bool)
-        )
-        raise DataFormatError(
-            f"run: score {docs[bad]!r} of document {bad!r} for query {query_id!r} is not a number"
-        ) from None
-    if not np.isfinite(scores).all():
-        bad_index = int(np.flatnonzero(~np.isfinite(scores))[0])
-        bad = list(docs)[bad_index]
-        raise DataFormatError(
-            f"run: score {float(scores[bad_index])!r} of document {bad!r} for query "
-            f"{query_id!r} is not a finite number"
-        )
-    return scores
 
 
 def rank_and_judge(

@@ -4,13 +4,15 @@ OverflowError), bools are not numbers."""
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pytest
 
-from pytest_ragmetrics.errors import ConfigError, JudgeError
+from pytest_ragmetrics import Qrels, Run, evaluate
+from pytest_ragmetrics.errors import ConfigError, DataFormatError, JudgeError
 from pytest_ragmetrics.judges.embedder import check_cosine
 from pytest_ragmetrics.plugin.recording import parse_thresholds
 from pytest_ragmetrics.values import finite_number, non_negative, real_number, shown
@@ -65,3 +67,42 @@ def test_range_checks_refuse_huge_ints_by_name() -> None:
         non_negative(math.inf, "cpus")
     assert non_negative(np.float32(0.5), "cpus") == 0.5
     assert shown("x" * 100).endswith("...") and len(shown("x" * 100)) == 40
+
+
+QRELS = {"q1": {"d1": 1, "d2": 0}}
+
+
+@pytest.mark.parametrize(
+    ("score", "shown_as", "why"),
+    [
+        (True, "True", "is not a number"),
+        (np.bool_(False), "np.False_", "is not a number"),
+        ("0.5", "'0.5'", "is not a number"),  # numpy alone read it as 0.5
+        (None, "None", "is not a number"),  # numpy alone read it as NaN
+        # Shown as it was given, or as the inf it is as a float: either names it.
+        (10**400, "(1000000000000000000000000000000000000...|inf)", "is not a finite number"),
+        (float("inf"), "inf", "is not a finite number"),
+    ],
+    ids=["True", "np.False_", "str", "None", "10**400", "inf"],
+)
+@pytest.mark.parametrize("form", ["dict", "Run.from_dict", "Run.from_rankings"])
+def test_a_score_that_is_no_finite_number_is_refused_in_every_form(
+    score: Any, shown_as: str, why: str, form: str
+) -> None:
+    message = f"run: score {shown_as} of document 'd1' for query 'q1' {why}"
+    if not shown_as.startswith("("):
+        message = re.escape(message)
+    with pytest.raises(DataFormatError, match=message):
+        if form == "Run.from_rankings":
+            Run.from_rankings({"q1": [("d1", score), ("d2", 0.1)]})
+        else:
+            results = {"q1": {"d2": 0.1, "d1": score}}
+            evaluate(QRELS, Run.from_dict(results) if form == "Run.from_dict" else results)
+
+
+def test_numpy_scores_and_grades_are_numbers() -> None:
+    results = {"q1": {"d1": np.float32(0.5), "d2": np.float16(0.25)}}
+    found = evaluate({"q1": {"d1": np.int64(1), "d2": 0}}, results, ["precision_at_1"])
+    assert found.mean == {"precision_at_1": 1.0}
+    with pytest.raises(DataFormatError, match=r"grade an integer too long to print .* range"):
+        Qrels.from_dict({"q1": {"d1": 10**5000}})
