@@ -293,16 +293,18 @@ def _runs_judgments(args: argparse.Namespace, inputs: Sequence[Input]) -> Judgme
         raise ConfigError(
             f"{args.inputs[0]}: compare needs at least two inputs (runs: the reference first)"
         )
-    if args.format == "html" and args.out is not None:
-        refuse_overwriting(
-            args.out, "--out", files={f"input {item.path}": item.path for item in inputs}
-        )
     if args.split and not args.dataset:
         raise ConfigError("--split: only with --dataset")
+    [pair] = dataset_pairs(args) if args.dataset else [None]
+    folder = None if pair is None else str(pair.path)
+    if args.format == "html" and args.out is not None:
+        # Every file read: the inputs, the qrels and whatever the dataset folder holds.
+        files = {f"input {item.path}": item.path for item in inputs}
+        refuse_overwriting(
+            args.out, "--out", files={**files, "--qrels": args.qrels}, folders={"--dataset": folder}
+        )
     judgments = None
     if args.qrels is not None or args.dataset:
-        [pair] = dataset_pairs(args) if args.dataset else [None]
-        folder = None if pair is None else str(pair.path)
         judgments = load_judgments(args.qrels, folder, None if pair is None else pair.split)
     if args.evaluation and not any(item.kind in ("report", "baseline") for item in inputs):
         raise ConfigError("--evaluation: only picks evaluations of JSON reports and baselines")
@@ -334,7 +336,8 @@ def _compare_datasets(
     runs = system_runs(args.inputs, pairs)
     if args.format == "html" and args.out is not None:
         files = {f"run {path}": path for by_pair in runs.values() for path in by_pair.values()}
-        refuse_overwriting(args.out, "--out", files=dict(files))
+        folders = {f"--dataset {p.name}": str(p.path) for p in pairs}
+        refuse_overwriting(args.out, "--out", files=dict(files), folders=dict(folders))
     comparison = compare_datasets(
         runs,
         pairs,

@@ -191,6 +191,28 @@ def evaluate_output(name: str, template: str, paths: dict[str, Path]) -> Path:
     return path
 
 
+def test_the_html_page_is_not_written_over_the_qrels_or_the_dataset(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    # The qrels (and a dataset folder's files) are read as much as the runs: an --out naming
+    # one of them would replace the judgments with the page.
+    kept = runs["qrels"].read_bytes()
+    html = "compare --qrels {qrels} {a} {b} --format html --out "
+    assert cli(html + "{qrels}", runs)[0] == 2
+    assert runs["qrels"].read_bytes() == kept
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text('{"_id": "r1", "text": "x"}\n')
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "y"}\n')
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tr1\t1\n")
+    files = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    for target in ("corpus.jsonl", "qrels/test.tsv"):
+        code, _ = run("compare", "--dataset", str(folder), str(runs["a"]), str(runs["b"]),
+                      "--format", "html", "--out", str(folder / target))  # fmt: skip
+        assert code == 2
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == files
+
+
 def test_two_runs_paired_statistics_equal_stats_on_the_hand_built_example(runs) -> None:
     from pytest_ragmetrics.stats import compare_paired
 

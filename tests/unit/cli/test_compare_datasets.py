@@ -189,3 +189,13 @@ def test_html_lists_a_system_that_failed_on_a_pair(
     assert "<b>mrr</b> 1.0000 → 0.6250" in problems
     # planets has no run of the reference beta: its systems are shown, not compared.
     assert "planets-test: the reference beta has no run here" in out
+
+
+@pytest.mark.parametrize("out", ["planets/corpus.jsonl", "animals/qrels/test.tsv", "animals/new"])
+def test_the_html_page_is_not_written_over_a_dataset_file(
+    setup: list[str], capsys: pytest.CaptureFixture[str], out: str
+) -> None:
+    before = {p: p.read_bytes() for p in Path().rglob("*") if p.is_file()}
+    code, _, err = cli([*setup, "alpha", "beta", "--format", "html", "--out", out], capsys)
+    assert code == 2 and f"--out {out}: inside the --dataset " in err, err
+    assert {p: p.read_bytes() for p in Path().rglob("*") if p.is_file()} == before
