@@ -295,6 +295,14 @@ def is_within(path: Path, folder: Path) -> bool:
     return inner == outer or outer in inner.parents
 
 
+def lock_beside(path: PathLike, *, hidden: bool = True) -> Path:
+    """The lock file of the file ``path`` names: ``.NAME.lock`` (``NAME.lock`` when not
+    ``hidden``) beside it once symlinks are resolved, as the atomic writers resolve them, so a
+    file reached through a symlink and through its real path is guarded by one lock."""
+    real = Path(os.path.realpath(path))
+    return real.with_name(f".{real.name}.lock" if hidden else f"{real.name}.lock")
+
+
 @contextlib.contextmanager
 def exclusive_lock(
     path: PathLike,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_ragmetrics.data.model import Corpus, Qrels, Queries, Run
 from pytest_ragmetrics.data.textfile import read_jsonl, read_lines, resolve
 from pytest_ragmetrics.errors import DataFormatError
-from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, unique_keys
+from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, lock_beside, unique_keys
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.judges.relevance import RelevanceJudge, RelevanceVerdict
@@ -149,7 +149,7 @@ def write_pool(path: PathLike, entries: Sequence[PoolEntry], *, hint: str = "") 
 
 def _write_locked(path: PathLike, text: str, what: str, hint: str) -> None:
     target = Path(path)
-    with exclusive_lock(target.with_name(f".{target.name}.lock"), what=what, hint=hint):
+    with exclusive_lock(lock_beside(target), what=what, hint=hint):
         atomic_write_text(target, text, what=what, hint=hint)
 
 

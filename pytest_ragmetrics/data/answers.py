@@ -208,14 +208,14 @@ def write_answers(
     """Write an answers file atomically (under a lock: parallel writers never interleave); a
     refused write is an OutputError naming the file, with ``hint`` (how to write elsewhere).
     ``extra`` keys go on every line (the corpus a recording was made on)."""
-    from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, writing
+    from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, lock_beside, writing
 
     target = Path(path)
     what = "recorded answers"
     with writing(target, what=what, hint=hint):
         target.parent.mkdir(parents=True, exist_ok=True)
     text = answers_jsonl(answers, extra)
-    with exclusive_lock(target.with_name(target.name + ".lock"), what=what, hint=hint):
+    with exclusive_lock(lock_beside(target, hidden=False), what=what, hint=hint):
         atomic_write_text(target, text, what=what, hint=hint)
 
 

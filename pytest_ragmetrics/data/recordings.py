@@ -126,14 +126,14 @@ def write_recording(
     lock, atomically: xdist workers recording different pairs keep each other's); a refused
     write is an OutputError naming the file, with ``hint``. ``extra`` keys go on each of
     this pair's lines."""
-    from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, writing
+    from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, lock_beside, writing
 
     target = Path(path)
     what = "recorded answers"
     with writing(target, what=what, hint=hint):
         target.parent.mkdir(parents=True, exist_ok=True)
     tag = {"name": pair[0], "split": pair[1]}
-    with exclusive_lock(target.with_name(target.name + ".lock"), what=what, hint=hint):
+    with exclusive_lock(lock_beside(target, hidden=False), what=what, hint=hint):
         kept = [record for record in _readable(target) if _kept(record, pair)]
         mine = [{**a.to_dict(), **(extra or {}), TAG: tag} for a in answers]
         text = "".join(

@@ -129,10 +129,11 @@ class ControllerPlugin:
             if settings.baseline.exists():
                 self.stale = self.session.stale_entries(self.session.baseline())
             return
-        from pytest_ragmetrics.fileio import exclusive_lock
+        from pytest_ragmetrics.fileio import exclusive_lock, lock_beside
 
-        path = settings.baseline
-        lock = path.with_name(f".{path.name}.lock")
+        # The lock of the file written: a symlinked baseline, or another spelling of its
+        # path (--ragmetrics-baseline), is guarded by the lock of the file it names.
+        lock = lock_beside(settings.baseline)
         with exclusive_lock(lock, what="baseline", hint=BASELINE_HINT):
             self._update_baseline()
 

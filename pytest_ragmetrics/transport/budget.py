@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_ragmetrics.errors import BudgetError
-from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock
+from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, lock_beside
 from pytest_ragmetrics.values import positive_int
 
 if TYPE_CHECKING:
@@ -93,7 +93,10 @@ class Budget:
                 yield self._counts
                 return
             with exclusive_lock(
-                Path(f"{self.ledger}.lock"), timeout=600, what="token budget", error=BudgetError
+                lock_beside(self.ledger, hidden=False),
+                timeout=600,
+                what="token budget",
+                error=BudgetError,
             ):
                 counts = _Counts.read(self.ledger)
                 before = asdict(counts)

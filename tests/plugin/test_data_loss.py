@@ -219,6 +219,29 @@ def test_concurrent_updates_of_the_same_file_keep_every_entry(tmp_path: Path) ->
     ]
 
 
+def test_updates_through_a_symlink_and_the_real_path_share_one_lock(tmp_path: Path) -> None:
+    # One baseline file, two spellings: .ragmetrics/baseline.json links to shared/baseline.json,
+    # which half the processes name with --ragmetrics-baseline. A lock beside the path as
+    # written gave each spelling its own lock, and overlapping updates dropped entries.
+    from pytest_ragmetrics.fileio import lock_beside
+
+    _concurrency_project(tmp_path, 4)
+    (tmp_path / "shared").mkdir()
+    real = tmp_path / "shared" / "baseline.json"
+    real.write_text('{"schema_version": 1, "entries": {}}')
+    (tmp_path / ".ragmetrics").mkdir()
+    (tmp_path / ".ragmetrics" / "baseline.json").symlink_to(Path("..", "shared", "baseline.json"))
+    assert lock_beside(tmp_path / ".ragmetrics" / "baseline.json") == lock_beside(real)
+    shared = "--ragmetrics-baseline=shared/baseline.json"
+    groups = [[f"test_file{i}.py", *([shared] if i % 2 else [])] for i in range(4)]
+    for proc in _start_updates(tmp_path, groups, 0.5):
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out
+    assert (tmp_path / ".ragmetrics" / "baseline.json").is_symlink()
+    entries = json.loads(real.read_text())["entries"]
+    assert sorted(entries) == sorted(f"test_file{i}.py::test_{t}" for i in range(4) for t in "ab")
+
+
 def test_exclusive_lock_is_exclusive_and_leaves_no_file(tmp_path: Path) -> None:
     lock = tmp_path / "x.lock"
     script = textwrap.dedent(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragmetrics.errors import JudgeError
-from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, read_json_file
+from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, lock_beside, read_json_file
 from pytest_ragmetrics.judges.base import identity_hash
 from pytest_ragmetrics.judges.calibration.figures import CalibrationResult, agreement_of_counts
 
@@ -53,7 +53,7 @@ def save_calibration(path: PathLike, result: CalibrationResult, *, hint: str = "
     """
     target = Path(path)
     what = "calibration file"
-    with exclusive_lock(target.with_name(f".{target.name}.lock"), what=what, hint=hint):
+    with exclusive_lock(lock_beside(target), what=what, hint=hint):
         store = _read_store(target)
         store["judges"][result.judge_key] = result.to_dict()
         text = json.dumps(store, indent=2, sort_keys=True) + "\n"
