@@ -293,8 +293,13 @@ def _finish_item(item: pytest.Item, *, errored: bool) -> list[str]:
     from pytest_ragmetrics.report.outcome import Checked
 
     checked = [Checked(r) for r in recorded]
+    unchecked: list[str] = []
     if not errored:
-        from pytest_ragmetrics.plugin.checks import check_test, unrecorded_message
+        from pytest_ragmetrics.plugin.checks import (
+            check_test,
+            thresholds_without_evaluation,
+            unrecorded_message,
+        )
 
         try:
             checked, more = check_test(
@@ -305,11 +310,13 @@ def _finish_item(item: pytest.Item, *, errored: bool) -> list[str]:
                 verbose=item.config.get_verbosity() > 0,
             )
             failures += more
+            unchecked = thresholds_without_evaluation(recorded, thresholds)
+            failures += unchecked
             if unrecorded and not session.settings.update_baseline:
                 failures.append(unrecorded_message(item.nodeid, unrecorded, session))
         except RagMetricsError as exc:
             failures.append(str(exc))
-    item.stash[CHECKED_KEY] = CheckedTest(checked, errored, tuple(unrecorded))
+    item.stash[CHECKED_KEY] = CheckedTest(checked, errored, tuple(unrecorded), tuple(unchecked))
     return failures
 
 

@@ -45,7 +45,7 @@ def check_test(
     regression's text is the short one unless ``verbose`` (pytest -v); the outcome keeps the
     full one. ``texts`` gives the queries' texts shown beside the most regressed ones.
     """
-    failures = _thresholds_without_evaluation(recorded, thresholds)
+    failures: list[str] = []
     checked: list[Checked] = []
     for record in recorded:
         record, late = _with_late_thresholds(record, thresholds)
@@ -123,7 +123,10 @@ def check_evaluation(
         []
         if gate
         else [
-            _threshold_message(record, r) for r in results if not r.passed and r.metric not in gated
+            _threshold_message(record, r)
+            for r in results
+            # A metric not computed failed its late marker, with its own message.
+            if not r.passed and r.metric not in gated and r.metric in record.evaluation.metrics
         ]
     )
     entry = session.baseline().get(record.test, record.name)
@@ -188,10 +191,11 @@ def _threshold_message(record: EvaluationRecord, result: ThresholdResult) -> str
     )
 
 
-def _thresholds_without_evaluation(
+def thresholds_without_evaluation(
     recorded: Sequence[EvaluationRecord], thresholds: Mapping[str, float]
 ) -> list[str]:
-    """A threshold of a layer the test recorded nothing of can never be checked: say so."""
+    """A threshold of a layer the test recorded nothing of can never be checked: say so (the
+    test fails, and the reports list it: no evaluation of theirs carries it)."""
     layers = {r.layer for r in recorded}
     failures = []
     for metric, bound in thresholds.items():
@@ -211,16 +215,16 @@ def _with_late_thresholds(
     """The record with the thresholds of its layer that were set after it was recorded.
 
     A marker added while the test ran (``request.node.add_marker``) counts; if it names a
-    metric the evaluation did not compute, that is a failure saying so, never a silent pass.
+    metric the evaluation did not compute, that is a failure saying so, never a silent pass,
+    and the threshold stays on the record (no value: failed), so the reports show it failed.
     """
     added = dict(record.thresholds)
     failures = []
     for metric, bound in thresholds.items():
         if parse_metric(metric).layer != record.layer or metric in record.thresholds:
             continue
-        if metric in record.evaluation.metrics:
-            added[metric] = bound
-        else:
+        added[metric] = bound
+        if metric not in record.evaluation.metrics:
             failures.append(
                 f"rag_threshold({metric}={bound:g}) was added after "
                 f"{_layer_name(record.layer)} evaluation '{record.name}' of {record.test} was "

@@ -37,6 +37,7 @@ class ControllerPlugin:
         self.errored_tests: set[str] = set()
         # Baseline entries of tests that ran without recording them: (test, name), lost.
         self.unrecorded: list[tuple[str, str]] = []
+        self.unchecked: list[tuple[str, str]] = []
         self.update_counts: dict[str, int] | None = None
         self.commit_paths: list[str] = []
         self.stale: list[tuple[str, str]] = []
@@ -74,6 +75,7 @@ class ControllerPlugin:
             self.errored_tests.add(report.nodeid)
         self.evaluations.extend(found.checked)
         self.unrecorded += [(report.nodeid, name) for name in found.unrecorded]
+        self.unchecked += [(report.nodeid, message) for message in found.unchecked]
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """A collection error (xdist forwards the workers'): no entry may be called stale."""
@@ -188,6 +190,7 @@ class ControllerPlugin:
             commit_paths=self.commit_paths,
             stale=self.stale,
             unrecorded=self.unrecorded,
+            unchecked=self.unchecked,
             cleared=self.cleared,
             cache_path=settings.display(settings.cache_dir),
         )

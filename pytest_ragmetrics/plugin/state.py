@@ -21,18 +21,21 @@ RAG_EVAL_KEY = pytest.StashKey["RagEval"]()
 @dataclass(frozen=True)
 class CheckedTest:
     """What a test's checks found, carried by its call report to the controller (xdist): the
-    evaluations it recorded with their outcomes, whether it crashed, and the names of its
-    baseline entries it ran without recording (lost)."""
+    evaluations it recorded with their outcomes, whether it crashed, the names of its
+    baseline entries it ran without recording (lost), and the failures of its thresholds that
+    no evaluation of the test could check (unchecked)."""
 
     checked: list[Checked]
     errored: bool
     unrecorded: tuple[str, ...] = ()
+    unchecked: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "evaluations": [c.to_dict() for c in self.checked],
             "errored": self.errored,
             "unrecorded": list(self.unrecorded),
+            "unchecked": list(self.unchecked),
         }
 
     @classmethod
@@ -43,6 +46,7 @@ class CheckedTest:
             [Checked.from_dict(e) for e in data["evaluations"]],
             bool(data["errored"]),
             tuple(str(n) for n in data.get("unrecorded", ())),
+            tuple(str(m) for m in data.get("unchecked", ())),
         )
 
 

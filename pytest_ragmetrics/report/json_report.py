@@ -37,7 +37,8 @@ Schema (version 1)::
       "summary": {"evaluations": N, "by_layer": {...}, "by_status": {...},
                   "baseline_update": {"updated", "added", "removed"} | null,
                   "stale_baseline_entries": [[test, name]],      # lost: their tests are gone
-                  "unrecorded_baseline_entries": [[test, name]]}  # lost: ran, not recorded
+                  "unrecorded_baseline_entries": [[test, name]],  # lost: ran, not recorded
+                  "unchecked_thresholds": [[test, failure]]}  # no evaluation to check them
     }
 """
 
@@ -84,6 +85,7 @@ def build_report(outcome: SessionOutcome) -> dict[str, Any]:
             ),
             "stale_baseline_entries": [list(s) for s in outcome.stale],
             "unrecorded_baseline_entries": [list(s) for s in outcome.unrecorded],
+            "unchecked_thresholds": [list(s) for s in outcome.unchecked],
             **summary,
         },
     }

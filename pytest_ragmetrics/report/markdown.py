@@ -54,6 +54,9 @@ def markdown_report(outcome: SessionOutcome, *, title: str = "pytest-ragmetrics"
     lost = outcome.lost_entries_lines()
     if lost:
         parts.append("### Lost baseline entries\n\n" + "".join(_lost_line(line) for line in lost))
+    unchecked = outcome.unchecked_lines()
+    if unchecked:
+        parts.append("### Thresholds not checked\n\n" + "".join(map(_lost_line, unchecked)))
     return within_limit("\n".join(parts))
 
 

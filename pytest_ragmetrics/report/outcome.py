@@ -169,12 +169,16 @@ class SessionOutcome:
     stale: Sequence[tuple[str, str]] = ()
     # Entries of tests that ran without recording them: lost, they failed their tests.
     unrecorded: Sequence[tuple[str, str]] = ()
+    # Thresholds no evaluation of their test could check (a layer it recorded nothing of):
+    # (test, failure), each failed its test.
+    unchecked: Sequence[tuple[str, str]] = ()
     cleared: ClearReport | None = None
     cache_path: str = ""
 
     def __post_init__(self) -> None:
         self.evaluations = sorted(self.evaluations, key=lambda c: c.record.key)
         self.unrecorded = sorted(self.unrecorded)
+        self.unchecked = sorted(self.unchecked)
 
     @property
     def dataset_order(self) -> list[str]:
@@ -252,3 +256,15 @@ class SessionOutcome:
             )
             lines += [f"  {label(test, name)}" for test, name in self.unrecorded]
         return lines
+
+    def unchecked_lines(self) -> list[str]:
+        """The thresholds no evaluation could check, in words ([] if none): a headline, then
+        a line per test and failure. Plain text; renderers escape it for their sink."""
+        if not self.unchecked:
+            return []
+        count = len(self.unchecked)
+        return [
+            f"ragmetrics: {count} threshold{'s' if count != 1 else ''} could not be checked "
+            "(no evaluation of the layer was recorded); their tests failed:",
+            *(f"  {test}: {message}" for test, message in self.unchecked),
+        ]

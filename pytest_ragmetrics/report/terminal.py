@@ -125,8 +125,8 @@ def summary_lines(outcome: SessionOutcome) -> list[tuple[str, str]]:
         )
         if outcome.commit_paths:
             out.append(("line", "commit: " + " ".join(outcome.commit_paths)))
-    lost = outcome.lost_entries_lines()
-    if lost:
-        out.append(("line", ""))
-        out += [("line", line) for line in lost]
+    for lines in (outcome.lost_entries_lines(), outcome.unchecked_lines()):
+        if lines:
+            out.append(("line", ""))
+            out += [("line", line) for line in lines]
     return [(kind, for_terminal(text)) for kind, text in out]

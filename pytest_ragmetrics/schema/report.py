@@ -52,6 +52,18 @@ _SUMMARY_SPEC: dict[str, Check] = {
         ),
         "a list of [test, name] pairs",
     ),
+    "unchecked_thresholds": optional(
+        (
+            lambda v: (
+                isinstance(v, list)
+                and all(
+                    isinstance(s, list) and len(s) == 2 and all(isinstance(x, str) for x in s)
+                    for s in v
+                )
+            ),
+            "a list of [test, failure] pairs",
+        )
+    ),
 }
 _THRESHOLD_SPEC = {
     "metric": STRING,

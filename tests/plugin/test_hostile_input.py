@@ -364,7 +364,7 @@ def test_thresholds_added_while_the_test_runs_are_enforced(pytester: pytest.Pyte
             "'q4': ['d5']})\n"
         ),
     )
-    result = pytester.runpytest()
+    result = pytester.runpytest("--ragmetrics-json=r.json", "--ragmetrics-markdown=r.md")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
@@ -374,6 +374,16 @@ def test_thresholds_added_while_the_test_runs_are_enforced(pytester: pytest.Pyte
         ],
         consecutive=False,
     )
+    # The reports say the evaluation failed its late threshold (it was 'new' there before).
+    report = json.loads((pytester.path / "r.json").read_text())
+    early = next(e for e in report["evaluations"] if e["name"] == "early")
+    assert early["outcome"]["thresholds"] == [
+        {"metric": "precision_at_3", "value": None, "threshold": 0.9, "passed": False}
+    ]
+    assert (
+        "| test_rag.py::test_after_the_evaluation [early] |" in (pytester.path / "r.md").read_text()
+    )
+    assert report["summary"]["by_status"] == {"below threshold": 2}
 
 
 def test_two_spellings_of_one_metric_in_a_marker_are_an_error(pytester: pytest.Pytester) -> None:

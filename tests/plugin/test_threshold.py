@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import glob
+import json
 
 import pytest
 
+from pytest_ragmetrics.cli import main
+from tests.helpers.html_documents import ParsedPage
 from tests.helpers.plugin_project import XDIST_QUICK, make_project, marked_test_error
 
 
@@ -158,16 +161,39 @@ def test_threshold_without_an_evaluation_fails(pytester: pytest.Pytester) -> Non
             rag_eval.retrieval(rag_run)
     """,
     )
-    result = pytester.runpytest()
+    result = pytester.runpytest("--ragmetrics-json=r.json", "--ragmetrics-markdown=r.md")
     result.assert_outcomes(failed=2)
+    forgot = (
+        "rag_threshold(recall_at_1=0.5) is set but the test recorded no retrieval evaluation; "
+        "call rag_eval.retrieval(...) in the test"
+    )
+    wrong = (
+        "rag_threshold(groundedness=0.5) is set but the test recorded no answer-layer "
+        "evaluation; call rag_eval.answers(...) in the test"
+    )
+    result.stdout.fnmatch_lines([f"*{glob.escape(forgot)}*", f"*{glob.escape(wrong)}*"])
+    # No evaluation carries them, so the reports list them apart, never an all-clear.
     result.stdout.fnmatch_lines(
         [
-            "*rag_threshold(recall_at_1=0.5) is set but the test recorded no retrieval evaluation; "
-            "call rag_eval.retrieval(...) in the test*",
-            "*rag_threshold(groundedness=0.5) is set but the test recorded no answer-layer "
-            "evaluation; call rag_eval.answers(...) in the test*",
+            "ragmetrics: 2 thresholds could not be checked (no evaluation of the layer was "
+            "recorded); their tests failed:",
+            f"  test_rag.py::test_forgot: {glob.escape(forgot)}",
+            f"  test_rag.py::test_wrong_layer: {glob.escape(wrong)}",
         ]
     )
+    summary = json.loads((pytester.path / "r.json").read_text())["summary"]
+    assert summary["unchecked_thresholds"] == [
+        ["test_rag.py::test_forgot", forgot],
+        ["test_rag.py::test_wrong_layer", wrong],
+    ]
+    markdown = (pytester.path / "r.md").read_text()
+    assert (
+        "### Thresholds not checked" in markdown
+        and f"- test_rag.py::test_forgot: {forgot}" in markdown
+    )
+    assert main(["report", "r.json", "--html", "r.html"]) == 0
+    page = ParsedPage((pytester.path / "r.html").read_text())
+    assert "Nothing regressed" not in page.text and "2 thresholds could not be checked" in page.text
 
 
 def test_failing_test_body_is_reported_as_such(pytester: pytest.Pytester) -> None:

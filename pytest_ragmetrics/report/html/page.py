@@ -112,6 +112,8 @@ class ReportPage:
     created: str = ""
     baseline_update: Mapping[str, Any] | None = None
     stale: tuple[tuple[str, str], ...] = ()
+    # (test, failure) of thresholds no evaluation of their test could check.
+    unchecked: tuple[tuple[str, str], ...] = ()
     compared: Compared | None = None
     # The means a report holds, by evaluation (test, name): shown as they are written there
     # (recomputed from its per-query values, one may differ in the last digit).
@@ -132,6 +134,7 @@ class ReportPage:
             created,
             update,
             tuple(outcome.stale),
+            tuple(outcome.unchecked),
             tables=dataset_tables(outcome.evaluations, outcome.metrics, outcome.dataset_order),
         )
 
@@ -175,6 +178,7 @@ def page_of_document(document: Document) -> ReportPage:
         data.get("created", ""),
         summary.get("baseline_update"),
         tuple((test, name) for test, name in summary.get("stale_baseline_entries") or ()),
+        tuple((test, why) for test, why in summary.get("unchecked_thresholds") or ()),
         means=means,
         tables=dataset_tables(evaluations, metrics, _pair_order(summary)),
     )

@@ -134,6 +134,7 @@ class PageView:
     totals: list[Chip]
     problems: list[Problem]
     not_compared: list[tuple[str, list[str]]]
+    unchecked: list[tuple[str, str]]
     tables: list[Group]
     layers: list[Layer]
     run: list[tuple[str, str]]
@@ -173,6 +174,7 @@ def page_view(page: ReportPage, *, worst: int, max_bars: int) -> PageView:
         [chip(c, f"{counts[c]} {CATEGORIES[c][0]}") for c in CATEGORIES if c in counts],
         [_problem(s) for s in entries if s.problem],
         not_compared(page),
+        list(page.unchecked),
         groups(page),
         layers,
         run_rows(page),
