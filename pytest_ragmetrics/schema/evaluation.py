@@ -50,6 +50,7 @@ def evaluation_problem(entry: Any) -> str | None:
         lambda: _dataset_problem(entry.get("dataset")),
         lambda: number_map(_or_empty(entry.get("thresholds")), "thresholds", nullable=False),
         lambda: _spelling_problem(entry),
+        lambda: range_problem(entry),
         lambda: means_problem(entry.get("metrics"), entry.get("per_query", {})),
         lambda: count_problem(entry.get("num_queries"), entry.get("per_query")),
     )
@@ -84,6 +85,46 @@ def _spelling_problem(entry: Mapping[str, Any]) -> str | None:
                     f"'{field}.{name}' is another spelling of {canonical!r}: a metric is "
                     f"held under its own name; rename the key to {canonical!r}"
                 )
+    return None
+
+
+# Stored values are rounded to six decimals; a value of a [0, 1] metric may lie this far out.
+RANGE_SLACK = 1e-6
+
+
+def range_problem(entry: Mapping[str, Any]) -> str | None:
+    """A value of a built-in metric (each lies in [0, 1]) outside [0, 1]: no evaluation wrote
+    it, and a baseline mean of -1 could never be regressed from, nor one of 1e300 reached."""
+    from pytest_ragmetrics.errors import MetricError
+    from pytest_ragmetrics.metrics.names import in_unit_interval, parse_metric
+
+    supplemented = entry.get("supplemented") or {}
+    values: list[tuple[str, str, Any]] = [
+        (f"metrics.{m}", m, v) for m, v in (entry.get("metrics") or {}).items()
+    ]
+    values += [(f"judged_only.{m}", m, v) for m, v in (entry.get("judged_only") or {}).items()]
+    values += [
+        (f"supplemented.metrics.{m}", m, v) for m, v in (supplemented.get("metrics") or {}).items()
+    ]
+    values += [
+        (f"per_query.{q}.{m}", m, v)
+        for q, row in (entry.get("per_query") or {}).items()
+        for m, v in row.items()
+    ]
+    bounded: dict[str, bool] = {}
+    for field, metric, value in values:
+        if not is_number(value) or -RANGE_SLACK <= value <= 1 + RANGE_SLACK:
+            continue  # null and NaN are checked (or allowed) elsewhere
+        if metric not in bounded:
+            try:
+                bounded[metric] = in_unit_interval(parse_metric(metric))
+            except MetricError:
+                bounded[metric] = False  # registered where the file was written, not here
+        if bounded[metric]:
+            return (
+                f"'{field}' is {value!r}, outside [0, 1] where every value of {metric} lies: "
+                "no evaluation wrote it (an edit?)"
+            )
     return None
 
 

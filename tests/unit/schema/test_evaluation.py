@@ -58,3 +58,35 @@ def test_per_query_rows_for_other_queries_than_counted_are_named() -> None:
     grown = entry({"mrr": 0.75, "map": 0.5}, PER_QUERY)
     grown["num_queries"] = 3
     assert "'num_queries' is 3 but 'per_query' holds 2" in (evaluation_problem(grown) or "")
+
+
+@pytest.mark.parametrize(
+    ("means", "q1", "field"),
+    [
+        ({"mrr": -0.75}, {"mrr": -2.5}, "metrics.mrr"),
+        ({"mrr": 1e300}, {"mrr": 2e300}, "metrics.mrr"),
+        ({"map": 1.0}, {"map": 1.5}, "per_query.q1.map"),
+    ],
+    ids=["negative", "huge", "above-one"],
+)
+def test_a_value_outside_the_unit_interval_is_named(
+    means: dict[str, float], q1: dict[str, float], field: str
+) -> None:
+    # A baseline mean of -1 could never be regressed from; no evaluation writes one.
+    per_query = {"q1": {**PER_QUERY["q1"], **q1}, "q2": {"mrr": 1.0, "map": 0.5}}
+    problem = evaluation_problem(entry({"mrr": 0.75, "map": 0.5, **means}, per_query)) or ""
+    assert problem.startswith(f"'{field}' is ") and "outside [0, 1]" in problem, problem
+    judged = entry({"mrr": 0.75, "map": 0.5}, PER_QUERY) | {"judged_only": {"map_judged": 1.2}}
+    assert (evaluation_problem(judged) or "").startswith("'judged_only.map_judged' is 1.2")
+
+
+def test_rounding_and_registered_metrics_may_lie_outside() -> None:
+    from pytest_ragmetrics.metrics.names import register_metric, unregister_metric
+
+    rounded = entry({"mrr": 1.0000004}, {"q1": {"mrr": 1.0000004}})
+    assert evaluation_problem(rounded) is None
+    register_metric("mean_place", lambda ranked, k: ranked.n_queries * [0.0], worst=100.0)
+    try:
+        assert evaluation_problem(entry({"mean_place": -3.0}, {"q1": {"mean_place": -3.0}})) is None
+    finally:
+        unregister_metric("mean_place")
