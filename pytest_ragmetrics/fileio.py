@@ -105,8 +105,16 @@ def cannot_write(path: PathLike, exc: OSError, *, what: str = "", hint: str = ""
         return exc
     reason = exc.strerror or str(exc) or type(exc).__name__
     subject = f" the {what}" if what else ""
-    if exc.errno in _REFUSED:
-        fix = f"make {_nearest_folder(path)} writable"
+    blocking = _file_in_the_way(path)
+    if blocking is not None:
+        fix = f"{blocking} is a file where a folder is needed: move it away"
+    elif exc.errno in _REFUSED:
+        # An existing file the process may not replace (read-only, immutable) is the file's
+        # problem, not its folder's; on a read-only file system, every file is refused.
+        refused = (
+            exc.errno != errno.EROFS and os.path.lexists(path) and not os.access(path, os.W_OK)
+        )
+        fix = f"make {os.fspath(path) if refused else _nearest_folder(path)} writable"
     elif exc.errno in _FULL:
         fix = f"free space on the file system holding {_nearest_folder(path)}"
     else:
@@ -117,6 +125,19 @@ def cannot_write(path: PathLike, exc: OSError, *, what: str = "", hint: str = ""
     )
     error.errno, error.strerror, error.filename = exc.errno, reason, os.fspath(path)
     return error
+
+
+def _file_in_the_way(path: PathLike) -> str | None:
+    """An ancestor of ``path`` that exists as something other than a folder (a file named
+    like the folder to create), or None."""
+    if is_stream(path):
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    while os.path.dirname(folder) != folder:
+        if os.path.lexists(folder) and not os.path.isdir(folder):
+            return folder
+        folder = os.path.dirname(folder)
+    return None
 
 
 def _nearest_folder(path: PathLike) -> str:

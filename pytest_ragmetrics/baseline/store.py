@@ -109,7 +109,7 @@ class BaselineStore:
         BaselineError naming the file, why, and what to do (``hint``: how to write elsewhere).
         The old file is then unchanged."""
         try:
-            atomic_write_text(self.path, self.dumps(), what="the baseline", hint=hint)
+            atomic_write_text(self.path, self.dumps(), what="baseline", hint=hint)
         except OSError as exc:  # cannot_write's OutputError: path, reason, what to do
             raise BaselineError(str(exc)) from None
         except UnicodeError as exc:

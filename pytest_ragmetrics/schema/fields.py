@@ -113,6 +113,8 @@ def version_problem(data: Mapping[str, Any], key: str, newest: int, what: str) -
     version = data.get(key, newest)
     if not is_int(version):
         return f"{what} {version!r} is not an integer"
+    if version < 1:  # versions count from 1: no pytest-ragmetrics wrote this
+        return f"{what} {version} is not a version (they count from 1)"
     if version > newest:
         return (
             f"written by a newer pytest-ragmetrics ({what} {version}, this version reads up "

@@ -354,6 +354,7 @@ def test_crashing_test_keeps_its_entries(pytester: pytest.Pytester) -> None:
         ("", "the baseline file is empty"),
         ('{"schema_version": 1, "entries": {', "is not valid JSON"),
         ('{"schema_version": 99, "entries": {}}', "written by a newer pytest-ragmetrics"),
+        ('{"schema_version": 0, "entries": {}}', "baseline schema 0 is not a version"),
         ('{"entries": {}}', "not a pytest-ragmetrics baseline"),
         (
             '{"schema_version": 1, "entries": {"t": {"n": {"layer": "retrieval", "metrics": '
@@ -367,6 +368,7 @@ def test_crashing_test_keeps_its_entries(pytester: pytest.Pytester) -> None:
         "empty",
         "truncated",
         "newer-schema",
+        "schema-zero",
         "no-schema",
         "nonsense-value",
         "nonsense-type",

@@ -270,6 +270,7 @@ def _report(tmp_path: Path, pytester: pytest.Pytester) -> dict:
         (lambda d: d["evaluations"][0].update(newer_field=[1, 2]), 0, None),
         (lambda d: d["evaluations"][0]["identity"].update(extra="x"), 0, None),
         (lambda d: d.update(version=2), 2, "written by a newer pytest-ragmetrics"),
+        (lambda d: d.update(version=-1), 2, "is not a version (they count from 1)"),
         (lambda d: d.update(evaluations={"a": 1}), 2, "'evaluations' must be a list"),
         (lambda d: d["evaluations"].append([]), 2, "evaluation #2 must be an object"),
         (lambda d: d["evaluations"][0].update(metrics=[]), 2, "'metrics' must map"),

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 import pytest
 
-from pytest_ragmetrics.errors import ConfigError
-from pytest_ragmetrics.fileio import atomic_append_text, atomic_write_text, path_inside
+from pytest_ragmetrics.errors import ConfigError, OutputError
+from pytest_ragmetrics.fileio import (
+    atomic_append_text,
+    atomic_write_text,
+    cannot_write,
+    path_inside,
+)
 
 
 def test_new_file_gets_umask_mode_and_existing_mode_is_kept(tmp_path: Path) -> None:
@@ -57,3 +63,27 @@ def test_paths_inside_and_absolute_paths_are_allowed(tmp_path: Path) -> None:
     assert path_inside(tmp_path, "/elsewhere/summary.md", option="x") == Path(
         "/elsewhere/summary.md"
     )
+
+
+def test_a_file_where_a_folder_is_needed_is_named(tmp_path: Path) -> None:
+    (tmp_path / "datasets").write_text("not a folder")
+    for target in ("datasets/x.json.gz", "datasets/sub/x.json.gz"):
+        with pytest.raises(OutputError) as info:
+            atomic_write_text(tmp_path / target, "{}", what="dataset digests")
+        assert str(info.value).startswith(f"{tmp_path / target}: cannot write the dataset digests")
+        assert f"{tmp_path / 'datasets'} is a file where a folder is needed" in str(info.value)
+
+
+def test_a_file_that_may_not_be_replaced_is_named_not_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Root ignores permission bits, so the refusal (an immutable file: EPERM) is simulated.
+    target = tmp_path / "baseline.json"
+    target.write_text("{}")
+    refused = OSError(errno.EPERM, "Operation not permitted")
+    monkeypatch.setattr(os, "access", lambda path, mode: os.fspath(path) != os.fspath(target))
+    message = str(cannot_write(target, refused, what="baseline"))
+    assert message == (
+        f"{target}: cannot write the baseline (Operation not permitted); make {target} writable"
+    )
+    assert f"make {tmp_path} writable" in str(cannot_write(tmp_path / "new.json", refused))
