@@ -130,7 +130,10 @@ def cache_dir(args: argparse.Namespace) -> str | None:
 
 
 def split_text(args: argparse.Namespace) -> str:
-    """Every --split value, as one ragmetrics_split text (repeats accumulate)."""
+    """Every --split value, as one ragmetrics_split text (repeats accumulate); a blank one is
+    an error (it would silently mean the default, test)."""
+    if any(not value.strip() for value in args.split or ()):
+        raise ConfigError("--split: an empty value; name a split, e.g. --split test")
     return " ".join(args.split or ["test"])
 
 

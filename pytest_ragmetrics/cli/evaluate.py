@@ -101,7 +101,7 @@ def metrics_of(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.comparison import evaluation_document, load_judgments
-    from pytest_ragmetrics.comparison.runs import run_path, score, supplemented
+    from pytest_ragmetrics.comparison.runs import run_pair, run_path, score, supplemented
     from pytest_ragmetrics.data.trec import read_run
 
     metrics = metrics_of(args)
@@ -120,6 +120,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     )
     [text] = args.run
     path = run_path(text)
+    if first is not None:
+        run_pair(text, [first.key], {first.key: first.name})  # a PAIR= prefix must name it
+    elif path != text:
+        raise ConfigError(f"--run {text}: a PAIR= prefix names a --dataset pair; there is none")
     run_ = read_run(path)
     semantics = semantics_of(args)
     evaluation = score(judgments.qrels, run_, metrics, semantics)

@@ -99,3 +99,35 @@ def test_retrieve_to_a_file_with_several_datasets_is_refused(
     assert main([*args, "--dataset", folders[0], "--dataset", folders[1]]) == 2
     assert "--out is a folder" in capsys.readouterr().err
     assert out.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    ("dataset", "extra", "message"),
+    [
+        ("animals", ["--run", "moons=RUN"], "'moons' is no --dataset pair (the pairs are animals-"),
+        (None, ["--run", "animals=RUN"], "a PAIR= prefix names a --dataset pair; there is none"),
+        ("animals", ["--split", "", "--run", "RUN"], "--split: an empty value; name a split"),
+        ("animals", ["--split", "test", "--split", " ", "--run", "RUN"], "--split: an empty value"),
+    ],
+    ids=["unknown-pair", "prefix-without-dataset", "empty-split", "blank-split-repeated"],
+)  # fmt: skip
+def test_evaluate_with_one_run_checks_what_it_is_told(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    dataset: str | None,
+    extra: list[str],
+    message: str,
+) -> None:
+    # With one run and one pair, a wrong PAIR= prefix or an empty --split was ignored (exit 0,
+    # the run scored against whatever pair there was, the split silently 'test').
+    folders = animals_and_planets(tmp_path)
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 1.0 t\n")
+    where = (
+        ["--dataset", folders[0]]
+        if dataset
+        else ["--qrels", str(tmp_path / "animals" / "qrels" / "test.tsv")]
+    )
+    extra = [e.replace("RUN", str(run)) for e in extra]
+    assert main(["evaluate", *where, *extra]) == 2
+    assert message in capsys.readouterr().err
