@@ -183,9 +183,12 @@ def _strict_failures(
 
 def _threshold_message(record: EvaluationRecord, result: ThresholdResult) -> str:
     shown = "n/a (no query had a value)" if result.value is None else f"{result.value:.4f}"
+    if result.value is not None and float(shown) >= result.threshold:
+        # Four decimals would print 0.5000 < threshold 0.5000001: as many as tell them apart.
+        shown = f"{result.value:.12g}"
     return (
         f"rag_threshold: {_layer_name(record.layer)} evaluation '{record.name}' of "
-        f"{record.test}: {result.metric} = {shown} < threshold {result.threshold:g}. Improve "
+        f"{record.test}: {result.metric} = {shown} < threshold {result.threshold:.12g}. Improve "
         "the pipeline, or lower the threshold in @pytest.mark.rag_threshold(...) if the bar "
         "was wrong."
     )

@@ -212,3 +212,25 @@ def test_failing_test_body_is_reported_as_such(pytester: pytest.Pytester) -> Non
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*assert 1 == 2*"])
     assert "rag_threshold:" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("value", "threshold", "shown"),
+    [
+        (0.5, 0.5000001, "= 0.5000 < threshold 0.5000001."),
+        (0.49999996, 0.5, "= 0.49999996 < threshold 0.5."),
+        (0.75, 0.9, "= 0.7500 < threshold 0.9."),
+    ],
+)
+def test_a_value_just_below_its_threshold_is_not_shown_equal(
+    value: float, threshold: float, shown: str
+) -> None:
+    from types import SimpleNamespace
+
+    from pytest_ragmetrics.plugin.checks import _threshold_message
+    from pytest_ragmetrics.report.outcome import ThresholdResult
+
+    record = SimpleNamespace(layer="retrieval", name="r", test="t.py::t")
+    result = ThresholdResult.check("recall_at_1", value, threshold)
+    assert not result.passed
+    assert f"recall_at_1 {shown}" in _threshold_message(record, result)  # type: ignore[arg-type]
