@@ -193,8 +193,10 @@ BAD_ENTRY_FIELDS = [
     ("identity", [], "'identity' must be an object"),
     # A mean and per-query values from two versions (a merge took one side's of each): the
     # mean decided the verdict and the per-query values the statistics.
-    ("metrics", {"ndcg_at_10": 1.5}, "'metrics.ndcg_at_10' is 1.5 but its 4 per-query values"),
-    ("per_query", {"q2": {"mrr": 5.0}}, "per-query values average"),
+    ("metrics", {"ndcg_at_10": 0.25}, "'metrics.ndcg_at_10' is 0.25 but its 4 per-query values"),
+    ("per_query", {"q2": {"mrr": 0.0}}, "per-query values average"),
+    # A value no evaluation writes: a mean of -1 could never regress.
+    ("per_query", {"q2": {"mrr": 5.0}}, "'per_query.q2.mrr' is 5.0, outside [0, 1]"),
 ]
 
 
