@@ -40,9 +40,11 @@ _REPORT_SPEC: dict[str, Check] = {
     "settings": OBJECT,
     "summary": OBJECT,
 }
-_SUMMARY_SPEC: dict[str, Check] = {
-    "baseline_update": optional(OBJECT),
-    "stale_baseline_entries": (
+
+
+def _string_pairs(what: str) -> Check:
+    """A list of ``[test, what]`` pairs of strings."""
+    return (
         lambda v: (
             isinstance(v, list)
             and all(
@@ -50,20 +52,14 @@ _SUMMARY_SPEC: dict[str, Check] = {
                 for s in v
             )
         ),
-        "a list of [test, name] pairs",
-    ),
-    "unchecked_thresholds": optional(
-        (
-            lambda v: (
-                isinstance(v, list)
-                and all(
-                    isinstance(s, list) and len(s) == 2 and all(isinstance(x, str) for x in s)
-                    for s in v
-                )
-            ),
-            "a list of [test, failure] pairs",
-        )
-    ),
+        f"a list of [test, {what}] pairs",
+    )
+
+
+_SUMMARY_SPEC: dict[str, Check] = {
+    "baseline_update": optional(OBJECT),
+    "stale_baseline_entries": _string_pairs("name"),
+    "unchecked_thresholds": optional(_string_pairs("failure")),
 }
 _THRESHOLD_SPEC = {
     "metric": STRING,
