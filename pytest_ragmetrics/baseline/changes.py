@@ -121,9 +121,11 @@ def save_digests(
     *,
     hint: str = "",
 ) -> None:
-    """Store per-item digests of one dataset part beside the baseline (gzipped, idempotent)."""
+    """Store per-item digests of one dataset part beside the baseline (gzipped, idempotent):
+    a file already there is kept when it reads back, and replaced when it does not (cut short,
+    edited, a merge conflict), so an update always leaves digests that explain changes."""
     path = digests_path(baseline_path, part, fingerprint)
-    if path.exists():
+    if path.exists() and load_digests(baseline_path, part, fingerprint) is not None:
         return
     body = json.dumps(digests, sort_keys=True, separators=(",", ":")).encode()
     atomic_write_bytes(
