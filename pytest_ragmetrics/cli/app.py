@@ -20,6 +20,7 @@ from pytest_ragmetrics.cli import (
     retrieve,
 )
 from pytest_ragmetrics.cli.common import EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR, shown
+from pytest_ragmetrics.cli.flags import add
 from pytest_ragmetrics.cli.output import SafeOutput
 from pytest_ragmetrics.errors import RagMetricsError, RagMetricsWarning
 
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ragmetrics",
         description="Retrieval and answer-layer metrics for RAG, trec_eval-exact.",
     )
+    add(parser, "--version", setting=None)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(sub)

@@ -24,7 +24,7 @@ from pytest_ragmetrics.transport.endpoint import APIS
 from pytest_ragmetrics.values import python_only
 from pytest_ragmetrics.vocabulary import JUDGE_KINDS, RETRIEVER_KINDS
 
-Kind = Literal["one", "list", "switch", "positional"]
+Kind = Literal["one", "list", "switch", "positional", "version"]
 Parser = argparse.ArgumentParser | argparse._ArgumentGroup | argparse._MutuallyExclusiveGroup
 FORMATS = ("table", "json", "markdown", "html")
 # add(..., default=SETTING): the setting's own default value; add(..., setting=SETTING) (the
@@ -77,6 +77,10 @@ class Flag:
         kwargs: dict[str, Any] = {"help": self.help or (option.help if option else "")}
         if self.kind == "switch":
             return {**kwargs, "action": "store_true", "default": self.default or False}
+        if self.kind == "version":
+            from pytest_ragmetrics._version import __version__
+
+            return {**kwargs, "action": "version", "version": f"%(prog)s {__version__}"}
         # A flag with choices shows them ({dense,bm25}), not the setting's metavar.
         kwargs["metavar"] = self.metavar or (
             option.metavar if option and not self.choices else None
@@ -130,6 +134,7 @@ def _flag(spelling: str, kind: Kind = "one", **fields: Any) -> Flag:
 
 _QRELS = "TREC qrels or BEIR qrels TSV (.gz ok)"
 FLAGS: dict[str, Flag] = {
+    "--version": _flag("--version", "version", help="print the version and exit"),
     # -- judgments, runs, metrics ---------------------------------------------------------------
     "--qrels": _flag("--qrels", help=_QRELS, metavar="QRELS"),
     "--dataset": _setting("ragmetrics_dataset", "list", metavar="[NAME=]DIR"),

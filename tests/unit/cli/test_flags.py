@@ -174,3 +174,9 @@ def test_the_help_of_every_command_is_pinned(
     top = blocks[0]
     for name in names[1:]:
         assert f"\n    {name}" in top
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_ragmetrics import __version__
+
+    assert _help(["--version"], capsys) == f"ragmetrics {__version__}"
