@@ -1,5 +1,6 @@
 """Parsing option values (ini keys, command-line flags, CLI arguments): strict ASCII numbers,
-lists and booleans, each error naming the option."""
+lists and booleans, each error naming the option; and numbers given in code or JSON (markers,
+scores, constructor arguments): any real number but a bool, never an OverflowError."""
 
 from __future__ import annotations
 
