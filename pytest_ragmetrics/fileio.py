@@ -34,6 +34,12 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """What is wrong at a JSON syntax error and where on its line: "Unterminated string starting
+    at column 13" (Python's messages that end in "at" wait for the position)."""
+    return f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
+
+
 @contextlib.contextmanager
 def atomic_writer(path: PathLike, mode: str = "w") -> Iterator[IO[str] | IO[bytes]]:
     """Write to a temporary file in the target's folder, fsync, then ``os.replace`` it.
@@ -435,7 +441,9 @@ def read_json_file(
     try:
         return json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
-        raise error(f"{path}:{exc.lineno}: {subject}not valid JSON ({exc.msg}){tail}") from None
+        raise error(
+            f"{path}:{exc.lineno}: {subject}not valid JSON ({json_problem(exc)}){tail}"
+        ) from None
     except (ValueError, RecursionError) as exc:
         # Valid JSON that Python refuses: an integer of thousands of digits, deep nesting.
         raise error(f"{path}: cannot read {f'the {what} ' if what else ''}({exc}){tail}") from None

@@ -22,7 +22,7 @@ from pytest_ragmetrics.data.model import Corpus, Qrels, Queries
 from pytest_ragmetrics.data.textfile import resolve
 from pytest_ragmetrics.data.trec import QrelsColumns, read_qrels
 from pytest_ragmetrics.errors import DataFormatError
-from pytest_ragmetrics.fileio import unique_keys
+from pytest_ragmetrics.fileio import json_problem, unique_keys
 from pytest_ragmetrics.values import python_only
 
 MANIFEST = "dataset.json"
@@ -93,9 +93,7 @@ def read_manifest(path: Path) -> Manifest:
     try:
         data = json.loads(raw, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
-        raise DataFormatError(
-            f"not valid JSON ({exc.msg} at column {exc.colno})", path, exc.lineno
-        ) from None
+        raise DataFormatError(f"not valid JSON ({json_problem(exc)})", path, exc.lineno) from None
     except (ValueError, RecursionError) as exc:  # thousands of digits, deep nesting, a key twice
         raise DataFormatError(f"cannot read this JSON ({exc})", path) from None
     if not isinstance(data, dict):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ragmetrics.errors import DataFormatError
-from pytest_ragmetrics.fileio import unique_keys
+from pytest_ragmetrics.fileio import json_problem, unique_keys
 
 PathLike = str | os.PathLike[str]
 
@@ -85,8 +85,7 @@ def read_jsonl(path: PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
             value = json.loads(text, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as exc:
             raise DataFormatError(
-                f"not valid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON "
-                "object",
+                f"not valid JSON ({json_problem(exc)}); each line must be one JSON object",
                 p,
                 lineno,
             ) from None

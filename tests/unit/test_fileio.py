@@ -8,12 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ragmetrics.errors import ConfigError, OutputError
+from pytest_ragmetrics.data.manifest import read_manifest
+from pytest_ragmetrics.data.textfile import read_jsonl
+from pytest_ragmetrics.errors import ConfigError, DataFormatError, OutputError
 from pytest_ragmetrics.fileio import (
     atomic_append_text,
     atomic_write_text,
     cannot_write,
     path_inside,
+    read_json_file,
 )
 
 
@@ -87,3 +90,26 @@ def test_a_file_that_may_not_be_replaced_is_named_not_its_folder(
         f"{target}: cannot write the baseline (Operation not permitted); make {target} writable"
     )
     assert f"make {tmp_path} writable" in str(cannot_write(tmp_path / "new.json", refused))
+
+
+BROKEN_JSON = [
+    ('{"_id": "d1", "te', "Unterminated string starting at column 15"),
+    ('{"_id": "d1\x01"}', "Invalid control character at column 12"),
+    ('{"_id": "d1",}', "Expecting property name enclosed in double quotes at column 14"),
+    ('{"_id": "d1"} x', "Extra data at column 15"),
+]
+
+
+@pytest.mark.parametrize(("text", "problem"), BROKEN_JSON)
+def test_a_json_syntax_error_reads_as_a_sentence_in_every_reader(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    """Python's messages ending in "at" wait for a position: "starting at at column" was shown."""
+    target = tmp_path / "x.json"
+    target.write_text("\n" + text)
+    with pytest.raises(DataFormatError, match=rf"x\.json:2: not valid JSON \({problem}\)"):
+        list(read_jsonl(target))
+    with pytest.raises(DataFormatError, match=rf"x\.json:2: not valid JSON \({problem}\)$"):
+        read_manifest(target)
+    with pytest.raises(ConfigError, match=rf"x\.json:2: not valid JSON \({problem}\)$"):
+        read_json_file(target, error=ConfigError)
