@@ -6,7 +6,7 @@ import contextlib
 import math
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -49,7 +49,19 @@ def parse_grade(token: str, path: PathLike, line: int) -> int:
 
 
 QrelsColumns = Literal["auto", "pairs"]
-_HEADER_FIRST = {"query-id", "query_id", "qid"}
+# A BEIR header's first column, compared case-folded ("Query-ID" too).
+_HEADER_FIRST = {"query-id", "query_id", "queryid", "query", "qid"}
+
+
+def _is_header(fields: Sequence[str]) -> bool:
+    """Whether a qrels file's first line is a BEIR header ("query-id corpus-id score"): three
+    columns, a query column's name first, and no digit in the last (a judgment's grade has one,
+    so a query called "qid" is judged, not skipped)."""
+    return (
+        len(fields) == 3
+        and fields[0].casefold() in _HEADER_FIRST
+        and not any(c.isdigit() for c in fields[2])
+    )
 
 
 def read_qrels(
@@ -138,7 +150,7 @@ class _QrelsLines:
         starts = self.header is None
         if starts:
             first = split_fields(text)
-            self.header = len(first) == 3 and first[0] in _HEADER_FIRST
+            self.header = _is_header(first)
         if self.tabs is None and (not starts or not self.header or "\t" in text):
             # A header written with spaces leaves it to the first judgment (a BEIR file whose
             # rows hold "doc 1" between tabs would else be read as document "1").

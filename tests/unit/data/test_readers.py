@@ -233,6 +233,24 @@ def test_a_header_written_with_spaces_leaves_the_split_to_the_rows(
     assert read_qrels(plain, layout=layout).to_dict() == {"q1": {"d1": 1}}
 
 
+@pytest.mark.parametrize(
+    "header",
+    ["Query-ID\tCorpus-ID\tScore", "QUERY_ID\tDOC_ID\tRELEVANCE", "query\tdoc\tlabel"],
+)
+def test_a_header_is_known_in_any_case(tmp_path: Path, header: str) -> None:
+    # "Query-ID" was read as a judgment: "grade 'Score' is not an integer".
+    qrels = write(tmp_path / "qrels.tsv", header + "\nq1\td1\t1\n")
+    assert read_qrels(qrels).to_dict() == {"q1": {"d1": 1}}
+
+
+@pytest.mark.parametrize("first", ["qid\td1\t1", "query-id d1 2", "QID\td1\t0"])
+def test_a_query_named_like_a_header_is_judged_not_skipped(tmp_path: Path, first: str) -> None:
+    # A first line "qid d1 1" was taken for a header and its judgment dropped without a word.
+    qrels = write(tmp_path / "qrels.tsv", first + "\nq2\td2\t1\n")
+    query, doc, grade = first.split()
+    assert read_qrels(qrels).to_dict() == {query: {doc: int(grade)}, "q2": {"d2": 1}}
+
+
 def test_float_written_integral_grades_are_read(tmp_path: Path) -> None:
     assert read_qrels(write(tmp_path / "q.txt", "q 0 d 1.0\n")).to_dict() == {"q": {"d": 1}}
 
