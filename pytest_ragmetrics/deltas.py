@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 DIGITS = 6  # stored values are rounded so baseline diffs in code review stay readable
 SHOWN = 4  # digits a Δ is written with (more when these would hide a change)
+# Marks a Δ taken over other queries than the means shown beside it (see over_other_queries).
+OTHER_QUERIES = "†"
 
 Change = Literal["better", "worse", "tied"]
 
@@ -76,3 +78,15 @@ def delta_text(value: float | None, digits: int = SHOWN) -> str:
     if float(text) == 0:
         text = f"{rounded:+.{DIGITS}f}".rstrip("0")
     return text
+
+
+def same_shown(value: float, mean: float | None) -> bool:
+    """Whether two means are equal as far as a report shows (stored to :data:`DIGITS`)."""
+    return mean is not None and abs(value - mean) <= 10.0**-DIGITS
+
+
+def over_other_queries(paired: float, shown: float | None) -> bool:
+    """Whether a Δ whose mean over the queries both sides hold is ``paired`` is not the change
+    of the mean ``shown`` beside it: the sides hold other queries, so a report marks the Δ
+    :data:`OTHER_QUERIES` and gives the paired means (a lost value, NaN, is marked otherwise)."""
+    return not math.isnan(paired) and not same_shown(paired, shown)

@@ -252,13 +252,13 @@ def _paired_verdict(
         gone=verdict.only_baseline,
     )
     mean_before, mean_now = before, now
-    note = sets.note(
-        before, now, len(verdict.only_baseline), len(verdict.only_current), bool(pairs.shared)
-    )
+    paired = sets.paired_means(b, c)
+    only = (len(verdict.only_baseline), len(verdict.only_current))
+    note = sets.note(before, now, *only, bool(pairs.shared), paired)
     if note:
         # Means over different queries are not a change of the system: compare the queries
         # both have a value for (the paired statistics do too), and say so.
-        mean_before, mean_now = sets.paired_means(b, c)
+        mean_before, mean_now = paired
     if mean_now is None or math.isnan(mean_now) or math.isnan(mean_before):
         if not sets.lost:
             return None

@@ -69,25 +69,26 @@ class ValueSets:
         only_baseline: int,
         only_current: int,
         any_shared: bool,
+        paired: tuple[float, float] = (math.nan, math.nan),
     ) -> str:
-        """How the compared means differ from the recorded ones ('' when they do not)."""
+        """How the compared means (``paired``, over the queries both have a value for) differ
+        from the recorded ones ('' when they do not)."""
         differ = any_shared and bool(only_baseline or only_current)
         if not (self.lost or self.gained or differ):
             return ""
         overall = f"over all of them {before:.4f} → {'n/a' if now is None else f'{now:.4f}'}"
         where = f"{only_baseline} only in the baseline, {only_current} only in this run"
+        n = int(self.both.sum())
+        means = "" if math.isnan(paired[0]) else f", {paired[0]:.4f} → {paired[1]:.4f}"
         if not (self.lost or self.gained):
-            return f"compared on the {int(self.both.sum())} queries both hold ({where}; {overall})"
+            return f"compared on the {n} queries both hold{means} ({where}; {overall})"
         parts = [
             f"{len(self.lost)} lost their value" if self.lost else "",
             f"{self.gained} gained one" if self.gained else "",
             where if differ else "",
         ]
         shown = "; ".join(p for p in parts if p)
-        return (
-            f"compared on the {int(self.both.sum())} queries both have a value for ({shown}; "
-            f"{overall})"
-        )
+        return f"compared on the {n} queries both have a value for{means} ({shown}; {overall})"
 
     def paired_means(
         self, before: np.ndarray[Any, Any], now: np.ndarray[Any, Any]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pytest_ragmetrics.deltas import delta_text
+from pytest_ragmetrics.deltas import OTHER_QUERIES, delta_text, same_shown
 from pytest_ragmetrics.report.escaping import for_markdown, for_terminal
 from pytest_ragmetrics.report.markdown import MARKS, message_markdown, notes_markdown, within_limit
 from pytest_ragmetrics.report.tables import (
@@ -56,14 +56,6 @@ def marks_legend(comparison: SystemsComparison) -> str:
     )
 
 
-OTHER_QUERIES = "†"
-
-
-def _same(value: float, mean: float | None) -> bool:
-    """Equal as far as a report shows (means are stored to six decimals)."""
-    return mean is not None and abs(value - mean) <= 1e-6
-
-
 def runs_grid(comparison: SystemsComparison) -> Table:
     """Every run's means (the best of each metric marked), with the Δ against the
     reference, and its status.
@@ -89,7 +81,8 @@ def runs_grid(comparison: SystemsComparison) -> Table:
             suffix = ""
             if found is not None:
                 other = not (
-                    _same(found.current, mean) and _same(found.baseline, reference.get(metric))
+                    same_shown(found.current, mean)
+                    and same_shown(found.baseline, reference.get(metric))
                 )
                 elsewhere = elsewhere or other
                 suffix = delta_cell(comparison, found, OTHER_QUERIES if other else "")

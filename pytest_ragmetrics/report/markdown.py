@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_ragmetrics.deltas import delta_text
+from pytest_ragmetrics.deltas import OTHER_QUERIES, delta_text, over_other_queries
 from pytest_ragmetrics.report.escaping import for_markdown as inline
 from pytest_ragmetrics.report.terminal import LAYER_TITLES, columns
 from pytest_ragmetrics.vocabulary import LAYERS
@@ -92,7 +92,7 @@ def _layer_table(chosen: Sequence[Checked], preferred: Sequence[str]) -> str:
     names = columns(chosen, preferred)
     best = {m: _best(_value(c, m) for c in chosen) for m in names}
     several = len(chosen) > 1
-    shown = {"bold": False, "delta": False, "missed": False}
+    shown = {"bold": False, "delta": False, "missed": False, "elsewhere": False}
     lines = [
         "| evaluation | " + " | ".join(inline(m) for m in names) + " | status |",
         "|---|" + "---:|" * len(names) + "---|",
@@ -111,7 +111,10 @@ def _layer_table(chosen: Sequence[Checked], preferred: Sequence[str]) -> str:
             if several and value is not None and value == best[metric]:
                 cell, shown["bold"] = f"**{cell}**", True
             if metric in deltas:
-                cell, shown["delta"] = cell + _delta(deltas[metric]), True
+                found = deltas[metric]
+                other = over_other_queries(found.current, value)
+                cell, shown["delta"] = cell + _delta(found, OTHER_QUERIES if other else ""), True
+                shown["elsewhere"] = shown["elsewhere"] or other
             if metric in missed:
                 cell, shown["missed"] = cell + " ✗", True
             cells.append(cell)
@@ -127,6 +130,11 @@ def _layer_table(chosen: Sequence[Checked], preferred: Sequence[str]) -> str:
         legend.append(
             "in brackets Δ against the baseline, ▼ regressed / ▲ improved beyond the tolerance"
         )
+    if shown["elsewhere"]:
+        legend.append(
+            f"{OTHER_QUERIES} Δ over only the queries both the baseline and this run hold, not "
+            "those of the value shown: the notes give the means over them"
+        )
     if shown["missed"]:
         legend.append("✗ below the threshold")
     text = "\n".join(lines) + "\n"
@@ -136,11 +144,13 @@ def _layer_table(chosen: Sequence[Checked], preferred: Sequence[str]) -> str:
     return text
 
 
-def _delta(metric: MetricVerdict) -> str:
+def _delta(metric: MetricVerdict, other: str = "") -> str:
+    """`` (Δ mark)`` after a value; ``other`` marks a Δ over other queries than the value's."""
     mark = MARKS.get(metric.status, "")
     if metric.status == "lost":
         return f" (lost on {metric.lost} queries {mark})"
-    return f" ({delta_text(metric.delta)}{' ' + mark if mark else ''})"
+    marks = " ".join(m for m in (mark, other) if m)
+    return f" ({delta_text(metric.delta)}{' ' + marks if marks else ''})"
 
 
 def _best(values: Any) -> float | None:

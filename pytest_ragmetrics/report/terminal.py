@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from pytest_ragmetrics.deltas import delta_text
+from pytest_ragmetrics.deltas import OTHER_QUERIES, delta_text, over_other_queries
 from pytest_ragmetrics.report.escaping import for_terminal
 from pytest_ragmetrics.vocabulary import LAYERS
 
@@ -41,6 +41,7 @@ def layer_table(evaluations: Sequence[Checked], preferred: Sequence[str]) -> str
 
     names = columns(evaluations, preferred)
     rows: list[list[str]] = []
+    elsewhere = False
     for checked in evaluations:
         mean = checked.record.evaluation.mean
         rows.append(
@@ -62,23 +63,40 @@ def layer_table(evaluations: Sequence[Checked], preferred: Sequence[str]) -> str
         verdict = checked.outcome.baseline
         deltas = {m.metric: m for m in verdict.metrics} if verdict is not None else {}
         if deltas:
-            rows.append(
-                [
-                    "  · baseline",
-                    *(_fmt(deltas[m].baseline) if m in deltas else "" for m in names),
-                    "",
-                ]
-            )
-            rows.append(
-                ["  · Δ", *(_delta_cell(deltas[m]) if m in deltas else "" for m in names), ""]
-            )
-    return tabulate(
+            rows += _baseline_rows(deltas, mean, names)
+            elsewhere = elsewhere or any(OTHER_QUERIES in cell for cell in rows[-1])
+    table = tabulate(
         rows,
         headers=["evaluation", *map(for_terminal, names), "status"],
         tablefmt="simple",
         disable_numparse=True,
         colalign=("left", *("right",) * len(names), "left"),
     )
+    if elsewhere:
+        table += (
+            f"\n{OTHER_QUERIES} Δ over only the queries both the baseline and this run hold; "
+            "its means are the · baseline and · same queries rows (the notes say how many)"
+        )
+    return table
+
+
+def _baseline_rows(
+    deltas: Mapping[str, MetricVerdict], mean: Mapping[str, float], names: Sequence[str]
+) -> list[list[str]]:
+    """The rows under a compared evaluation: the baseline's means, this run's over the same
+    queries where those are not the means shown above (a side holds other queries), and Δ."""
+    other = {m for m, v in deltas.items() if over_other_queries(v.current, mean.get(m))}
+    rows = [["  · baseline", *(_fmt(deltas[m].baseline) if m in deltas else "" for m in names)]]
+    if other:
+        rows.append(
+            ["  · same queries", *(_fmt(deltas[m].current) if m in other else "" for m in names)]
+        )
+    cells = (
+        _delta_cell(deltas[m]) + (f" {OTHER_QUERIES}" if m in other else "") if m in deltas else ""
+        for m in names
+    )
+    rows.append(["  · Δ", *cells])
+    return [[*row, ""] for row in rows]
 
 
 def _delta_cell(metric: MetricVerdict) -> str:

@@ -327,7 +327,8 @@ def test_a_baseline_of_other_queries_is_compared_on_the_shared_ones(
     more = pytester.runpytest()
     more.assert_outcomes(passed=1)
     more.stdout.fnmatch_lines(
-        ["*groundedness compared on the 4 queries both hold (0 only in the baseline, 4 only in "
+        ["*groundedness compared on the 4 queries both hold, 1.0000 → 1.0000 (0 only in the "
+         "baseline, 4 only in "
          "this run; over all of them 1.0000 → 0.5000)*"]
     )  # fmt: skip
     monkeypatch.setenv("ANSWERS_WORSE", "1")  # the shared four get worse: a regression

@@ -499,3 +499,60 @@ def test_a_regression_against_means_only_still_names_its_metrics(
     result.stdout.fnmatch_lines(
         ["*recall_at_1: 1.0000 → 0.0000, Δ -1.0000 (no per-query values to pair: means only)*"]
     )
+
+
+MIXED_TESTS = """
+    import os
+    from pytest_ragmetrics import Run
+
+    GOOD = {"q1": ["d1", "d2"], "q2": ["d2", "d1"], "q3": ["d3", "d4"], "q4": ["d5", "d1"]}
+    # q1 unchanged, the others lose their relevant document at rank 1
+    MIXED = {"q1": ["d1", "d2"], "q2": ["d1", "d2"], "q3": ["d4", "d1"], "q4": ["d1", "d2"]}
+
+    def test_retrieval(rag_eval):
+        table = MIXED if os.environ.get("RAG_MIXED") else GOOD
+        rag_eval.retrieval(Run.from_rankings(table), name="toy")
+"""
+
+
+def test_a_delta_over_other_queries_than_the_mean_shown_is_marked_with_its_means(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A baseline entry holding q1 only (1.0) against this run's four queries (mean 0.25 for
+    recall_at_1): the Δ is over q1, 0.0, and stood under 0.2500 beside a baseline of 1.0000
+    in every report, unmarked."""
+    monkeypatch.delenv("RAG_MIXED", raising=False)
+    make_project(pytester, tests=MIXED_TESTS, ini='ragmetrics_metrics = "recall_at_1"')
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    data = baseline_of(pytester)
+    (entries,) = data["entries"].values()
+    (entry,) = entries.values()
+    entry["per_query"] = {"q1": entry["per_query"]["q1"]}
+    entry["num_queries"] = 1
+    (pytester.path / ".ragmetrics" / "baseline.json").write_text(json.dumps(data))
+    monkeypatch.setenv("RAG_MIXED", "1")
+    result = pytester.runpytest("--ragmetrics-markdown=r.md", "--ragmetrics-html=r.html")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "test_rag.py::test_retrieval [[]toy[]] * 0.2500  ok",
+            "*· baseline * 1.0000",
+            "*· same queries * 1.0000",
+            "*· Δ * 0.0000 †",
+            "† Δ over only the queries both the baseline and this run hold; its means are*",
+            "*recall_at_1 compared on the 1 queries both hold, 1.0000 → 1.0000 (0 only in the "
+            "baseline, 3 only in this run; over all of them 1.0000 → 0.2500)",
+        ]
+    )
+    markdown = (pytester.path / "r.md").read_text()
+    assert "| 0.2500 (0.0000 †) |" in markdown
+    assert "† Δ over only the queries both the baseline and this run hold" in markdown
+    page = (pytester.path / "r.html").read_text()
+    assert "hold: baseline 1.0000, now 1.0000, Δ 0.0000" in page
+    assert "Δ 0.0000 †" in page
+    assert "† Δ over only the queries both the baseline and this run hold" in page
+    # The same run against a whole baseline: nothing marked.
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    again = pytester.runpytest("--ragmetrics-markdown=again.md", "--ragmetrics-html=r.html")
+    assert "†" not in again.stdout.str() + (pytester.path / "again.md").read_text()
+    assert "†" not in (pytester.path / "r.html").read_text()

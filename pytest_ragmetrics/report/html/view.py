@@ -4,10 +4,12 @@ and the run's settings. Built from a :class:`~pytest_ragmetrics.report.html.page
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from pytest_ragmetrics.deltas import OTHER_QUERIES, over_other_queries
 from pytest_ragmetrics.report.html.charts import Whisker, nice, whisker
 from pytest_ragmetrics.report.html.evaluation import EvaluationView, evaluation_view, flat
 from pytest_ragmetrics.report.html.shown import (
@@ -87,6 +89,8 @@ class Layer:
     matrix: list[tuple[Shown, list[MatrixCell | None]]]
     summary: list[tuple[Shown, list[SummaryRow]]]
     sections: list[EvaluationView]
+    # Some Δ is over only the queries both the baseline and this run hold (marked †).
+    elsewhere: bool = False
 
 
 class Grid(NamedTuple):
@@ -296,7 +300,18 @@ def _layer(layer: str, heading: str, entries: list[Shown], preferred: Sequence[s
         (s, [summary_row(s, metric, scale, first=i == 0) for i, metric in enumerate(s.metrics)])
         for s in entries
     ]
-    return Layer(layer, heading, entries, scale, columns, matrix, summary, [])
+    elsewhere = any(
+        _elsewhere(s.verdicts.get(m), s.means.get(m)) for s in entries for m in s.metrics
+    )
+    return Layer(layer, heading, entries, scale, columns, matrix, summary, [], elsewhere)
+
+
+def _elsewhere(item: MetricVerdict | None, mean: float | None) -> bool:
+    """Whether a metric's Δ is over other queries than its value shown (see deltas)."""
+    if item is None:
+        return False
+    now = value(item.current)
+    return over_other_queries(math.nan if now is None else now, mean)
 
 
 def ci_of(item: MetricVerdict | None) -> tuple[float, float] | None:
@@ -323,7 +338,15 @@ def matrix_cell(shown: Shown, metric: str, scale: float) -> MatrixCell:
     if delta is not None:
         assert item is not None
         delta_text = f"Δ {signed(delta)}"
-        tip.append(f"baseline {fixed(value(item.baseline))}, Δ {signed(delta)}")
+        if _elsewhere(item, number):
+            delta_text += f" {OTHER_QUERIES}"
+            tip.append(
+                f"over the queries both the baseline and this run hold: baseline "
+                f"{fixed(value(item.baseline))}, now {fixed(value(item.current))}"
+            )
+        else:
+            tip.append(f"baseline {fixed(value(item.baseline))}")
+        tip[-1] += f", Δ {signed(delta)}"
         if ci is not None:
             drawn = whisker(ci[0], ci[1], delta, scale, cls)
             tip.append(f"95% CI [{signed(ci[0])}, {signed(ci[1])}]")
@@ -377,7 +400,7 @@ def summary_row(shown: Shown, metric: str, scale: float, *, first: bool) -> Summ
         [
             cell(shown.means.get(metric)),
             cell(None if item is None else value(item.baseline)),
-            cell(delta, signed(delta) if delta is not None else "", cls),
+            cell(delta, _delta_shown(delta, item, shown.means.get(metric)), cls),
         ],
         ci_cell,
         cell(p_of(item)),
@@ -387,6 +410,13 @@ def summary_row(shown: Shown, metric: str, scale: float, *, first: bool) -> Summ
         status,
         None if item is None else metric_chip(status),
     )
+
+
+def _delta_shown(delta: float | None, item: MetricVerdict | None, mean: float | None) -> str:
+    """A Δ as the table of every number writes it, marked when over other queries."""
+    if delta is None:
+        return ""
+    return signed(delta) + (f" {OTHER_QUERIES}" if _elsewhere(item, mean) else "")
 
 
 def run_rows(page: ReportPage) -> list[tuple[str, str]]:

@@ -122,7 +122,8 @@ def test_three_of_four_answers_empty_is_lost_not_a_mean_of_the_one_left(
         [
             "*groundedness: lost: 3 of 4 queries had a value in the baseline and have none "
             "now (n/a): q1, q2, q3",
-            "*groundedness compared on the 1 queries both have a value for (3 lost their "
+            "*groundedness compared on the 1 queries both have a value for, 0.0000 → 0.0000 (3 "
+            "lost their "
             "value; over all of them 0.7500 → 0.0000)*",
         ]
     )
@@ -209,7 +210,9 @@ def test_a_mean_over_gained_values_is_never_improved() -> None:
     verdict = _compare({"q1": 0.5, "q2": None}, {"q1": 0.5, "q2": 1.0})
     (metric,) = verdict.metrics
     assert (verdict.status, metric.status, metric.delta) == ("ok", "ok", 0.0)
-    assert "compared on the 1 queries both have a value for (1 gained one" in metric.note
+    assert "compared on the 1 queries both have a value for, 0.5000 → 0.5000 (1 gained one" in (
+        metric.note
+    )
 
 
 def test_lost_values_are_counted_per_query_not_per_key() -> None:
