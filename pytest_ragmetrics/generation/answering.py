@@ -26,6 +26,7 @@ from pytest_ragmetrics.generation.pipelines import (
 )
 from pytest_ragmetrics.progress import progress
 from pytest_ragmetrics.transport.costs import Cost
+from pytest_ragmetrics.twins import same_class
 
 ANSWER_CACHE_KIND = "generated-answers"
 
@@ -229,11 +230,7 @@ def _replays(pipeline: Any) -> bool:
     cached). Tested by the class's module and name too, so an instance made from another
     import of the module (pytester and reloaders re-import it) is still replayed rather than
     called query by query."""
-    cls = type(pipeline)
-    return isinstance(pipeline, RecordedAnswers) or (
-        cls.__qualname__ == RecordedAnswers.__qualname__
-        and cls.__module__ == RecordedAnswers.__module__
-    )
+    return same_class(pipeline, RecordedAnswers)
 
 
 def _check_pipeline(pipeline: Any, queries: Mapping[str, str]) -> None:

@@ -50,6 +50,7 @@ from pytest_ragmetrics.judges.planning import plan_judging
 from pytest_ragmetrics.judges.protocols import AgreementJudge, ContextJudge, Judge
 from pytest_ragmetrics.judges.relevance import RelevanceJudge, RelevancePair, grouped_verdicts
 from pytest_ragmetrics.transport.costs import Cost
+from pytest_ragmetrics.twins import as_own, class_name, same_class
 from pytest_ragmetrics.vocabulary import ANSWER_METRICS
 
 # What decides answer_correctness against label references: no judge, an exact rule (so no
@@ -177,13 +178,16 @@ def checked_arguments(
         raise JudgeError(
             f"answers must be an iterable of GeneratedAnswer, not a {type(answers).__name__}"
         )
-    items = list(answers)
-    for k, item in enumerate(items):
-        if not isinstance(item, GeneratedAnswer):
+    items = []
+    for k, item in enumerate(answers):
+        own = as_own(item, GeneratedAnswer)
+        if own is None:
             raise JudgeError(
-                f"answers[{k}] is a {type(item).__name__}, not a GeneratedAnswer; build one "
+                f"answers[{k}] is a {class_name(item, GeneratedAnswer)}, not a GeneratedAnswer; "
+                "build one "
                 "with GeneratedAnswer(query_id, query, answer, contexts)"
             )
+        items.append(own)
     if references is not None:
         if not isinstance(references, Mapping):
             raise JudgeError(
@@ -191,9 +195,10 @@ def checked_arguments(
                 f"one), not a {type(references).__name__}"
             )
         for qid, reference in references.items():
-            if not isinstance(reference, Reference):
+            if not same_class(reference, Reference):
                 raise JudgeError(
-                    f"references[{qid!r}] is a {type(reference).__name__}, not a Reference; "
+                    f"references[{qid!r}] is a {class_name(reference, Reference)}, not a "
+                    "Reference; "
                     f"write Reference({qid!r}, text=...) or Reference({qid!r}, label=...)"
                 )
             if reference.query_id != qid:

@@ -237,3 +237,38 @@ def test_metrics_as_any_collection_of_names(tmp_path: Path) -> None:
     assert judged.assessments[0].groundedness == 1.0
     kept = judge_answers(RecordedJudge(verdicts), iter([ONE]), metrics={"groundedness"})
     assert kept.assessments[0].groundedness == 1.0
+
+
+def _second_import(name: str) -> Any:
+    """The module ``name`` imported a second time, beside the one in sys.modules (as pytester's
+    in-process runs and reloaders leave it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_records_from_a_second_import_of_their_module_are_judged(tmp_path: Path) -> None:
+    """An answer made by a generator module loaded before a re-import was refused as "a
+    GeneratedAnswer, not a GeneratedAnswer" (seen in pytester runs after a CLI test)."""
+    twin = _second_import("pytest_ragmetrics.data.answers")
+    assert twin.GeneratedAnswer is not GeneratedAnswer
+    answer = twin.GeneratedAnswer(ONE.query_id, ONE.query, ONE.answer, ONE.contexts)
+    reference = twin.Reference("q1", text="Paris is in France.")
+    verdicts = tmp_path / "v.jsonl"
+    verdicts.write_text(line(query_id="q1", claims=[{"text": ONE.answer, "supported": True}]))
+    judged = judge_answers(
+        RecordedJudge(verdicts), [answer], references={"q1": reference}, metrics=["groundedness"]
+    )
+    assert judged.assessments[0].groundedness == 1.0
+
+    # The same name from another module is still refused, and named in full.
+    lookalike = type("GeneratedAnswer", (), {"__module__": "my_project.answers"})
+
+    with pytest.raises(
+        JudgeError, match=r"answers\[0\] is a my_project\.answers\.GeneratedAnswer, not a Gen"
+    ):
+        judge_answers(RecordedJudge(verdicts), [lookalike()], metrics=["groundedness"])
