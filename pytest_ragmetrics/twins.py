@@ -10,14 +10,15 @@ the same record; its fields are read into ours.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 T = TypeVar("T")
 
 
-def same_class(obj: object, cls: type) -> bool:
+def same_class(obj: object, cls: type[T]) -> TypeGuard[T]:
     """Whether ``obj`` is a ``cls``, or one of the class of that module and name from another
-    import of the module."""
+    import of the module (typed as a ``cls``: the one source gives both classes the same
+    attributes)."""
     kind = type(obj)
     return isinstance(obj, cls) or (
         kind.__qualname__ == cls.__qualname__ and kind.__module__ == cls.__module__

@@ -20,6 +20,7 @@ from pytest_ragmetrics.data.arrays import (
 )
 from pytest_ragmetrics.data.segments import QuerySegments
 from pytest_ragmetrics.errors import DataFormatError
+from pytest_ragmetrics.twins import same_class
 from pytest_ragmetrics.values import shown
 
 
@@ -50,6 +51,9 @@ class Qrels(QuerySegments):
         returned as they are)."""
         if isinstance(judgments, Qrels):
             return judgments
+        if same_class(judgments, Qrels):  # from another import of this module: a copy of ours
+            j = judgments
+            return cls(j.query_ids, j.offsets, j.doc_ids, j.doc_codes, j.grades, validate=False)
         require_nested_mapping(judgments, "qrels", "{query_id: {doc_id: grade}}")
         query_ids = [str(q) for q in judgments]
         groups = [[str(d) for d in docs] for docs in judgments.values()]

@@ -36,6 +36,7 @@ from pytest_ragmetrics.data.scores import (
 )
 from pytest_ragmetrics.data.segments import QuerySegments
 from pytest_ragmetrics.errors import DataFormatError
+from pytest_ragmetrics.twins import same_class
 from pytest_ragmetrics.values import real_number, shown
 
 
@@ -357,6 +358,14 @@ def _check_rows_unique(
         )
 
 
+def _own(run: Run) -> Run:
+    """A copy of ours of a Run from another import of this module (see
+    :mod:`pytest_ragmetrics.twins`)."""
+    own = Run(run.query_ids, run.offsets, run.doc_ids, run.doc_codes, run.scores, canonical=True)
+    own.retriever, own.k = run.retriever, run.k
+    return own
+
+
 def run_from_dict(
     results: Run | Mapping[str, Mapping[str, float]], scores: str | None, *, fix: str
 ) -> Run:
@@ -365,6 +374,8 @@ def run_from_dict(
     kind = None if scores is None else check_score_kind(scores, fix.split("(")[0])
     if isinstance(results, Run):
         return results
+    if same_class(results, Run):
+        return _own(results)
     require_nested_mapping(results, "run", "{query_id: {doc_id: score}}")
     query_ids = [str(q) for q in results]
     vocab, codes, offsets, converted = encode_ids_converted(

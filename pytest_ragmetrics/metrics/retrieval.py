@@ -37,6 +37,7 @@ from pytest_ragmetrics.metrics.ranked import (
     _positions,
 )
 from pytest_ragmetrics.metrics.semantics import Gain, MetricSemantics, QuerySet
+from pytest_ragmetrics.twins import same_class
 from pytest_ragmetrics.vocabulary import DEFAULT_METRICS
 
 # trec_eval's INFAP_EPSILON: keeps infAP's estimated precision defined with no judged doc above.
@@ -473,7 +474,8 @@ def _declared(
     (None), a dict whose order rises too regularly is refused (:func:`mapping_contradiction`).
     A Run is already higher-is-better: declaring it lower-is-better is an error."""
     kind = None if scores is None else check_score_kind(scores, "evaluate")
-    if isinstance(run, Run):
+    if same_class(run, Run):
+        run = Run.from_dict(run)  # ours, or a copy from another import of its module
         if kind not in (None, "similarity"):
             raise ConfigError(
                 f"evaluate: scores={kind!r} is for a dict run; a Run's scores are already "

@@ -340,9 +340,10 @@ def rag_run(
         from pytest_ragmetrics.cache import identity_of
         from pytest_ragmetrics.data.model import Run
         from pytest_ragmetrics.retrievers.base import check_known_documents
+        from pytest_ragmetrics.twins import same_class
 
         result = rag_retriever.search(rag_queries, settings.k + 1 if ignore else settings.k)
-        if not isinstance(result, (Run, Mapping)):
+        if not (isinstance(result, Mapping) or same_class(result, Run)):
             raise RetrieverError(
                 f"rag_retriever {rag_retriever!r}: search(queries, k) returned "
                 f"{type(result).__name__}; return a Run (e.g. Run.from_rankings("

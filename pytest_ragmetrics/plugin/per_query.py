@@ -39,8 +39,9 @@ def rag_query_of(
 
     from pytest_ragmetrics.data.model import Run
     from pytest_ragmetrics.errors import ConfigError
+    from pytest_ragmetrics.twins import same_class
 
-    if not isinstance(run, (Run, Mapping)):
+    if not (isinstance(run, Mapping) or same_class(run, Run)):
         raise ConfigError(
             f"rag_query: rag_run is {type(run).__name__}; it must be a Run or a dict "
             "{query_id: {doc_id: score}}"

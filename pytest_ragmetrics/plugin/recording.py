@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from pytest_ragmetrics.cache import identity_of
 from pytest_ragmetrics.data.judged import JudgedRankings
@@ -20,6 +20,7 @@ from pytest_ragmetrics.metrics.retrieval import evaluate
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
 from pytest_ragmetrics.pooling import Supplement, supplemented_note
 from pytest_ragmetrics.records import EvaluationRecord, dataset_identity, stable_json
+from pytest_ragmetrics.twins import same_class
 from pytest_ragmetrics.values import real_number, shown
 from pytest_ragmetrics.vocabulary import DEFAULT_ANSWER_METRICS, Layer
 
@@ -210,6 +211,9 @@ class RagEval:
             return run.run, judged, info, {}
         if isinstance(run, Mapping):  # read once, its direction declared, as every report sees it
             run = run_from_dict(run, scores, fix="rag_eval.retrieval(run, scores={kind!r})")
+        given_run = cast(object, run)
+        if not isinstance(given_run, Run) and same_class(given_run, Run):
+            run = Run.from_dict(given_run)  # from another import of its module: a copy of ours
         if qrels is None:
             try:
                 dataset = self._dataset()

@@ -22,6 +22,7 @@ from pytest_ragmetrics.cache import identity_of
 from pytest_ragmetrics.data.model import Corpus, Queries, Run, as_str_array
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.retrievers.base import Named, check_k, check_run
+from pytest_ragmetrics.twins import same_class
 
 ChunkToDoc = str | Callable[[str], str]
 
@@ -180,7 +181,7 @@ class ChunkedRetriever(Named):
         """The inner retriever's chunk run, for passage-level qrels."""
         k = check_k(k, self._name)
         result = self.inner.search(queries, k)
-        if not isinstance(result, (Run, Mapping)):
+        if not (isinstance(result, Mapping) or same_class(result, Run)):
             raise RetrieverError(
                 f"retriever {self._name!r}: the inner retriever returned "
                 f"{type(result).__name__}; it must return a Run or {{query_id: {{id: score}}}}"

@@ -28,6 +28,7 @@ from pytest_ragmetrics.judges import RecordedJudge
 from pytest_ragmetrics.judges.answers import assess_answers, judge_answers, label_verdict
 from pytest_ragmetrics.transport import Endpoint
 from tests.helpers.fake_openai import Reply, serve
+from tests.helpers.reimport import second_import
 
 
 class Lonely:
@@ -239,22 +240,10 @@ def test_metrics_as_any_collection_of_names(tmp_path: Path) -> None:
     assert kept.assessments[0].groundedness == 1.0
 
 
-def _second_import(name: str) -> Any:
-    """The module ``name`` imported a second time, beside the one in sys.modules (as pytester's
-    in-process runs and reloaders leave it)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec(name)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_records_from_a_second_import_of_their_module_are_judged(tmp_path: Path) -> None:
     """An answer made by a generator module loaded before a re-import was refused as "a
     GeneratedAnswer, not a GeneratedAnswer" (seen in pytester runs after a CLI test)."""
-    twin = _second_import("pytest_ragmetrics.data.answers")
+    twin = second_import("pytest_ragmetrics.data.answers")
     assert twin.GeneratedAnswer is not GeneratedAnswer
     answer = twin.GeneratedAnswer(ONE.query_id, ONE.query, ONE.answer, ONE.contexts)
     reference = twin.Reference("q1", text="Paris is in France.")
