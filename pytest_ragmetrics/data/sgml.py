@@ -32,10 +32,12 @@ DOCUMENT_TITLE_TAGS = ("HEAD", "HEADLINE", "TITLE", "HL")
 DOCUMENT_TEXT_TAGS = ("TEXT",)
 TOPIC_FIELDS = ("title",)
 
-# An element tag: <NAME attributes>, </NAME>. Declarations and comments (<?xml ...?>, <!-- -->)
-# are removed first.
+# An element tag: <NAME attributes>, </NAME>. Comments (<!-- -->, over any number of lines, with
+# the tags inside them) and declarations (<?xml ...?>, <!DOCTYPE ...>) are removed first, and a
+# CDATA section is its text.
 _TAG = re.compile(r"<(/?)\s*([A-Za-z][\w.:-]*)(?:\s[^<>]*)?>")
 _DECLARATION = re.compile(r"<[!?][^<>]*>")
+_CDATA = re.compile(r"<!\[CDATA\[(.*?)\]\]>")
 # The labels TREC topics put at the start of a field ("Number: 301", "Description:").
 _LABEL = re.compile(
     r"^\s*(?:number|topic|title|description|narrative|summary|domain|nationality|"
@@ -47,10 +49,14 @@ _LABEL = re.compile(
 def _events(path: PathLike, encoding: str) -> Iterator[tuple[int, str | None, bool, str]]:
     """(line, tag name or None for text, is a closing tag, text) in document order.
 
-    Every line ends with a newline text event, so multi-line elements keep their lines.
+    Every line ends with a newline text event, so multi-line elements keep their lines. A
+    comment still open at the end of the file is an error naming the line it opened on.
     """
-    for lineno, line in read_lines(path, encoding):
-        line = _DECLARATION.sub("", line)
+    comment = 0  # the line an open comment started on
+    for lineno, raw in read_lines(path, encoding):
+        line, still_open = _uncommented(raw, bool(comment))
+        comment = (comment or lineno) if still_open else 0
+        line = _DECLARATION.sub("", _CDATA.sub(lambda m: html.escape(m[1], quote=False), line))
         pos = 0
         for match in _TAG.finditer(line):
             if match.start() > pos:
@@ -58,6 +64,27 @@ def _events(path: PathLike, encoding: str) -> Iterator[tuple[int, str | None, bo
             yield lineno, match.group(2).upper(), match.group(1) == "/", ""
             pos = match.end()
         yield lineno, None, False, line[pos:] + "\n"
+    if comment:
+        raise DataFormatError("a comment '<!--' is not closed by '-->'", path, comment)
+
+
+def _uncommented(line: str, in_comment: bool) -> tuple[str, bool]:
+    """The line without its comments, and whether one is still open at its end (``in_comment``:
+    whether one was open at its start)."""
+    kept: list[str] = []
+    pos = 0
+    while True:
+        if in_comment:
+            end = line.find("-->", pos)
+            if end < 0:
+                return "".join(kept), True
+            pos, in_comment = end + 3, False
+        start = line.find("<!--", pos)
+        if start < 0:
+            kept.append(line[pos:])
+            return "".join(kept), False
+        kept.append(line[pos:start])
+        pos, in_comment = start + 4, True
 
 
 @dataclass

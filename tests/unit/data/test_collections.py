@@ -237,6 +237,11 @@ def test_trec_documents_inside_a_wrapper_and_across_files(tmp_path: Path) -> Non
             2,
             "text outside <DOC>...</DOC>: 'stray words'",
         ),
+        (
+            "<DOC><DOCNO>1</DOCNO></DOC>\n<!-- to the end\n<DOC><DOCNO>2</DOCNO></DOC>\n",
+            2,
+            "a comment '<!--' is not closed by '-->'",
+        ),
     ],
     ids=[
         "nested",
@@ -249,11 +254,27 @@ def test_trec_documents_inside_a_wrapper_and_across_files(tmp_path: Path) -> Non
         "duplicate-docno",
         "text-unclosed",
         "text-outside",
+        "comment-unclosed",
     ],
 )
 def test_trec_documents_malformed(tmp_path: Path, content: str, line: int, reason: str) -> None:
     path = write(tmp_path / "docs.sgml", content)
     fails(lambda: read_trec_documents(path), path, line, reason)
+
+
+def test_what_a_comment_holds_is_not_read(tmp_path: Path) -> None:
+    """Tags and text inside a comment were read as the document's: "<!-- <TEXT>old</TEXT> -->"
+    added "old" to its text, over one line or several."""
+    path = write(
+        tmp_path / "docs.sgml",
+        "<DOC><DOCNO>1</DOCNO><!-- <TEXT>old</TEXT> --><TEXT>new</TEXT></DOC>\n"
+        "<DOC>\n<DOCNO>2</DOCNO>\n<TEXT>kept <!-- a\n<TEXT>old</TEXT>\n--> too</TEXT>\n"
+        "<!-- <DOC><DOCNO>3</DOCNO></DOC> -->\n</DOC>\n"
+        "<!-- PJG FTAG 4700 --><DOC><DOCNO>4</DOCNO><TEXT>a <![CDATA[x < y]]> b</TEXT></DOC>\n",
+    )
+    corpus = read_trec_documents(path)
+    assert list(corpus.doc_ids) == ["1", "2", "4"]
+    assert [corpus[d].text for d in ("1", "2", "4")] == ["new", "kept\ntoo", "a x < y b"]
 
 
 def test_trec_documents_none_in_file(tmp_path: Path) -> None:
