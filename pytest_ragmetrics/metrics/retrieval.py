@@ -573,13 +573,16 @@ def _evaluated_query_ids(
     in_run = np.isin(judged_ids, run_query_ids)
     missing = judged_ids[~in_run]
     extra = run_query_ids[~np.isin(run_query_ids, judged_ids)]
+    if not in_run.any():
+        # Every judged query scoring 0 under query_set="qrels" is a mean of nothing: ids
+        # written two ways ("001" and "1") or the qrels of another dataset, not a system.
+        raise DataFormatError(
+            "run and qrels share no query ids (run e.g. "
+            f"{run_query_ids[:3].tolist()}, qrels e.g. {judged_ids[:3].tolist()}); check how "
+            "the ids are written (leading zeros, a prefix) and that the qrels are this dataset's"
+        )
     if query_set == "intersection":
         query_ids = judged_ids[in_run]
-        if len(query_ids) == 0:
-            raise DataFormatError(
-                "run and qrels share no query ids (run e.g. "
-                f"{run_query_ids[:3].tolist()}, qrels e.g. {judged_ids[:3].tolist()})"
-            )
     else:
         query_ids = judged_ids
         if len(missing):

@@ -321,15 +321,15 @@ def test_two_runs_that_would_share_a_row_are_refused(
 ) -> None:
     """Rows are named by tag: the second run's numbers replaced the first's, exit 0."""
     first = tmp_path / "a.txt"
-    first.write_text("q1 Q0 d0 1 1.0 same\n")
+    first.write_text("301 Q0 d0 1 1.0 same\n")
     second = tmp_path / "b.txt"
-    second.write_text("q1 Q0 d1 1 1.0 same\n")
+    second.write_text("301 Q0 d1 1 1.0 same\n")
     runs = [str(first), str(second) if second_tag else str(first)]
     code, text = run_cli("--qrels", QRELS, "--run", runs[0], "--run", runs[1])
     assert (code, text) == (2, "")
     err = capsys.readouterr().err
     assert f"{runs[1]}: the run 'same' on qrels is already given ({runs[0]})" in err
-    second.write_text("q1 Q0 d1 1 1.0 other\n")
+    second.write_text("301 Q0 d1 1 1.0 other\n")
     code, text = run_cli("--qrels", QRELS, "--run", str(first), "--run", str(second))
     assert code == 0 and "same" in text and "other" in text
 

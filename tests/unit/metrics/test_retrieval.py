@@ -487,9 +487,18 @@ def test_query_set_intersection_averages_queries_in_both() -> None:
     assert any("extra" in n for n in evaluation.notes)
 
 
-def test_intersection_with_no_shared_query_is_an_error() -> None:
-    with pytest.raises(DataFormatError, match="share no query ids"):
-        evaluate({"q1": {"a": 1}}, {"q2": ranked("a")}, ["mrr"], query_set="intersection")
+@pytest.mark.parametrize("query_set", ["qrels", "intersection"])
+def test_a_run_sharing_no_query_with_the_qrels_is_an_error(query_set: str) -> None:
+    """With query_set="qrels" every judged query scored 0 and the mean read 0.0, with only a
+    note: ids written two ways ("001" and "1", as Cranfield's) looked like a system scoring 0."""
+    qrels = {"1": {"a": 1}, "2": {"b": 1}}
+    with pytest.raises(
+        DataFormatError, match=r"share no query ids .*\['001', '002'\].*leading zeros"
+    ):
+        evaluate(qrels, {"001": ranked("a"), "002": ranked("b")}, ["mrr"], query_set=query_set)
+    # One shared query is enough: the others are noted, as before.
+    shared = evaluate(qrels, {"1": ranked("a"), "002": ranked("b")}, ["mrr"], query_set=query_set)
+    assert shared.mean == {"mrr": 1.0 if query_set == "intersection" else 0.5}
 
 
 def test_a_qrels_query_without_judgments_is_left_out() -> None:
