@@ -368,79 +368,18 @@ def _answerability_judge(args: argparse.Namespace, cache: Cache | None) -> tuple
 
 
 def _apply_review(args: argparse.Namespace, target: Path, out: TextIO) -> int:
-    from pytest_ragmetrics.data.layouts import read_corpus
-    from pytest_ragmetrics.testsets.folder import (
-        PROVENANCE_FINGERPRINT,
-        generated_provenance,
-        write_testset,
-    )
-    from pytest_ragmetrics.testsets.model import TestSet
-    from pytest_ragmetrics.testsets.review import apply_review, read_review
+    from pytest_ragmetrics.testsets.folder import rebuild_from_review
 
-    provenance = generated_provenance(target) if target.is_dir() else None
-    if provenance is None:
-        raise ConfigError(f"--out {target}: holds no test set that ragmetrics generate wrote")
-    corpus = read_corpus(target / "corpus.jsonl")
-    # A review of another test set (another corpus, another seed) is refused: its rows'
-    # documents and fingerprint are those of its own set.
-    fingerprint = provenance.get(PROVENANCE_FINGERPRINT)
-    rows = read_review(
-        args.apply_review,
-        corpus,
-        fingerprint=fingerprint if isinstance(fingerprint, str) else None,
-        where=str(target / "corpus.jsonl"),
+    testset = rebuild_from_review(
+        target, args.apply_review, accepted_only=args.accepted_only, split=one_split(args)
     )
-    kept, summary = apply_review(rows, args.apply_review, accepted_only=args.accepted_only)
-    provenance.update(review=summary, queries=len(kept))
-    provenance["references"] = sum(1 for c in kept if c.answer)
-    testset = TestSet(tuple(kept), provenance)
-    write_testset(target, corpus, testset, split=one_split(args), review=False)
     _summary(args, testset, out)
     return 0
 
 
 def _summary(args: argparse.Namespace, testset: TestSet, out: TextIO) -> None:
-    provenance = testset.provenance
     if args.format == "json":
-        out.write(json.dumps(provenance, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        out.write(json.dumps(testset.provenance, indent=2, sort_keys=True, ensure_ascii=False))
+        out.write("\n")
         return
-    out.write(f"wrote {args.out}: {len(testset)} queries")
-    references = provenance.get("references") or 0
-    out.write(f", {references} reference answers\n" if references else "\n")
-    copy = (provenance.get("corpus") or {}).get("copy")
-    if copy:
-        out.write(
-            "  corpus: a copy without the removed queries "
-            f"({copy['documents_changed']} documents changed)\n"
-        )
-    not_cut = provenance.get("not_cut") or {}
-    if not_cut.get("count"):
-        out.write(
-            f"  not cut: {not_cut['count']} queries stay in a relevant document "
-            f"({', '.join(not_cut.get('query_ids', [])[:5])})\n"
-        )
-    dropped = provenance.get("dropped_by_generator") or {}
-    if dropped:
-        out.write(f"  generator: dropped {len(dropped)} (empty or unusable replies)\n")
-    for report in provenance.get("filters") or []:
-        if report.get("applied"):
-            out.write(f"  {report['name']}: removed {report['removed']} of {report['checked']}\n")
-        else:
-            out.write(
-                f"  {report['name']}: NOT APPLIED ({report.get('reason')}); it would remove "
-                f"{report['would_remove']} of {report['checked']}\n"
-            )
-    review = provenance.get("review")
-    if review:
-        out.write(
-            f"  review: {review['accept']} accepted, {review['edit']} edited, "
-            f"{review['reject']} rejected, {review['undecided']} undecided\n"
-        )
-    cost = provenance.get("cost") or {}
-    if cost.get("calls") or cost.get("cache_hits"):
-        out.write(f"  requests: {cost.get('calls', 0)} sent, {cost.get('cache_hits', 0)} cached\n")
-    if len(testset) < (provenance.get("requested") or 0):
-        out.write(
-            f"  note: fewer than the {provenance['requested']} queries asked for; raise "
-            "--candidates to leave room for the filters\n"
-        )
+    out.writelines(line + "\n" for line in testset.summary(str(args.out)))

@@ -31,6 +31,7 @@ from pytest_ragmetrics.errors import ConfigError, DataFormatError
 from pytest_ragmetrics.fileio import exclusive_lock, writing
 from pytest_ragmetrics.testsets.model import Candidate, TestSet, check_candidates, tsv_id_problem
 from pytest_ragmetrics.testsets.replace import replace_files
+from pytest_ragmetrics.testsets.review import apply_review, read_review
 
 CREATED_BY = "ragmetrics generate"
 REVIEW = "review.jsonl"
@@ -239,3 +240,28 @@ def _remove_empty(out: Path) -> None:
     for folder in (out / "qrels", out):
         with contextlib.suppress(OSError):
             folder.rmdir()
+
+
+def rebuild_from_review(
+    target: Path, review: str | Path, *, accepted_only: bool, split: str
+) -> TestSet:
+    """Rewrite the test set in ``target`` from a person's ``review`` of it (``ragmetrics
+    generate --apply-review``) and return it. A review of another test set (another corpus,
+    another seed) is refused: its rows' documents and fingerprint are those of its own set."""
+    provenance = generated_provenance(target) if target.is_dir() else None
+    if provenance is None:
+        raise ConfigError(f"--out {target}: holds no test set that ragmetrics generate wrote")
+    corpus = read_corpus(target / "corpus.jsonl")
+    fingerprint = provenance.get(PROVENANCE_FINGERPRINT)
+    rows = read_review(
+        review,
+        corpus,
+        fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+        where=str(target / "corpus.jsonl"),
+    )
+    kept, summary = apply_review(rows, review, accepted_only=accepted_only)
+    provenance.update(review=summary, queries=len(kept))
+    provenance["references"] = sum(1 for c in kept if c.answer)
+    testset = TestSet(tuple(kept), provenance)
+    write_testset(target, corpus, testset, split=split, review=False)
+    return testset

@@ -130,6 +130,59 @@ class TestSet:
     def __len__(self) -> int:
         return len(self.queries)
 
+    def summary(self, where: str) -> list[str]:
+        """What ``ragmetrics generate`` says of the set it wrote to ``where``: the counts, the
+        corpus copy, the queries not cut, the generator's drops, each filter, the review, the
+        requests, and a set smaller than asked for."""
+        provenance = self.provenance
+        references = provenance.get("references") or 0
+        lines = [f"wrote {where}: {len(self)} queries"]
+        if references:
+            lines[0] += f", {references} reference answers"
+        copy = (provenance.get("corpus") or {}).get("copy")
+        if copy:
+            lines.append(
+                "  corpus: a copy without the removed queries "
+                f"({copy['documents_changed']} documents changed)"
+            )
+        not_cut = provenance.get("not_cut") or {}
+        if not_cut.get("count"):
+            lines.append(
+                f"  not cut: {not_cut['count']} queries stay in a relevant document "
+                f"({', '.join(not_cut.get('query_ids', [])[:5])})"
+            )
+        dropped = provenance.get("dropped_by_generator") or {}
+        if dropped:
+            lines.append(f"  generator: dropped {len(dropped)} (empty or unusable replies)")
+        lines += [_filter_line(report) for report in provenance.get("filters") or []]
+        review = provenance.get("review")
+        if review:
+            lines.append(
+                f"  review: {review['accept']} accepted, {review['edit']} edited, "
+                f"{review['reject']} rejected, {review['undecided']} undecided"
+            )
+        cost = provenance.get("cost") or {}
+        if cost.get("calls") or cost.get("cache_hits"):
+            lines.append(
+                f"  requests: {cost.get('calls', 0)} sent, {cost.get('cache_hits', 0)} cached"
+            )
+        if len(self) < (provenance.get("requested") or 0):
+            lines.append(
+                f"  note: fewer than the {provenance['requested']} queries asked for; raise "
+                "--candidates to leave room for the filters"
+            )
+        return lines
+
+
+def _filter_line(report: Mapping[str, Any]) -> str:
+    """One filter's line of :meth:`TestSet.summary`."""
+    if report.get("applied"):
+        return f"  {report['name']}: removed {report['removed']} of {report['checked']}"
+    return (
+        f"  {report['name']}: NOT APPLIED ({report.get('reason')}); it would remove "
+        f"{report['would_remove']} of {report['checked']}"
+    )
+
 
 def tsv_id_problem(value: str) -> str | None:
     """Why a qrels TSV cannot hold the id ``value`` (None: it can)."""

@@ -76,3 +76,19 @@ def test_one_positive_integer_check() -> None:
     assert len(defined) == 1, defined
     assert defined[0].startswith("pytest_ragmetrics/values.py:")
     assert len(found) == 1, f"use values.positive_int: {found}"  # the one in positive_int
+
+
+# Beyond 700 lines a module (what the before-stop hook counts): a command of the CLI and a judge
+# backend stay small enough to read in one go.
+SIZE_LIMITS = {"cli": 400, "judges": 500}
+
+
+def test_cli_and_judge_modules_stay_within_their_size() -> None:
+    """cli/generate.py had grown to 446 lines, over the 400 of a CLI command module."""
+    over = [
+        f"{path.relative_to(PACKAGE.parent)}: {lines} lines (limit {limit})"
+        for folder, limit in SIZE_LIMITS.items()
+        for path in sorted((PACKAGE / folder).rglob("*.py"))
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > limit
+    ]
+    assert not over, f"split these modules: {over}"
