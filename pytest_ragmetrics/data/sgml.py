@@ -37,7 +37,8 @@ TOPIC_FIELDS = ("title",)
 # CDATA section is its text.
 _TAG = re.compile(r"<(/?)\s*([A-Za-z][\w.:-]*)(?:\s[^<>]*)?>")
 _DECLARATION = re.compile(r"<[!?][^<>]*>")
-_CDATA = re.compile(r"<!\[CDATA\[(.*?)\]\]>")
+# What may span lines: (opener, closer) by kind, as messages name them.
+_SECTIONS = {"comment": ("<!--", "-->"), "CDATA section": ("<![CDATA[", "]]>")}
 # The labels TREC topics put at the start of a field ("Number: 301", "Description:").
 _LABEL = re.compile(
     r"^\s*(?:number|topic|title|description|narrative|summary|domain|nationality|"
@@ -50,13 +51,14 @@ def _events(path: PathLike, encoding: str) -> Iterator[tuple[int, str | None, bo
     """(line, tag name or None for text, is a closing tag, text) in document order.
 
     Every line ends with a newline text event, so multi-line elements keep their lines. A
-    comment still open at the end of the file is an error naming the line it opened on.
+    comment or CDATA section still open at the end of the file is an error naming the line it
+    opened on.
     """
-    comment = 0  # the line an open comment started on
+    opened: tuple[str, int] | None = None  # a comment or CDATA section open: its kind, line
     for lineno, raw in read_lines(path, encoding):
-        line, still_open = _uncommented(raw, bool(comment))
-        comment = (comment or lineno) if still_open else 0
-        line = _DECLARATION.sub("", _CDATA.sub(lambda m: html.escape(m[1], quote=False), line))
+        line, still, fresh = _unwrapped(raw, opened[0] if opened else None)
+        opened = None if still is None else (still, lineno) if fresh else opened
+        line = _DECLARATION.sub("", line)
         pos = 0
         for match in _TAG.finditer(line):
             if match.start() > pos:
@@ -64,27 +66,36 @@ def _events(path: PathLike, encoding: str) -> Iterator[tuple[int, str | None, bo
             yield lineno, match.group(2).upper(), match.group(1) == "/", ""
             pos = match.end()
         yield lineno, None, False, line[pos:] + "\n"
-    if comment:
-        raise DataFormatError("a comment '<!--' is not closed by '-->'", path, comment)
+    if opened is not None:
+        opener, closer = _SECTIONS[opened[0]]
+        raise DataFormatError(
+            f"a {opened[0]} {opener!r} is not closed by {closer!r}", path, opened[1]
+        )
 
 
-def _uncommented(line: str, in_comment: bool) -> tuple[str, bool]:
-    """The line without its comments, and whether one is still open at its end (``in_comment``:
-    whether one was open at its start)."""
+def _unwrapped(line: str, open_kind: str | None) -> tuple[str, str | None, bool]:
+    """The line without its comments and with its CDATA sections' text escaped (so no tag or
+    entity is read in them), the kind of section still open at its end (``open_kind``: the one
+    open at its start), and whether that one opened on this line."""
     kept: list[str] = []
-    pos = 0
+    pos, fresh = 0, False
     while True:
-        if in_comment:
-            end = line.find("-->", pos)
+        if open_kind is not None:
+            closer = _SECTIONS[open_kind][1]
+            end = line.find(closer, pos)
+            if open_kind == "CDATA section":
+                kept.append(html.escape(line[pos:] if end < 0 else line[pos:end], quote=False))
             if end < 0:
-                return "".join(kept), True
-            pos, in_comment = end + 3, False
-        start = line.find("<!--", pos)
-        if start < 0:
+                return "".join(kept), open_kind, fresh
+            pos, open_kind = end + len(closer), None
+        found = [(line.find(o, pos), kind) for kind, (o, _) in _SECTIONS.items()]
+        starts = [(at, kind) for at, kind in found if at >= 0]
+        if not starts:
             kept.append(line[pos:])
-            return "".join(kept), False
+            return "".join(kept), None, False
+        start, open_kind = min(starts)
         kept.append(line[pos:start])
-        pos, in_comment = start + 4, True
+        pos, fresh = start + len(_SECTIONS[open_kind][0]), True
 
 
 @dataclass

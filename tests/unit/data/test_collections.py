@@ -242,6 +242,16 @@ def test_trec_documents_inside_a_wrapper_and_across_files(tmp_path: Path) -> Non
             2,
             "a comment '<!--' is not closed by '-->'",
         ),
+        (
+            "<!-- one\n--> <!-- two\n<DOC><DOCNO>2</DOCNO></DOC>\n",
+            2,
+            "a comment '<!--' is not closed by '-->'",
+        ),
+        (
+            "<DOC><DOCNO>1</DOCNO><TEXT><![CDATA[a\nb</TEXT></DOC>\n",
+            1,
+            "a CDATA section '<![CDATA[' is not closed by ']]>'",
+        ),
     ],
     ids=[
         "nested",
@@ -255,6 +265,8 @@ def test_trec_documents_inside_a_wrapper_and_across_files(tmp_path: Path) -> Non
         "text-unclosed",
         "text-outside",
         "comment-unclosed",
+        "comment-reopened",
+        "cdata-unclosed",
     ],
 )
 def test_trec_documents_malformed(tmp_path: Path, content: str, line: int, reason: str) -> None:
@@ -275,6 +287,16 @@ def test_what_a_comment_holds_is_not_read(tmp_path: Path) -> None:
     corpus = read_trec_documents(path)
     assert list(corpus.doc_ids) == ["1", "2", "4"]
     assert [corpus[d].text for d in ("1", "2", "4")] == ["new", "kept\ntoo", "a x < y b"]
+
+
+def test_a_cdata_section_is_text_over_any_number_of_lines(tmp_path: Path) -> None:
+    """A CDATA section over several lines was read as markup: '<b>' a tag, '&amp;' an entity."""
+    path = write(
+        tmp_path / "docs.sgml",
+        "<DOC><DOCNO>1</DOCNO><TEXT>before <![CDATA[x < y &amp;\n<b>bold</b>\n]]> after"
+        "</TEXT></DOC>\n",
+    )
+    assert read_trec_documents(path)["1"].text == "before x < y &amp;\n<b>bold</b>\nafter"
 
 
 def test_trec_documents_none_in_file(tmp_path: Path) -> None:
