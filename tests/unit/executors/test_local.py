@@ -3,13 +3,13 @@ the first failing item's error (in item order, not the order the calls failed in
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 
 from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.executors import Executor, LocalExecutor
+from tests.helpers.concurrency import InFlight
 
 
 @pytest.mark.parametrize("concurrency", [1, 3, 16])
@@ -24,21 +24,10 @@ def test_results_come_back_in_item_order(concurrency: int) -> None:
 
 
 def test_no_more_calls_in_flight_than_the_limit() -> None:
-    lock, active, peak = threading.Lock(), [0], [0]
-
-    def call(_: int) -> None:
-        with lock:
-            active[0] += 1
-            peak[0] = max(peak[0], active[0])
-        time.sleep(0.05)
-        with lock:
-            active[0] -= 1
-
-    LocalExecutor(8).map(call, list(range(12)), concurrency=3)
-    assert peak[0] == 3
-    peak[0] = 0
-    LocalExecutor(1).map(call, list(range(4)))
-    assert peak[0] == 1
+    limited, serial = InFlight(0.05), InFlight(0.05)
+    LocalExecutor(8).map(lambda _: limited.wait(), list(range(12)), concurrency=3)
+    LocalExecutor(1).map(lambda _: serial.wait(), list(range(4)))
+    assert (limited.peak, serial.peak) == (3, 1)
 
 
 def test_the_first_failing_item_is_the_error_raised() -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 import warnings
 from typing import Any
 
@@ -18,6 +17,7 @@ from pytest_ragmetrics.errors import ConfigError, GeneratorError
 from pytest_ragmetrics.generation import answer_all
 from pytest_ragmetrics.metrics import evaluate
 from tests.helpers.adapter_data import by_hand, embed, make_corpus, make_queries, matching
+from tests.helpers.concurrency import InFlight
 
 pytest.importorskip("langchain_core")
 FAISS = pytest.importorskip("langchain_community.vectorstores").FAISS
@@ -226,25 +226,19 @@ def test_one_at_a_time_a_retriever_is_invoked_directly(faiss_store: Any) -> None
 
 
 def test_stores_are_searched_concurrently() -> None:
-    active, peak = [0], [0]
-    lock = threading.Lock()
+    calls = InFlight()
 
     class Slow(WordEmbeddings):
         def embed_query(self, text: str) -> list[float]:
-            with lock:
-                active[0] += 1
-                peak[0] = max(peak[0], active[0])
-            time.sleep(0.01)
-            with lock:
-                active[0] -= 1
+            calls.wait()
             return embed(text)
 
     store = FAISS.from_documents(documents(), Slow())
     from_langchain(store, concurrency=4).search(QUERIES, 3)
-    assert peak[0] == 4
-    peak[0] = 0
+    assert calls.peak == 4
+    calls.peak = 0
     from_langchain(store, concurrency=1).search(QUERIES, 3)
-    assert peak[0] == 1
+    assert calls.peak == 1
 
 
 def test_the_identity_names_store_embeddings_and_parameters(faiss_store: Any) -> None:

@@ -3,8 +3,6 @@ ranks as a hand computation does, retrievers run concurrently, query engines ans
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
 import pytest
@@ -15,6 +13,7 @@ from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.generation import answer_all
 from pytest_ragmetrics.metrics import evaluate
 from tests.helpers.adapter_data import by_hand, embed, make_corpus, make_queries, matching
+from tests.helpers.concurrency import InFlight
 
 pytest.importorskip("llama_index.core")
 from llama_index.core import Document, VectorStoreIndex
@@ -107,18 +106,12 @@ def test_the_id_comes_from_the_metadata_key() -> None:
 
 
 def test_retrievers_run_concurrently_and_async(index: Any) -> None:
-    active, peak = [0], [0]
-    lock = threading.Lock()
+    calls = InFlight()
     inner = index.as_retriever(similarity_top_k=3)
 
     class Slow:
         def retrieve(self, text: str) -> Any:
-            with lock:
-                active[0] += 1
-                peak[0] = max(peak[0], active[0])
-            time.sleep(0.01)
-            with lock:
-                active[0] -= 1
+            calls.wait()
             return inner.retrieve(text)
 
     from pytest_ragmetrics.integrations.llama_index import LlamaIndexRetriever
@@ -127,7 +120,7 @@ def test_retrievers_run_concurrently_and_async(index: Any) -> None:
         Slow(), id_key="id", name="slow", concurrency=4, corpus=None, parameters=None
     )
     slow.search(QUERIES, 3)
-    assert peak[0] == 4
+    assert calls.peak == 4
     asynchronous = from_llama_index(inner, use_async=True).search(QUERIES, 3)
     assert asynchronous.ranking("q001") == from_llama_index(inner).search(QUERIES, 3).ranking(
         "q001"
