@@ -184,8 +184,7 @@ def checked_arguments(
         if own is None:
             raise JudgeError(
                 f"answers[{k}] is a {class_name(item, GeneratedAnswer)}, not a GeneratedAnswer; "
-                "build one "
-                "with GeneratedAnswer(query_id, query, answer, contexts)"
+                "build one with GeneratedAnswer(query_id, query, answer, contexts)"
             )
         items.append(own)
     if references is not None:
@@ -198,8 +197,8 @@ def checked_arguments(
             if not same_class(reference, Reference):
                 raise JudgeError(
                     f"references[{qid!r}] is a {class_name(reference, Reference)}, not a "
-                    "Reference; "
-                    f"write Reference({qid!r}, text=...) or Reference({qid!r}, label=...)"
+                    f"Reference; write Reference({qid!r}, text=...) or Reference({qid!r}, "
+                    "label=...)"
                 )
             if reference.query_id != qid:
                 raise JudgeError(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from pytest_ragmetrics.cache import identity_of
 from pytest_ragmetrics.data.judged import JudgedRankings
@@ -211,9 +211,8 @@ class RagEval:
             return run.run, judged, info, {}
         if isinstance(run, Mapping):  # read once, its direction declared, as every report sees it
             run = run_from_dict(run, scores, fix="rag_eval.retrieval(run, scores={kind!r})")
-        given_run = cast(object, run)
-        if not isinstance(given_run, Run) and same_class(given_run, Run):
-            run = Run.from_dict(given_run)  # from another import of its module: a copy of ours
+        elif same_class(run, Run):
+            run = Run.from_dict(run)  # ours as it is; from another import of its module, a copy
         if qrels is None:
             try:
                 dataset = self._dataset()

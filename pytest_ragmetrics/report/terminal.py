@@ -63,8 +63,9 @@ def layer_table(evaluations: Sequence[Checked], preferred: Sequence[str]) -> str
         verdict = checked.outcome.baseline
         deltas = {m.metric: m for m in verdict.metrics} if verdict is not None else {}
         if deltas:
-            rows += _baseline_rows(deltas, mean, names)
-            elsewhere = elsewhere or any(OTHER_QUERIES in cell for cell in rows[-1])
+            added = _baseline_rows(deltas, mean, names)
+            rows += added
+            elsewhere = elsewhere or len(added) == 3  # with its "· same queries" row
     table = tabulate(
         rows,
         headers=["evaluation", *map(for_terminal, names), "status"],
