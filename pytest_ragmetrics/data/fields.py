@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pytest_ragmetrics.data.model import Corpus, Queries
 from pytest_ragmetrics.data.textfile import PathLike, resolve
-from pytest_ragmetrics.errors import DataFormatError
+from pytest_ragmetrics.errors import ConfigError, DataFormatError
 
 
 @dataclass
@@ -62,25 +62,84 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+@dataclass(frozen=True)
+class FieldNames:
+    """The fields a reader takes a document's title and text from, and how its format writes
+    a field's name (``.{}`` SMART, ``<{}>`` TREC). A group equal to the format's default
+    (``default_title``, ``default_text``) lists alternatives some documents hold; a group the
+    user chose names fields each of which some document must hold."""
+
+    title: Sequence[str]
+    text: Sequence[str]
+    default_title: Sequence[str]
+    default_text: Sequence[str]
+    mark: str
+    records_hold_all: bool = True  # False: a record keeps only the fields named (TREC)
+
+    def check_distinct(self) -> None:
+        """A ConfigError when a field is both a title and a text field (its words would count
+        twice)."""
+        both = shared_names(self.title, self.text)
+        if both:
+            raise ConfigError(
+                f"{self.mark.format(both[0])} is named both as a title field and as a text "
+                "field: its words would count twice; name it in one of them"
+            )
+
+    def check_found(self, records: Sequence[TextRecord], source: PathLike) -> None:
+        """A DataFormatError naming a chosen field that no document holds, or the text
+        fields when no document holds any of them: every text would be empty."""
+        found = {name for record in records for name in record.fields}
+        for group, names, default in (
+            ("title", self.title, self.default_title),
+            ("text", self.text, self.default_text),
+        ):
+            chosen = [n.upper() for n in names]
+            missing = [n for n in chosen if n not in found]
+            if not missing:
+                continue
+            if chosen == [n.upper() for n in default] and (
+                group == "title" or len(missing) < len(chosen)
+            ):
+                continue  # the defaults are alternatives; a collection may have no title
+            raise DataFormatError(
+                f"no document holds {self.mark.format(missing[0])} (named as a {group} field); "
+                f"{_present(found, self)}",
+                source,
+            )
+
+
+def shared_names(first: Sequence[str], second: Sequence[str]) -> list[str]:
+    """The names (upper case) ``first`` and ``second`` both hold, in ``first``'s order."""
+    upper = {n.upper() for n in second}
+    return [n.upper() for n in first if n.upper() in upper]
+
+
+def _present(found: set[str], names: FieldNames) -> str:
+    shown = ", ".join(names.mark.format(n) for n in sorted(found))
+    if names.records_hold_all:
+        return f"the documents hold {shown or 'no field'}"
+    return f"of the fields named, the documents hold {shown or 'none'}"
+
+
 def corpus_from_records(
-    records: Iterable[TextRecord],
-    title_fields: Sequence[str],
-    text_fields: Sequence[str],
-    source: PathLike,
+    records: Sequence[TextRecord], names: FieldNames, source: PathLike
 ) -> Corpus:
     """A corpus: title = the title fields on one line, text = the text fields' lines.
 
-    A document whose fields are empty stays, with empty text (Cranfield has two).
+    A document whose fields are empty stays, with empty text (Cranfield has two); a field
+    named that no document holds is an error (:meth:`FieldNames.check_found`).
     """
+    if not records:
+        raise DataFormatError("no documents found", source)
+    names.check_found(records, source)
     ids: list[str] = []
     titles: list[str] = []
     texts: list[str] = []
     for record in records:
         ids.append(record.id)
-        titles.append(one_line(record.text(title_fields, " ")))
-        texts.append(record.text(text_fields, "\n"))
-    if not ids:
-        raise DataFormatError("no documents found", source)
+        titles.append(one_line(record.text(names.title, " ")))
+        texts.append(record.text(names.text, "\n"))
     return Corpus(ids, titles, texts, source=str(source))
 
 
@@ -91,6 +150,12 @@ def queries_from_records(
     ids: list[str] = []
     texts: list[str] = []
     names = ", ".join(fields)
+    records = list(records)
+    found = {name for record in records for name in record.fields}
+    missing = [n for n in fields if n.upper() not in found]
+    if records and missing:
+        held = ", ".join(sorted(found)) or "no field"
+        raise DataFormatError(f"no query has a {missing[0]} field; the queries hold {held}", source)
     for record in records:
         text = one_line(record.text(fields, " "))
         if not text:

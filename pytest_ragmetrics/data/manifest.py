@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from pytest_ragmetrics.data import sgml, smart
-from pytest_ragmetrics.data.fields import TextRecord, queries_from_records
+from pytest_ragmetrics.data.fields import TextRecord, queries_from_records, shared_names
 from pytest_ragmetrics.data.model import Corpus, Qrels, Queries
 from pytest_ragmetrics.data.textfile import resolve
 from pytest_ragmetrics.data.trec import QrelsColumns, read_qrels
@@ -121,6 +121,14 @@ def read_manifest(path: Path) -> Manifest:
     if fmt == "beir":
         return _beir_manifest(path, data, check, documents, qrels, provenance)
     defaults = _DEFAULT_FIELDS[fmt]
+    title_fields = check.names(data, "title_fields", defaults)
+    text_fields = check.names(data, "text_fields", defaults)
+    both = shared_names(title_fields, text_fields)
+    if both:
+        raise check.fail(
+            "text_fields",
+            f"names {both[0]}, which title_fields names too: its words would count twice",
+        )
     return Manifest(
         path=path,
         format=cast(Format, fmt),
@@ -132,8 +140,8 @@ def read_manifest(path: Path) -> Manifest:
         ),
         query_ids=cast(QueryIdScheme, check.choice(data, "query_ids", QUERY_ID_SCHEMES, "id")),
         grades=check.grades(data.get("grades")),
-        title_fields=check.names(data, "title_fields", defaults),
-        text_fields=check.names(data, "text_fields", defaults),
+        title_fields=title_fields,
+        text_fields=text_fields,
         query_fields=check.names(data, "query_fields", defaults),
         encoding=check.encoding(data.get("encoding", "utf-8")),
         name=check.optional_text(data, "name"),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ragmetrics.data.fields import (
+    FieldNames,
     TextRecord,
     clean_block,
     corpus_from_records,
@@ -260,6 +261,10 @@ def read_trec_documents(
     The title joins the title elements (``<HEAD>``, ``<HEADLINE>``, ``<TITLE>``, ``<HL>`` by
     default), the text the text elements (``<TEXT>``); repeated elements are all kept.
     """
+    names = FieldNames(
+        title_tags, text_tags, DOCUMENT_TITLE_TAGS, DOCUMENT_TEXT_TAGS, "<{}>", False
+    )
+    names.check_distinct()
     files = path_list(paths)
     seen: dict[str, tuple[str, int]] = {}
     records = [
@@ -269,7 +274,7 @@ def read_trec_documents(
             f, title_tags=title_tags, text_tags=text_tags, encoding=encoding, first_seen=seen
         )
     ]
-    return corpus_from_records(records, title_tags, text_tags, files[0])
+    return corpus_from_records(records, names, files[0])
 
 
 @dataclass

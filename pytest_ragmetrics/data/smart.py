@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_ragmetrics.data.fields import (
+    FieldNames,
     TextRecord,
     clean_block,
     corpus_from_records,
@@ -114,10 +115,14 @@ def read_smart_documents(
 
     Other fields (``.A`` authors, ``.B`` bibliography) are left out unless named.
     """
+    names = FieldNames(
+        title_fields, text_fields, DOCUMENT_TITLE_FIELDS, DOCUMENT_TEXT_FIELDS, mark=".{}"
+    )
+    names.check_distinct()
     files = path_list(paths)
     seen: dict[str, tuple[str, int]] = {}
     records = [r for f in files for r in parse_smart(f, encoding=encoding, first_seen=seen)]
-    return corpus_from_records(records, title_fields, text_fields, files[0])
+    return corpus_from_records(records, names, files[0])
 
 
 def read_smart_queries(

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ragmetrics import DataFormatError, evaluate, load_dataset, read_qrels
+from pytest_ragmetrics import ConfigError, DataFormatError, evaluate, load_dataset, read_qrels
 from pytest_ragmetrics.data.layouts import available_splits
 from pytest_ragmetrics.data.sgml import (
     parse_trec_topics,
@@ -657,6 +657,9 @@ def manifest_case(edit: dict[str, Any], reason: str, *, drop: str | None = None)
         ),
         manifest_case({"grades": []}, "'grades': must be an object {code: grade or null}"),
         manifest_case({"text_fields": []}, "'text_fields': must be a list of field names"),
+        manifest_case(
+            {"title_fields": ["t", "w"]}, "'text_fields': names W, which title_fields names too"
+        ),
         manifest_case({"query_fields": [1]}, "'query_fields': must be a list of field names"),
         manifest_case({"encoding": "klingon"}, "'encoding': unknown text encoding 'klingon'"),
         manifest_case(
@@ -695,6 +698,65 @@ def test_manifest_not_json(
     root = smart_folder(tmp_path)
     write(root / "dataset.json", content)
     fails(lambda: load_dataset(root), root / "dataset.json", line, reason)
+
+
+def test_a_field_named_that_no_document_holds_is_an_error(tmp_path: Path) -> None:
+    """A typo in a field name made every document's text (or title) empty, silently."""
+    smart = write(tmp_path / "docs.all", SMART_DOCS)
+    fails(
+        lambda: read_smart_documents(smart, text_fields=["X"]),
+        smart,
+        None,
+        "no document holds .X (named as a text field); the documents hold .A, .B, .T, .W",
+    )
+    fails(
+        lambda: read_smart_documents(smart, title_fields=["T", "K"]),
+        smart,
+        None,
+        "no document holds .K (named as a title field)",
+    )
+    trec = write(tmp_path / "ap.txt", TREC_DOCS)
+    fails(
+        lambda: read_trec_documents(trec, title_tags=["HEAD", "TTL"]),
+        trec,
+        None,
+        "no document holds <TTL> (named as a title field); of the fields named, the "
+        "documents hold <HEAD>, <TEXT>",
+    )
+    fails(lambda: read_trec_documents(trec, text_tags=["txt"]), trec, None, "holds <TXT>")
+
+
+def test_the_default_fields_are_alternatives_but_some_text_must_be_there(tmp_path: Path) -> None:
+    # MED has no titles; FR has none of the default title elements: both read as before.
+    med = write(tmp_path / "med.all", ".I 1\n.W\ncorrelation of blood\n")
+    assert read_smart_documents(med)["1"].text == "correlation of blood"
+    fr = write(tmp_path / "fr", "<DOC><DOCNO>FR-1</DOCNO><TEXT>rule</TEXT></DOC>\n")
+    assert read_trec_documents(fr)["FR-1"].title == ""
+    # No document with any text element: every text would be empty.
+    bare = write(tmp_path / "bare.all", ".I 1\n.T\nonly a title\n")
+    fails(lambda: read_smart_documents(bare), bare, None, "no document holds .W (named as a text")
+    wsj = write(tmp_path / "wsj", "<DOC><DOCNO>W-1</DOCNO><LP>lead</LP></DOC>\n")
+    fails(lambda: read_trec_documents(wsj), wsj, None, "no document holds <TEXT> (named as a text")
+
+
+def test_a_field_both_title_and_text_is_refused(tmp_path: Path) -> None:
+    smart = write(tmp_path / "docs.all", SMART_DOCS)
+    with pytest.raises(ConfigError, match=r"\.W is named both as a title field and as a text"):
+        read_smart_documents(smart, title_fields=["T", "w"])
+    with pytest.raises(ConfigError, match="<TEXT> is named both as a title field and as a text"):
+        read_trec_documents(write(tmp_path / "ap.txt", TREC_DOCS), title_tags=["text"])
+
+
+def test_a_query_field_no_query_holds_is_an_error(tmp_path: Path) -> None:
+    topics = write(tmp_path / "topics.txt", TOPICS)
+    fails(
+        lambda: read_trec_topics(topics, fields=["title", "nrrative"]),
+        topics,
+        None,
+        "no query has a nrrative field; the queries hold DESC, DOM, NARR, NUM, TITLE",
+    )
+    queries = write(tmp_path / "q.qry", SMART_QUERIES)
+    fails(lambda: read_smart_queries(queries, fields=["W", "K"]), queries, None, "no query has a K")
 
 
 def test_manifest_unknown_split(tmp_path: Path) -> None:
