@@ -209,7 +209,7 @@ class Run(QuerySegments):
         valid = idx >= 0
         sc = oriented(sc, check_score_kind(kind, "Run.from_arrays"))
         if valid.all():
-            offsets = np.arange(0, idx.size + 1, idx.shape[1], dtype=np.int64)
+            offsets = np.arange(len(qids) + 1, dtype=np.int64) * idx.shape[1]
             codes, flat_scores = idx.ravel(), sc.ravel()
         else:
             counts = valid.sum(axis=1)

@@ -12,7 +12,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from pytest_ragmetrics.data.arrays import FloatArray, IntArray
 from pytest_ragmetrics.data.model import Corpus, Queries, Run
+from pytest_ragmetrics.data.ranking import ranking_key
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.progress import progress
 from pytest_ragmetrics.retrievers.base import (
@@ -152,24 +154,53 @@ class BM25Retriever(CorpusRetriever):
         return retriever
 
     def _run_key(self) -> dict[str, Any]:
-        """The identity, the corpus's texts and the bm25s version (it may change the scores)."""
-        return {**super()._run_key(), "bm25s": _version("bm25s")}
+        """The identity, the corpus's texts, the bm25s version (it may change the scores) and
+        which documents a list holds (since 0.1.0: matching ones, ties at the cut by doc id)."""
+        return {**super()._run_key(), "bm25s": _version("bm25s"), "lists": "matching"}
 
     def _search(self, queries: Queries, k: int) -> Run:
+        """Per query, the documents holding at least one of its terms, best ``k`` by score,
+        ties at the cut broken by doc id as the run orders them (not by corpus order).
+
+        bm25s's own ``retrieve`` fills every list up to k with documents that match no query
+        term (score 0, or bm25l/bm25+'s non-occurrence score), which of them by corpus order:
+        recall then depends on how the corpus file is sorted. Lucene and Elasticsearch return
+        matching documents only; so does this.
+        """
         if len(queries) == 0:
             return Run.from_dict({})
         retriever = self.bm25_index()
         query_tokens = self._tokenize(list(queries.texts), return_ids=False)
-        depth = min(k, len(self.corpus))
-        indices, scores = retriever.retrieve(
-            query_tokens, k=depth, show_progress=False, n_threads=0
-        )
-        return Run.from_arrays(
-            queries.query_ids,
-            np.asarray(indices, dtype=np.int64),
-            np.asarray(scores, dtype=np.float64),
-            self.corpus.doc_ids,
-        )
+        postings = retriever.scores
+        indptr, holders = postings["indptr"], postings["indices"]
+        found: list[tuple[IntArray, FloatArray]] = []
+        for tokens in query_tokens:
+            ids = retriever.get_tokens_ids(list(tokens))
+            if not ids:
+                found.append((np.empty(0, np.int64), np.empty(0, np.float64)))
+                continue
+            matched = np.unique(np.concatenate([holders[indptr[t] : indptr[t + 1]] for t in ids]))
+            scores = np.asarray(retriever.get_scores_from_ids(ids), np.float64)[matched]
+            found.append(_best_with_ties(matched.astype(np.int64), scores, k))
+        width = max((len(codes) for codes, _ in found), default=0)
+        indices = np.full((len(found), width), -1, dtype=np.int64)
+        values = np.zeros((len(found), width), dtype=np.float64)
+        for row, (codes, scores) in enumerate(found):
+            indices[row, : len(codes)] = codes
+            values[row, : len(codes)] = scores
+        run = Run.from_arrays(queries.query_ids, indices, values, self.corpus.doc_ids)
+        return run.truncate(k) if width > k else run
+
+
+def _best_with_ties(codes: IntArray, scores: FloatArray, k: int) -> tuple[IntArray, FloatArray]:
+    """The entries scoring at least the k-th best score (compared as the run compares them),
+    so that every document tied at the cut is there for the run's own order to choose."""
+    if len(codes) <= k:
+        return codes, scores
+    key = ranking_key(scores)
+    cut = np.partition(key, len(key) - k)[len(key) - k]
+    keep = key >= cut
+    return codes[keep], scores[keep]
 
 
 def _version(package: str) -> str:

@@ -21,8 +21,10 @@ from tests.helpers.paths import REPO
 
 CRANFIELD = REPO / "example_suite" / "data" / "cranfield"
 METRICS = ["ndcg_at_10", "recall_at_100", "map"]
-# Measured on the commit that added Cranfield: top 1,000 per query, trec_eval semantics.
-BM25 = {"ndcg_at_10": 0.37299, "recall_at_100": 0.73810, "map": 0.31052}
+# Measured on the commit that added Cranfield: top 1,000 per query, trec_eval semantics. BM25's
+# MAP was 0.31052 while bm25s filled each list to 1,000 with documents matching no query term
+# (by corpus order); only matching ones are returned since (a query matches 159 or more).
+BM25 = {"ndcg_at_10": 0.37299, "recall_at_100": 0.73810, "map": 0.31039}
 MINILM = {"ndcg_at_10": 0.38167, "recall_at_100": 0.77244, "map": 0.32724}
 
 pytestmark = pytest.mark.skipif(

@@ -347,6 +347,13 @@ def test_run_from_arrays_skips_faiss_padding() -> None:
     assert evaluation.per_query == {"q2": {"mrr": 0.0}, "q3": {"mrr": 0.5}}
 
 
+def test_run_from_arrays_with_no_columns_is_a_run_of_empty_lists() -> None:
+    # A search to depth 0 (nothing matched anywhere) raised ZeroDivisionError.
+    empty = Run.from_arrays(["a", "b"], np.zeros((2, 0), np.int64), np.zeros((2, 0)), ["d1"])
+    assert empty.to_dict() == {"a": {}, "b": {}}
+    assert Run.from_arrays([], np.zeros((0, 3), np.int64), np.zeros((0, 3)), ["d1"]).to_dict() == {}
+
+
 def test_run_from_arrays_unsorted_rows_are_sorted() -> None:
     run = Run.from_arrays(
         ["q"], np.array([[0, 1, 2]]), np.array([[0.1, 0.3, 0.2]]), ["a", "b", "c"]
