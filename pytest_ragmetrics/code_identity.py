@@ -43,9 +43,10 @@ cannot read (a faiss index, a tensor, a model's weights, a random generator: dat
 or beyond those bounds, counts by its type and is listed by :func:`unidentified` (handles of
 the process, a lock, a logger, a stream, a thread, count by their type and are not);
 :func:`refuse_uncacheable` makes caching a function that reaches one an error unless
-``name=``, ``parameters=`` or ``version=`` tell its retrievers apart. Nor can it see data the
-function reads (files, the network, a database), code in other modules or packages, or an
-object changed after it was first hashed: pass ``version=`` when one of those changes.
+``parameters=`` or ``version=`` tell its retrievers apart (a ``name=`` is a label: it does
+not). Nor can it see data the function reads (files, the network, a database), code in other
+modules or packages, or an object changed after it was first hashed: pass ``version=`` when one
+of those changes.
 """
 
 from __future__ import annotations
@@ -124,16 +125,17 @@ def unidentified(function: Callable[..., Any]) -> list[str]:
 def refuse_uncacheable(function: Callable[..., Any], where: str) -> None:
     """A ConfigError naming ``where`` when ``function`` reaches a value its digest cannot
     identify (:func:`unidentified`): two retrievers over different ones (another faiss index,
-    another model) would share one cached run. The caller skips this when ``name=``,
-    ``parameters=`` or ``version=`` was given to tell them apart."""
+    another model) would share one cached run. The caller skips this when ``parameters=`` or
+    ``version=`` was given to tell them apart."""
     found = unidentified(function)
     if found:
         shown = "; ".join(found[:3]) + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
         raise ConfigError(
             f"{where}: cache= keys runs by the function's code and the values it reaches, but "
             f"it reaches values whose content cannot be hashed ({shown}), so retrievers built "
-            "over different ones would share cached runs. Pass name= or parameters= that tell "
-            "them apart (the index or model in use), or version=, or leave cache= off"
+            "over different ones would share cached runs. Pass parameters= that tell them apart "
+            "(the index or model in use), or version=, or leave cache= off (name= is a label "
+            "and tells nothing apart)"
         )
 
 

@@ -417,7 +417,9 @@ class CallableRetriever(Named):
         self.version = version
         self.takes_k = accepts_k(function)
         self.cache = cache
-        told_apart = bool(name or parameters) or version is not None
+        # A name is a label, kept when the index or model behind it changes: only parameters=
+        # or version= declare what tells the runs apart.
+        told_apart = bool(parameters) or version is not None
         if cache is not None and cache is not False and not told_apart:
             refuse_uncacheable(function, where)  # what it reaches must tell runs apart
         self._identity: dict[str, Any] | None = None

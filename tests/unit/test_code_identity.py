@@ -381,11 +381,14 @@ def test_what_cannot_be_hashed_is_listed_and_not_cached_without_a_name(tmp_path:
     # Two retrievers over different clients would share a cached run: refused unless told apart.
     with pytest.raises(
         ConfigError,
-        match=r"from_function\('.*make.<locals>.search'\): .*random\.Random.*Pass name= or "
+        match=r"from_function\('.*make.<locals>.search'\): .*random\.Random.*Pass "
         r"parameters= that tell them apart \(the index or model in use\), or version=",
     ):
         from_function(make(Client()), cache=tmp_path)
-    from_function(make(Client()), cache=tmp_path, name="client-a")
+    # A name is a label people keep when the index behind it changes: it tells nothing apart.
+    with pytest.raises(ConfigError, match=r"name= is a label and tells nothing apart"):
+        from_function(make(Client()), cache=tmp_path, name="client-a")
+    from_function(make(Client()), cache=tmp_path, version="client-a")
     from_function(make(Client()), cache=tmp_path, parameters={"client": "b"})
     from_function(make(Client()))  # no cache: nothing to confuse
 
@@ -641,9 +644,11 @@ def test_a_global_the_digest_cannot_read_refuses_a_cache(tmp_path: Path) -> None
     found = unidentified(module.remote)
     assert len(found) == 1 and found[0].startswith("remote: global 'RNG': a random.Random")
     assert unidentified(module.search) == []
-    with pytest.raises(ConfigError, match=r"global 'RNG'.*random\.Random.*Pass name="):
+    with pytest.raises(ConfigError, match=r"global 'RNG'.*random\.Random.*Pass parameters="):
         from_function(module.remote, cache=tmp_path / "cache")
-    from_function(module.remote, cache=tmp_path / "cache", name="client-0")
+    with pytest.raises(ConfigError, match=r"global 'RNG'"):
+        from_function(module.remote, cache=tmp_path / "cache", name="client-0")
+    from_function(module.remote, cache=tmp_path / "cache", parameters={"client": 0})
 
 
 PATHS = """
