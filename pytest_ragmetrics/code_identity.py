@@ -27,11 +27,12 @@ object by its class (its code, when it is of the same module) and its own values
 ``setup.cfg``, ``setup.py``, ``pytest.ini``, ``tox.ini`` or ``.git``), or a string naming one,
 counts by its path relative to the project, so a checkout elsewhere has the same identity.
 An object's values and a function's defaults, closure values and globals are read once per
-process, when first hashed: a counter or memo the function fills as it runs (a dict in a
-closure, a module-level list) does not move the identity of a second retriever built over the
-same one, while a name rebound to another object since (a model swapped by
-``monkeypatch.setattr``) is read again; a set's or dict's items count alike in whatever order
-they are met. A global
+process, when first hashed, and again when a name was rebound since (to another object, number
+or text: a model swapped or a setting changed by ``monkeypatch.setattr``); a memo filled in
+place is not seen by :func:`code_digest`. A function retriever goes further
+(:func:`current_digest`): each search reads every value again, in place changes included, and
+what the function changed itself while it ran (its counter, its memo) is forgiven by
+:func:`settle`, so it keeps the key of its last search. A global
 counts by what its name held then: a module by its name, code of the module by its parts, a
 library's function or class by its name, any other value (a model, an index, an array or a
 dict loaded at import) by its content. Objects that describe themselves count by that
@@ -45,8 +46,8 @@ the process, a lock, a logger, a stream, a thread, count by their type and are n
 :func:`refuse_uncacheable` makes caching a function that reaches one an error unless
 ``parameters=`` or ``version=`` tell its retrievers apart (a ``name=`` is a label: it does
 not). Nor can it see data the function reads (files, the network, a database), code in other
-modules or packages, or an object changed after it was first hashed: pass ``version=`` when one
-of those changes.
+modules or packages, or (outside a function retriever's searches) an object changed in place
+after it was first hashed: pass ``version=`` when one of those changes.
 """
 
 from __future__ import annotations
@@ -100,13 +101,69 @@ def code_digest(function: Callable[..., Any]) -> str:
     return hasher.hexdigest()
 
 
+def fresh_digest(function: Callable[..., Any]) -> str:
+    """:func:`code_digest` with every value read as it is now, none from a snapshot: what
+    changed in place since (a config dict edited, a document added to a list) counts too."""
+    walker = _Walker(function)
+    walker.inline_functions = walker.inline_objects = True
+    hasher = hashlib.sha256()
+    for part in walker.parts(function):
+        hasher.update(part.encode("utf-8", "surrogatepass"))
+        hasher.update(b"\x00")
+    return hasher.hexdigest()
+
+
+#: (id of the function, id of its object for a bound method) -> (weak reference, the
+#: :func:`fresh_digest` its last search left it in, the digest that search ran under).
+_SETTLED: dict[tuple[int, int], tuple[Callable[[], Any], str, str]] = {}
+#: The same key -> (weak reference, the digest :func:`current_digest` gave last).
+_LAST: dict[tuple[int, int], tuple[Callable[[], Any], str]] = {}
+
+
+def _settle_key(function: Callable[..., Any]) -> tuple[tuple[int, int], Any]:
+    """The key of a function (a bound method by its function and object: each attribute access
+    makes a new method object) and what a weak reference should follow."""
+    if isinstance(function, types.MethodType):
+        return (id(function.__func__), id(function.__self__)), function.__self__
+    return (id(function), 0), function
+
+
+def current_digest(function: Callable[..., Any]) -> str:
+    """The digest a call of ``function`` (a search, a batch of answers) runs under now:
+    :func:`fresh_digest`, unless its values are as the last call in this process left them
+    (:func:`settle`), in which case the digest that call ran under. So a memo or counter the
+    function fills as it runs does not move its identity, while a value anyone else changed
+    or rebound since, in place or not (``monkeypatch.setattr``, a setting edited between two
+    searches), does."""
+    now = fresh_digest(function)
+    key, target = _settle_key(function)
+    found = _SETTLED.get(key)
+    digest = found[2] if found is not None and found[0]() is target and found[1] == now else now
+    try:
+        reference = weakref.ref(target, lambda _: (_SETTLED.pop(key, None), _LAST.pop(key, None)))
+    except TypeError:
+        return digest  # an object that takes no weak reference: each call reads it anew
+    _LAST[key] = (reference, digest)
+    return digest
+
+
+def settle(function: Callable[..., Any]) -> None:
+    """Note the state ``function`` is in after a call that ran under the digest
+    :func:`current_digest` gave last: what it changed itself keeps that digest."""
+    key, target = _settle_key(function)
+    last = _LAST.get(key)
+    if last is not None and last[0]() is target:
+        _SETTLED[key] = (last[0], fresh_digest(function), last[1])
+
+
 def function_identity(
-    function: Callable[..., Any], version: str | int | None = None
+    function: Callable[..., Any], version: str | int | None = None, digest: str | None = None
 ) -> dict[str, Any]:
-    """``{"function": module.qualname, "code": digest}`` plus ``version`` when given."""
+    """``{"function": module.qualname, "code": digest}`` plus ``version`` when given; the
+    digest is :func:`code_digest`'s unless given."""
     identity: dict[str, Any] = {
         "function": qualified_name(function),
-        "code": code_digest(function)[:20],
+        "code": (code_digest(function) if digest is None else digest)[:20],
     }
     if version is not None:
         identity["version"] = str(version)
@@ -417,7 +474,7 @@ class _Walker:
         thing: Any,
         read: Callable[[_Walker], Iterable[str]],
         whole: bool,
-        stamp: tuple[int, ...] = (),
+        stamp: tuple[object, ...] = (),
     ) -> Iterator[str]:
         """``read(walker)``: the values an object or a function holds, as they were when this
         process first hashed it: a counter or memo the function fills as it runs (a dict in a
@@ -543,22 +600,28 @@ def _member_code(member: Any) -> list[Any]:
 #: digest.
 _SNAPSHOTS: dict[
     int,
-    tuple[Callable[[], Any], str | None, tuple[int, ...], tuple[str, ...], tuple[str, ...]],
+    tuple[Callable[[], Any], str | None, tuple[object, ...], tuple[str, ...], tuple[str, ...]],
 ] = {}
-#: Values a name may be rebound to as a function runs without making its snapshot stale.
+#: Values a stamp holds by their value: a name rebound to another of these is read again too.
 _SCALARS = (int, float, complex, str, bytes, type(None))
 
 
-def _stamp(values: Iterable[Any]) -> tuple[int, ...]:
-    """What a snapshot remembers of the values it read, to see a name rebound since: the id of
-    each that is not a plain number or text. A model, index, dict or object swapped for another
-    (by ``monkeypatch.setattr``, or a conftest) is read again; a counter rebound to the next
-    number (``CALLS += 1``) and a memo filled in place are not, or every search would move the
-    identity of the next retriever."""
-    return tuple(0 if isinstance(value, _SCALARS) else id(value) for value in values)
+def _stamp(values: Iterable[Any]) -> tuple[object, ...]:
+    """What a snapshot remembers of the values it read, to see a name rebound since: a number
+    or a text by its type and value (a float by its repr, so that NaN equals NaN), any other
+    value by its id. A model, index, dict or object swapped for another, or a setting rebound
+    to another number (by ``monkeypatch.setattr``, or a conftest), is read again. A memo filled
+    in place is not; a function retriever's own counters and memos are told from changes made
+    by others through :func:`settle`."""
+    return tuple(
+        (type(value), repr(value) if isinstance(value, (float, complex)) else value)
+        if isinstance(value, _SCALARS)
+        else id(value)
+        for value in values
+    )
 
 
-def _bindings(function: types.FunctionType) -> tuple[int, ...]:
+def _bindings(function: types.FunctionType) -> tuple[object, ...]:
     """:func:`_stamp` of the values a function's closure cells and named globals hold now."""
     cells = []
     for cell in function.__closure__ or ():

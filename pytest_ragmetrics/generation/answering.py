@@ -14,10 +14,12 @@ from typing import Any
 
 from pytest_ragmetrics import dryrun
 from pytest_ragmetrics.cache import Cache, canonical_json
+from pytest_ragmetrics.code_identity import settle
 from pytest_ragmetrics.data.answers import GeneratedAnswer, write_answers
 from pytest_ragmetrics.data.textfile import repaired_text
 from pytest_ragmetrics.errors import ConfigError, DryRun, GeneratorError, RagMetricsError
 from pytest_ragmetrics.executors import Executor, LocalExecutor, resolve_executor
+from pytest_ragmetrics.generation.generators import NamedFunction
 from pytest_ragmetrics.generation.pipelines import (
     GenerationStage,
     RecordedAnswers,
@@ -222,7 +224,18 @@ def answer_all(
     with progress(description, len(queries)) as advance:
         answering.advance = advance
         answers = LocalExecutor(limit).map(answering.one, list(queries))
+    _settle(pipeline)
     return AnswerSet(tuple(answers), answering.cost, pipeline_identity(pipeline))
+
+
+def _settle(pipeline: Any) -> None:
+    """After answering: the functions whose code identifies the pipeline keep their identity
+    for what they changed themselves (a counter, a memo), not for what others changed."""
+    for part in (pipeline, getattr(pipeline, "generator", None)):
+        if isinstance(part, NamedFunction):
+            part.settle()
+    if not callable(getattr(pipeline, "identity", None)) and callable(pipeline):
+        settle(pipeline)  # a plain function, identified as a FunctionPipeline
 
 
 def _replays(pipeline: Any) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from pytest_ragmetrics.code_identity import function_identity
+from pytest_ragmetrics.code_identity import current_digest, function_identity, settle
 from pytest_ragmetrics.errors import GeneratorError
 from pytest_ragmetrics.prompts import prompt_set
 from pytest_ragmetrics.transport.budget import Budget
@@ -68,20 +68,22 @@ class NamedFunction:
         self.fn = fn
         self.name = name or getattr(fn, "__qualname__", type(fn).__name__)
         self.version = version
-        self._identity: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
     def identity(self) -> dict[str, Any]:
-        """The name, the function and its code digest, the version when given."""
-        if self._identity is None:
-            self._identity = {
-                self.role: "function",
-                "name": self.name,
-                **function_identity(self.fn, self.version),
-            }
-        return dict(self._identity)
+        """The name, the function and its code digest, the version when given. The function
+        is read again at each call (:func:`~pytest_ragmetrics.code_identity.current_digest`):
+        a setting changed since the last batch of answers (``monkeypatch.setattr``, a dict
+        edited) is not served the answers cached under the old one."""
+        described = function_identity(self.fn, self.version, current_digest(self.fn))
+        return {self.role: "function", "name": self.name, **described}
+
+    def settle(self) -> None:
+        """After a batch of answers: what the function changed itself as it ran (a counter,
+        a memo) keeps its identity (:func:`~pytest_ragmetrics.code_identity.settle`)."""
+        settle(self.fn)
 
 
 class FunctionGenerator(NamedFunction):

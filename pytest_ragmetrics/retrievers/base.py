@@ -12,7 +12,13 @@ from typing import Any, Protocol, TypedDict, TypeVar, Unpack, runtime_checkable
 import numpy as np
 
 from pytest_ragmetrics.cache import Cache, default_cache
-from pytest_ragmetrics.code_identity import function_identity, jsonable, refuse_uncacheable
+from pytest_ragmetrics.code_identity import (
+    current_digest,
+    function_identity,
+    jsonable,
+    refuse_uncacheable,
+    settle,
+)
 from pytest_ragmetrics.data.model import Corpus, Queries, Run, as_str_array
 from pytest_ragmetrics.data.scores import (
     ScoreKind,
@@ -429,24 +435,29 @@ class CallableRetriever(Named):
 
     def identity(self) -> dict[str, Any]:
         """Name, the function (qualified name and code digest), how it is called, the score
-        direction, ``version`` and ``parameters`` when given, the corpus fingerprint."""
+        direction, ``version`` and ``parameters`` when given, the corpus fingerprint: as of
+        the last search, or now before the first (each search reads the function again, see
+        :func:`~pytest_ragmetrics.code_identity.current_digest`)."""
         if self._identity is None:
-            described = function_identity(self.function, self.version)
-            identity: dict[str, Any] = {
-                "kind": "callable",
-                "name": self._name,
-                "function": described.pop("function"),
-                **described,
-                "batched": self.batched,
-                "scores": self.scores,
-                "takes_k": self.takes_k,
-            }
-            if self.parameters:
-                identity["parameters"] = self.parameters
-            if self.corpus is not None:
-                identity["corpus"] = self.corpus.fingerprint
-            self._identity = identity
+            self._identity = self._described(current_digest(self.function))
         return dict(self._identity)
+
+    def _described(self, digest: str) -> dict[str, Any]:
+        described = function_identity(self.function, self.version, digest)
+        identity: dict[str, Any] = {
+            "kind": "callable",
+            "name": self._name,
+            "function": described.pop("function"),
+            **described,
+            "batched": self.batched,
+            "scores": self.scores,
+            "takes_k": self.takes_k,
+        }
+        if self.parameters:
+            identity["parameters"] = self.parameters
+        if self.corpus is not None:
+            identity["corpus"] = self.corpus.fingerprint
+        return identity
 
     def _call(self, argument: Any, query_id: str, k: int) -> Any:
         function = self.function
@@ -458,7 +469,13 @@ class CallableRetriever(Named):
         """Call the function for every query (through the cache, when asked) as a Run."""
         k = check_k(k, self._name)
         cache = resolve_cache(self.cache)
-        run = cached_search(cache, self.identity(), queries, k, lambda: self._search(queries, k))
+        # Read the function again: a value changed since the last search (in place, or a
+        # name rebound) must not be served that search's run.
+        digest = current_digest(self.function)
+        self._identity = self._described(digest)
+        identity = dict(self._identity)
+        run = cached_search(cache, identity, queries, k, lambda: self._search(queries, k))
+        settle(self.function)
         return check_run(run, queries, k, retriever=self._name, corpus=self.corpus)
 
     def _search(self, queries: Queries, k: int) -> Run:

@@ -344,10 +344,14 @@ def test_an_object_counts_by_its_values_when_first_hashed() -> None:
     one, two = Index([[1.0, 0.0]]), Index([[0.0, 2.0]])
     assert code_digest(make(one)) != code_digest(make(two))
     assert code_digest(make(one)) == code_digest(make(Index([[1.0, 0.0]])))
-    # A counter the search updates does not move a second retriever over the same object.
+    # A list the search fills in place does not move a second function over the same object;
+    # a number rebound does (it may be a setting: read again rather than served stale).
+    one.seen = []  # type: ignore[attr-defined]
     before = code_digest(make(one))
-    make(one)("q")
+    one.seen.append("q")  # type: ignore[attr-defined]
     assert code_digest(make(one)) == before
+    make(one)("q")
+    assert code_digest(make(one)) != before
 
 
 def test_what_cannot_be_hashed_is_listed_and_not_cached_without_a_name(tmp_path: Path) -> None:
@@ -626,11 +630,60 @@ def test_a_global_rebound_to_another_object_is_read_again(tmp_path: Path) -> Non
         assert code_digest(module.search) not in (fake, real)
     assert fake != real
     assert code_digest(module.search) == real  # the real model again: its identity again
-    # Rebinding a number (a counter the function keeps) still does not move it.
+    # A number rebound moves it too (a setting monkeypatched per test); a counter the function
+    # keeps itself does not move a retriever's key between its searches (settle, tested in
+    # test_a_value_changed_between_searches_is_searched_anew).
     module.CALLS = 0
     counted = code_digest(module.counted)
     module.counted("a", 1)
-    assert module.CALLS == 1 and code_digest(module.counted) == counted
+    assert module.CALLS == 1 and code_digest(module.counted) != counted
+
+
+CHANGED = """
+CONF = {"best": "d1"}
+BEST = "d3"
+BOOST = 1.0
+CALLS = 0
+MEMO = {}
+
+
+def search(text):
+    global CALLS
+    CALLS += 1
+    MEMO[text] = len(MEMO)
+    return [CONF["best"], BEST, "d9" if BOOST > 1 else "d8"]
+"""
+
+
+def test_a_value_changed_between_searches_is_searched_anew(tmp_path: Path) -> None:
+    """A function's values were read once per process: a setting edited in place or a number
+    or text rebound (``monkeypatch.setattr(module, "BOOST", 2.0)`` in a parametrized test)
+    was served the cached run of the old value, by the same retriever and by a new one, and
+    that run was stored under the new value's key for later processes too."""
+    from pytest_ragmetrics import Cache, Queries
+    from pytest_ragmetrics.retrievers import from_function
+
+    module: Any = _load(tmp_path, CHANGED, "changed_values_module")
+    cache = Cache(tmp_path / "cache")
+    queries = Queries.from_dict({"q": "q"})
+    kept = from_function(module.search, cache=cache)
+
+    def top() -> list[list[str]]:
+        fresh = from_function(module.search, cache=cache)
+        return [[d for d, _ in r.search(queries, 3).ranking("q")] for r in (kept, fresh)]
+
+    assert top() == [["d1", "d3", "d8"]] * 2
+    module.CONF["best"] = "d2"  # in place
+    assert top() == [["d2", "d3", "d8"]] * 2
+    module.BEST = "d4"  # a text rebound
+    assert top() == [["d2", "d4", "d8"]] * 2
+    module.BOOST = 2.0  # a number rebound
+    assert top() == [["d2", "d4", "d9"]] * 2
+    # Nothing changed since but what the function changes itself as it runs (its counter and
+    # memo): the same key, so the runs come from the cache and the function is not called.
+    calls = module.CALLS
+    assert top() == [["d2", "d4", "d9"]] * 2
+    assert module.CALLS == calls == 4 and len(module.MEMO) == 1
 
 
 def test_a_global_the_digest_cannot_read_refuses_a_cache(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +112,22 @@ def test_cache_key_holds_identity_query_and_contexts(tmp_path: Path) -> None:
     assert "3 generator calls to make" in plan.describe()
 
 
+class CountingInFiles:
+    """A generator function that leaves a file per call: its own values do not change as it
+    runs (a counter it kept would be read as another function by a concurrent identity)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir()
+
+    def __call__(self, query: str, contexts: list[str]) -> str:
+        (self.folder / f"{threading.get_ident()}-{time.monotonic_ns()}").touch()
+        return f"{query}: {contexts[0]}"
+
+
 def test_parallel_processes_share_one_generation(tmp_path: Path) -> None:
-    cache = Cache(tmp_path)
-    fn = Counting()
+    cache = Cache(tmp_path / "cache")
+    fn = CountingInFiles(tmp_path / "calls")
     pipeline = RetrieveThenGenerate(retriever(), CORPUS, FunctionGenerator(fn, name="echo"))
     threads = [
         threading.Thread(target=answer_all, args=(pipeline, QUERIES), kwargs={"cache": cache})
@@ -123,8 +137,8 @@ def test_parallel_processes_share_one_generation(tmp_path: Path) -> None:
         t.start()
     for t in threads:
         t.join()
-    assert fn.calls == 3
-    assert len(list((tmp_path / ANSWER_CACHE_KIND).glob("*/manifest.json"))) == 3
+    assert len(list(fn.folder.iterdir())) == 3
+    assert len(list((tmp_path / "cache" / ANSWER_CACHE_KIND).glob("*/manifest.json"))) == 3
 
 
 class Calls:
@@ -375,3 +389,25 @@ def test_generating_elsewhere_needs_a_cache_to_bring_the_answers_back() -> None:
     pipeline = RetrieveThenGenerate(retriever(), CORPUS, Counting(), top_n=1)
     with pytest.raises(Exception, match="come back through the cache"):
         answer_all(pipeline, QUERIES, executor=InProcessExecutor())
+
+
+TEMPERATURE = 0.0
+
+
+def _answer_at_temperature(query: str, contexts: list[str]) -> str:
+    return f"{query} at {TEMPERATURE}"
+
+
+def test_a_setting_rebound_since_changes_a_function_generators_identity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its identity was kept from the first call and its values read once per process: a
+    temperature monkeypatched per test was served the answers cached under the old one."""
+    import sys
+
+    generator = FunctionGenerator(_answer_at_temperature)
+    before = generator.identity()
+    monkeypatch.setattr(sys.modules[__name__], "TEMPERATURE", 0.7)
+    assert generator.identity() != before
+    monkeypatch.setattr(sys.modules[__name__], "TEMPERATURE", 0.0)
+    assert generator.identity() == before
