@@ -4,7 +4,7 @@ and the failure message that says what regressed, how surely, for which queries,
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -349,6 +349,45 @@ class BaselineVerdict:
             data.get("depth_note", ""),
             list(data.get("metrics_not_in_baseline", [])),
         )
+
+
+# Up to this many evaluations that cannot reach alpha are named one note each; more share one.
+SAID_APART = 3
+
+
+def verdict_notes(verdict: BaselineVerdict) -> list[str]:
+    """What a verdict says beside its values, in the words of every report: each metric's
+    note (a drop that passed, means over other queries, an alpha out of reach), a
+    configuration change, why it is not comparable, a k below some metrics' cutoffs. Not its
+    :attr:`~BaselineVerdict.alpha_note`: :func:`labelled_notes` says that once for many."""
+    notes = [f"{m.metric} {m.note}" for m in verdict.metrics if m.note]
+    if verdict.identity_change:
+        notes.append(f"configuration changed since the baseline: {verdict.identity_change}")
+    notes += [f"not comparable: {reason}" for reason in verdict.reasons]
+    if verdict.depth_note:
+        notes.append(verdict.depth_note)
+    return notes
+
+
+def labelled_notes(
+    evaluations: Iterable[tuple[str, Sequence[str], BaselineVerdict | None]],
+) -> list[str]:
+    """The notes of (label, its own notes, its verdict) evaluations, each once and prefixed
+    by the label: its own notes, then :func:`verdict_notes`; an alpha that many evaluations
+    cannot reach (per-query tests) is said once for all of them."""
+    notes: dict[str, None] = {}
+    unreachable: dict[str, list[str]] = {}
+    for where, own, verdict in evaluations:
+        found = [*own, *(verdict_notes(verdict) if verdict is not None else ())]
+        notes.update((f"{where}: {note}", None) for note in found)
+        if verdict is not None and verdict.alpha_note:
+            unreachable.setdefault(verdict.alpha_note, []).append(where)
+    for note, labels in unreachable.items():
+        if len(labels) <= SAID_APART:
+            notes.update((f"{where}: {note}", None) for where in labels)
+        else:
+            notes[f"{len(labels)} evaluations (e.g. {'; '.join(labels[:2])}): {note}"] = None
+    return list(notes)
 
 
 def moved(query: str, delta: float, before: int, after: int, text: str | None = None) -> str:

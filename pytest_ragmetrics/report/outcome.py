@@ -18,10 +18,6 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.records import EvaluationRecord
 
 
-# Up to this many evaluations that cannot reach alpha are named one note each; more share one.
-SAID_APART = 3
-
-
 @dataclass(frozen=True)
 class ThresholdResult:
     """One ``rag_threshold`` bound checked against an evaluation's mean."""
@@ -153,6 +149,16 @@ class Checked:
         )
 
 
+def _own_notes(checked: Checked) -> list[str]:
+    """An evaluation's notes before its verdict's: the evaluation's, its judge gate, the
+    thresholds not enforced."""
+    outcome = checked.outcome
+    notes = list(checked.record.evaluation.notes)
+    if outcome.gate:
+        notes.append(outcome.gate)
+    return notes + [f"{name} not enforced: {why}" for name, why in outcome.not_enforced.items()]
+
+
 @dataclass
 class SessionOutcome:
     """Everything the reports show about one session (controller side)."""
@@ -193,39 +199,12 @@ class SessionOutcome:
     def notes(self, layer: Layer) -> list[str]:
         """Every note of a layer's evaluations, each once, prefixed by the evaluation's label;
         an alpha that many evaluations cannot reach (per-query tests) is said once for all."""
-        notes: dict[str, None] = {}
-        unreachable: dict[str, list[str]] = {}
-        for checked in self.layer(layer):
-            label = checked.label
-            for note in checked.record.evaluation.notes:
-                notes[f"{label}: {note}"] = None
-            outcome = checked.outcome
-            if outcome.gate:
-                notes[f"{label}: {outcome.gate}"] = None
-            for name, why in outcome.not_enforced.items():
-                notes[f"{label}: {name} not enforced: {why}"] = None
-            verdict = outcome.baseline
-            if verdict is None:
-                continue
-            for metric in verdict.metrics:
-                if metric.note:
-                    notes[f"{label}: {metric.metric} {metric.note}"] = None
-            if verdict.identity_change:
-                notes[
-                    f"{label}: configuration changed since the baseline: {verdict.identity_change}"
-                ] = None
-            for reason in verdict.reasons:
-                notes[f"{label}: not comparable: {reason}"] = None
-            if verdict.depth_note:
-                notes[f"{label}: {verdict.depth_note}"] = None
-            if verdict.alpha_note:
-                unreachable.setdefault(verdict.alpha_note, []).append(label)
-        for note, labels in unreachable.items():
-            if len(labels) <= SAID_APART:
-                notes.update((f"{label}: {note}", None) for label in labels)
-            else:
-                notes[f"{len(labels)} evaluations (e.g. {'; '.join(labels[:2])}): {note}"] = None
-        return list(notes)
+        from pytest_ragmetrics.baseline.verdicts import labelled_notes
+
+        return labelled_notes(
+            (checked.label, _own_notes(checked), checked.outcome.baseline)
+            for checked in self.layer(layer)
+        )
 
     def lost_entries_lines(self) -> list[str]:
         """What the baseline holds that this run did not compute, in words ([] if nothing):
