@@ -132,6 +132,21 @@ class PairComparison:
             lines.append("(give --strict to fail when anything of the baseline is not compared)")
         return lines
 
+    def notes(self) -> list[str]:
+        """Every note of the evaluations compared, each prefixed by its label, as every
+        format shows them: the evaluation's own, the queries only ``after`` holds, its
+        verdict's (:func:`~pytest_ragmetrics.baseline.verdicts.labelled_notes`)."""
+        from pytest_ragmetrics.baseline.verdicts import labelled_notes
+
+        return labelled_notes(
+            (
+                label(r.test, r.name),
+                [*r.evaluation.notes, *only_current_notes(self.after, self.before, v)],
+                v,
+            )
+            for r, v in self.results
+        )
+
     def summary(self) -> str:
         """The closing line: counts of evaluations, new ones, failures and what is missing."""
         text = f"{len(self.results)} evaluations"
@@ -180,7 +195,13 @@ class PairComparison:
     def to_dict(self) -> dict[str, Any]:
         return {
             "evaluations": [
-                {"test": r.test, "name": r.name, "layer": r.layer, **v.to_dict()}
+                {
+                    "test": r.test,
+                    "name": r.name,
+                    "layer": r.layer,
+                    **v.to_dict(),
+                    **({"notes": list(r.evaluation.notes)} if r.evaluation.notes else {}),
+                }
                 for r, v in self.results
             ],
             "failed": len(self.failed),
@@ -189,12 +210,28 @@ class PairComparison:
             "not_compared": self.not_compared(),
             "strict": self.strict,
             "strict_failed": self.strict and self.incomplete,
+            "notes": self.notes(),
             "summary": self.summary(),
         }
 
 
+def only_current_notes(after: str, before: str, verdict: BaselineVerdict) -> list[str]:
+    """The queries ``after`` holds and ``before`` does not, in words ([] when none): their
+    values are in ``after``'s means but in no Δ."""
+    queries = verdict.only_current
+    if not queries:
+        return []
+    more = f" and {len(queries) - SHOWN} more" if len(queries) > SHOWN else ""
+    n = len(queries)
+    return [
+        f"{n} {'query' if n == 1 else 'queries'} only in {after}, not in {before} (counted in "
+        f"its means, in no Δ): {', '.join(queries[:SHOWN])}{more}"
+    ]
+
+
 def not_compared_notes(run: str, verdict: BaselineVerdict) -> list[str]:
-    """Comparing runs: the reference's metrics and queries that ``run`` lacks, in words."""
+    """Comparing runs: the reference's metrics and queries that ``run`` lacks, and the queries
+    only ``run`` holds, in words."""
     out = []
     if verdict.metrics_not_compared:
         out.append(
@@ -213,6 +250,7 @@ def not_compared_notes(run: str, verdict: BaselineVerdict) -> list[str]:
             f"{run}: {len(queries)} queries of the reference not in this run (their values "
             f"count as lost): {', '.join(queries[:SHOWN])}{more}"
         )
+    out += [f"{run}: {note}" for note in only_current_notes("this run", "the reference", verdict)]
     return out
 
 

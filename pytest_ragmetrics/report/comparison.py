@@ -145,7 +145,14 @@ def paired(versus: Versus) -> int:
 
 
 def _notes(comparison: SystemsComparison) -> list[str]:
-    notes = [f"{s.label}: {n}" for s in comparison.systems for n in s.record.evaluation.notes]
+    """Every run's notes and its verdict's against the reference (as the JSON holds them),
+    then what each run was not compared on."""
+    from pytest_ragmetrics.baseline.verdicts import labelled_notes
+
+    verdicts = {id(v.system): v.verdict for v in comparison.versus}
+    notes = labelled_notes(
+        (s.label, s.record.evaluation.notes, verdicts.get(id(s))) for s in comparison.systems
+    )
     return notes + [n for v in comparison.versus for n in v.notes]
 
 

@@ -5,6 +5,7 @@ Each names every evaluation, metric and query of the baseline that was not compa
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -16,24 +17,13 @@ if TYPE_CHECKING:
 
 
 def pair_table(comparison: PairComparison, *, markdown: bool, against: Against) -> str:
-    """A row per metric, then what failed and why, what was not compared, and the summary."""
+    """A row per metric, then the notes, what failed and why, what was not compared, and the
+    summary."""
     from tabulate import tabulate
 
-    from pytest_ragmetrics.baseline.verdicts import failure_message
-
-    rows = []
-    for recorded, verdict in comparison.results:
-        where = f"{recorded.test} [{recorded.name}]"
-        if not verdict.metrics:
-            rows.append([where, "", "", "", "", verdict.status])
-        for m in verdict.metrics:
-            values = [f"{m.baseline:.4f}", f"{m.current:.4f}"]
-            numbers = [v.replace("nan", "n/a") for v in values] + [delta_text(m.delta)]
-            status = f"lost on {m.lost}" if m.status == "lost" else m.status
-            rows.append([where, m.metric, *numbers, status])
-            where = ""
     from pytest_ragmetrics.report.escaping import for_markdown, for_terminal
 
+    rows = _rows(comparison)
     cell = for_markdown if markdown else for_terminal
     text = (
         tabulate(
@@ -44,11 +34,12 @@ def pair_table(comparison: PairComparison, *, markdown: bool, against: Against) 
         )
         + "\n"
     )
-    before = comparison.before
+    notes = comparison.notes()
     if markdown:
-        from pytest_ragmetrics.report.markdown import failures_markdown
+        from pytest_ragmetrics.report.markdown import failures_markdown, notes_markdown
 
-        text += failures_markdown(comparison.failed, before, against=against)
+        text += f"\n{notes_markdown(notes)}" if notes else ""
+        text += failures_markdown(comparison.failed, comparison.before, against=against)
         lines = comparison.not_compared_lines()
         if lines:
             text += "\n### Not compared\n\n" + "".join(
@@ -56,12 +47,35 @@ def pair_table(comparison: PairComparison, *, markdown: bool, against: Against) 
                 for line in lines
             )
     else:
+        from pytest_ragmetrics.baseline.verdicts import failure_message
+
+        text += "".join(f"\nnote: {for_terminal(n)}" for n in notes) + ("\n" if notes else "")
         for recorded, verdict in comparison.failed:
-            text += "\n" + failure_message(recorded, verdict, before, against=against) + "\n"
+            message = failure_message(recorded, verdict, comparison.before, against=against)
+            text += f"\n{message}\n"
         lines = comparison.not_compared_lines()
         if lines:
             text += "\n" + "\n".join(for_terminal(line) for line in lines) + "\n"
     return text + f"\n{comparison.summary()}\n"
+
+
+def _rows(comparison: PairComparison) -> list[list[str]]:
+    """The table's rows: per metric the means compared, Δ and the status."""
+    rows: list[list[str]] = []
+    for recorded, verdict in comparison.results:
+        where = f"{recorded.test} [{recorded.name}]"
+        if not verdict.metrics:
+            rows.append([where, "", "", "", "", verdict.status])
+        for m in verdict.metrics:
+            numbers = [_value(m.baseline), _value(m.current), delta_text(m.delta)]
+            status = f"lost on {m.lost}" if m.status == "lost" else m.status
+            rows.append([where, m.metric, *numbers, status])
+            where = ""
+    return rows
+
+
+def _value(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.4f}"
 
 
 def not_compared_html(comparison: Mapping[str, Any]) -> str:

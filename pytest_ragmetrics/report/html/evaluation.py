@@ -172,7 +172,11 @@ def notes(shown: Shown) -> list[tuple[str, str]]:
         if verdict.identity_change:
             change = f"configuration changed since the baseline: {verdict.identity_change}"
             out.append(("change", change))
+        if verdict.depth_note:
+            out.append(("change", verdict.depth_note))
         out += [("note", f"{m.metric} {m.note}") for m in verdict.metrics if m.note]
+        if verdict.alpha_note:
+            out.append(("note", verdict.alpha_note))
         for ids, what in (
             (verdict.only_baseline, "queries only in the baseline"),
             (verdict.only_current, "queries only in this run"),

@@ -4,6 +4,7 @@ an alpha the test cannot reach says so, and a collapse to the worst value fails 
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -295,8 +296,9 @@ def test_an_unreachable_alpha_is_said_in_every_report_from_the_first_run(
 ) -> None:
     """Four answers, alpha 0.05: no p below 0.1266 exists. Said when the entry is new (nothing
     compared yet: the next run's gate would not work either) and when it is compared, in the
-    terminal, the JSON verdict and the Markdown summary."""
+    terminal, the JSON verdict, the Markdown summary and the HTML page."""
     args = ("--ragmetrics-alpha=0.05", "--ragmetrics-json=r.json", "--ragmetrics-markdown=r.md")
+    args += ("--ragmetrics-html=r.html",)
     note = (
         "ragmetrics_alpha = 0.05 cannot be reached: with 4 queries the smallest attainable p is "
         "0.1266, so no drop can fail on significance"
@@ -313,6 +315,8 @@ def test_an_unreachable_alpha_is_said_in_every_report_from_the_first_run(
         assert "the test needs at least 6 queries" in verdict["alpha_note"]
         markdown = (project.path / "r.md").read_text()
         assert "ragmetrics_alpha = 0.05 cannot be reached" in markdown, markdown
+        page = html.unescape((project.path / "r.html").read_text())
+        assert note in page
 
 
 PER_QUERY = """
