@@ -64,6 +64,9 @@ class PairComparison:
     results: list[tuple[EvaluationRecord, BaselineVerdict]]
     missing: list[tuple[str, str, str]] = field(default_factory=list)
     strict: bool = False
+    # The means ``before`` records per evaluation compared (key -> metric -> mean), over all
+    # of its queries: a verdict's are over the queries both hold.
+    before_means: Mapping[tuple[str, str], Mapping[str, float]] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[tuple[EvaluationRecord, BaselineVerdict]]:
@@ -268,6 +271,7 @@ def compare_pair(
     :func:`~pytest_ragmetrics.baseline.compare.load_evaluations`), with what ``before`` holds
     that ``after`` lacks."""
     from pytest_ragmetrics.baseline.compare import compare_evaluations
+    from pytest_ragmetrics.baseline.lost import valued
 
     results = compare_evaluations(
         before, after, tolerances, alpha=alpha, unjudged_drops=unjudged_drops
@@ -277,4 +281,8 @@ def compare_pair(
         for test, name in sorted(before)
         if (test, name) not in after
     ]
-    return PairComparison(paths[0], paths[1], results, missing, strict)
+    means = {
+        key: {str(m): float(v) for m, v in (before[key].get("metrics") or {}).items() if valued(v)}
+        for key in before
+    }
+    return PairComparison(paths[0], paths[1], results, missing, strict, means)

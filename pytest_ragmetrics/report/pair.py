@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pytest_ragmetrics.deltas import delta_text
+from pytest_ragmetrics.deltas import OTHER_QUERIES, delta_text, over_other_queries
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.baseline.pair import PairComparison
@@ -23,7 +23,7 @@ def pair_table(comparison: PairComparison, *, markdown: bool, against: Against) 
 
     from pytest_ragmetrics.report.escaping import for_markdown, for_terminal
 
-    rows = _rows(comparison)
+    rows, elsewhere = _rows(comparison)
     cell = for_markdown if markdown else for_terminal
     text = (
         tabulate(
@@ -34,6 +34,8 @@ def pair_table(comparison: PairComparison, *, markdown: bool, against: Against) 
         )
         + "\n"
     )
+    if elsewhere:
+        text += f"\n{OTHER_QUERIES_LEGEND}\n"
     notes = comparison.notes()
     if markdown:
         from pytest_ragmetrics.report.markdown import failures_markdown, notes_markdown
@@ -59,19 +61,42 @@ def pair_table(comparison: PairComparison, *, markdown: bool, against: Against) 
     return text + f"\n{comparison.summary()}\n"
 
 
-def _rows(comparison: PairComparison) -> list[list[str]]:
-    """The table's rows: per metric the means compared, Δ and the status."""
+# Under the table when some Δ is over other queries than the means beside it.
+OTHER_QUERIES_LEGEND = (
+    f"{OTHER_QUERIES} Δ over only the queries both hold, not those of the means shown: the "
+    "· same queries row under it gives the means over them (the notes say how many)"
+)
+
+
+def _rows(comparison: PairComparison) -> tuple[list[list[str]], bool]:
+    """The table's rows: per metric the means each side records, Δ and the status; where Δ
+    is over other queries than those means (a side holds queries the other lacks), Δ marked
+    :data:`OTHER_QUERIES` and a ``· same queries`` row with the means over the queries both
+    hold. Also whether any Δ is so marked."""
     rows: list[list[str]] = []
+    elsewhere = False
     for recorded, verdict in comparison.results:
         where = f"{recorded.test} [{recorded.name}]"
         if not verdict.metrics:
             rows.append([where, "", "", "", "", verdict.status])
+        before = comparison.before_means.get(recorded.key, {})
+        after = recorded.evaluation.mean
         for m in verdict.metrics:
-            numbers = [_value(m.baseline), _value(m.current), delta_text(m.delta)]
+            shown = (before.get(m.metric, m.baseline), after.get(m.metric, m.current))
+            other = over_other_queries(m.baseline, shown[0]) or over_other_queries(
+                m.current, shown[1]
+            )
+            numbers = [_value(shown[0]), _value(shown[1]), delta_text(m.delta)]
+            if other:
+                numbers[2] += f" {OTHER_QUERIES}"
             status = f"lost on {m.lost}" if m.status == "lost" else m.status
             rows.append([where, m.metric, *numbers, status])
+            if other:
+                same = [_value(m.baseline), _value(m.current)]
+                rows.append(["", "· same queries", *same, "", ""])
+            elsewhere = elsewhere or other
             where = ""
-    return rows
+    return rows, elsewhere
 
 
 def _value(value: float) -> str:

@@ -1,4 +1,5 @@
-"""``ragmetrics compare``: every format says what the JSON notes, in both forms."""
+"""``ragmetrics compare``: every format says what the JSON notes, and a Δ over other queries
+than the means beside it is marked, in both forms."""
 
 from __future__ import annotations
 
@@ -131,3 +132,37 @@ def test_trec_runs_say_that_alpha_is_out_of_reach(tmp_path: Path) -> None:
     for output in ("table", "markdown", "html"):
         code, text = run(*args, "--format", output)
         assert code == 0 and note in html.unescape(_unescaped(text)), output
+
+
+def test_a_baseline_with_fewer_queries_marks_the_delta_and_gives_the_paired_means(
+    tmp_path: Path,
+) -> None:
+    """The "after" column was the mean over the 3 queries the baseline holds (0.8333), not the
+    report's (0.7500), with nothing to say so."""
+    before, after, _ = _write(tmp_path, "fewer queries before")
+    code, table = run("compare", before, after)
+    assert code == 0
+    lines = table.splitlines()
+    row = next(i for i, line in enumerate(lines) if "[dense]" in line)
+    assert lines[row].split()[-6:] == ["map", "0.8333", "0.7500", "0.0000", "†", "ok"]
+    assert lines[row + 1].split() == ["·", "same", "queries", "0.8333", "0.8333"]
+    assert "† Δ over only the queries both hold, not those of the means shown" in table
+    assert f"1 query only in {after}, not in {before}" in table
+    code, markdown = run("compare", before, after, "--format", "markdown")
+    assert "| map            | 0.8333   | 0.7500  | 0.0000 † | ok       |" in markdown
+    assert "| · same queries | 0.8333   | 0.8333  |" in markdown
+    assert "† Δ over only the queries both hold" in markdown
+    # The baseline holding more queries than the report: its own mean is shown, marked.
+    code, table = run("compare", after, before)
+    assert code == 1  # q4 had a value in the baseline: lost
+    lines = table.splitlines()
+    row = next(i for i, line in enumerate(lines) if "[dense]" in line)
+    assert lines[row].split()[-8:] == ["map", "0.7500", "0.8333", "0.0000", "†", "lost", "on", "1"]
+    assert lines[row + 1].split() == ["·", "same", "queries", "0.8333", "0.8333"]
+
+
+def test_the_same_queries_on_both_sides_are_not_marked(tmp_path: Path) -> None:
+    before, after, extra = _write(tmp_path, "drop below alpha")
+    for output in ("table", "markdown"):
+        text = run("compare", before, after, *extra, "--format", output)[1]
+        assert "†" not in text and "same queries" not in text
