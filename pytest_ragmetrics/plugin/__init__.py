@@ -225,9 +225,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         raise pytest.Collector.CollectError(_shown(exc)) from None
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """Every test pytest collects exists, even if a plugin or conftest drops it later."""
-    rag_session(item.config).collected.add(item.nodeid)
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Every test pytest collects exists, even if a plugin or conftest drops it later: from
+    this report (``--lf`` keeps only a file's failed tests), from the items, or unannounced.
+
+    The innermost wrapper (trylast): it sees the report before the wrappers of other plugins
+    filter it."""
+    report = yield
+    found = rag_session(collector.config).collected
+    found.update(node.nodeid for node in report.result if isinstance(node, pytest.Item))
+    return report
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

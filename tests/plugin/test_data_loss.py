@@ -20,7 +20,7 @@ import pytest
 from pytest_ragmetrics.cache import Cache
 from pytest_ragmetrics.errors import CacheError
 from pytest_ragmetrics.fileio import atomic_append_text, atomic_write_text, exclusive_lock
-from tests.helpers.plugin_project import CONFTEST, make_project, write_dataset
+from tests.helpers.plugin_project import CONFTEST, SERIAL_AND_N2, make_project, write_dataset
 
 TESTS = """
     def test_retrieval(rag_eval, rag_run):
@@ -358,6 +358,43 @@ def test_tests_dropped_by_a_conftest_keep_their_entries(
         result.stdout.fnmatch_lines(["*0 removed*"])
         entries = json.loads((pytester.path / ".ragmetrics" / "baseline.json").read_text())
         assert sorted(entries["entries"]) == ["test_rag.py::test_a", "test_rag.py::test_b"]
+
+
+@pytest.mark.parametrize("xdist", SERIAL_AND_N2)
+@pytest.mark.parametrize("rerun", [["--lf"], ["--lf", "--ragmetrics-update-baseline"]])
+def test_tests_last_failed_leaves_out_keep_their_entries(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, rerun: list[str], xdist: list[str]
+) -> None:
+    """--lf drops the passed tests of a file with a failure while collecting it (they are
+    neither reported collected nor deselected): they still exist."""
+    tests = """
+        import os
+
+        def test_a(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+            assert not os.environ.get("FAIL_A")
+
+        def test_b(rag_eval, rag_run):
+            rag_eval.retrieval(rag_run)
+
+        def test_each(rag_eval, rag_query, rag_run):
+            rag_eval.retrieval(rag_run)
+    """
+    make_project(pytester, tests=tests)
+    pytester.makepyfile(test_other=TESTS)
+    monkeypatch.delenv("RAG_WORSE", raising=False)
+    monkeypatch.delenv("FAIL_A", raising=False)
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=7)
+    baseline = pytester.path / ".ragmetrics" / "baseline.json"
+    before = baseline.read_bytes()
+    monkeypatch.setenv("FAIL_A", "1")
+    pytester.runpytest().assert_outcomes(failed=1, passed=6)
+    monkeypatch.delenv("FAIL_A")
+    result = pytester.runpytest(*rerun, *xdist)
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0
+    assert "no longer exist" not in result.stdout.str()
+    assert baseline.read_bytes() == before
 
 
 def test_entries_of_removed_tests_and_files_go_only_in_a_whole_run(
