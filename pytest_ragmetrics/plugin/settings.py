@@ -20,7 +20,7 @@ from pytest_ragmetrics.data.selection import (
 from pytest_ragmetrics.errors import ConfigError
 from pytest_ragmetrics.fileio import is_within, same_file
 from pytest_ragmetrics.metrics.semantics import MetricSemantics
-from pytest_ragmetrics.options import OPTIONS, Option
+from pytest_ragmetrics.options import OPTION, OPTIONS, Option
 from pytest_ragmetrics.values import as_bool
 from pytest_ragmetrics.vocabulary import DEFAULT_PLUGIN_METRICS
 
@@ -471,6 +471,7 @@ def settings_from_pytest(config: Any) -> Settings:
     def get(name: str) -> tuple[Any, bool]:
         value = config.getoption(name, default=None)
         if value is not None:
+            _refuse_empty(name, value)
             return value, True
         from pytest import UsageError  # loaded already: this reads a pytest Config
 
@@ -492,3 +493,16 @@ def settings_from_pytest(config: Any) -> Settings:
             "record_answers": config.getoption("ragmetrics_record_answers"),
         },
     )
+
+
+def _refuse_empty(name: str, value: Any) -> None:
+    """An empty command-line value is a usage error naming the flag. Taken as unset, it would
+    pass over the ini value to the default: ``--ragmetrics-baseline=$VAR`` with ``VAR`` unset
+    compared the run with another baseline, or none, and a regression passed."""
+    values = value if isinstance(value, list) else [value]
+    if any(isinstance(v, str) and not v.strip() for v in values):
+        flag = OPTION[name].flag
+        raise ConfigError(
+            f"{flag}: the value is empty (an unset variable, as in {flag}=$VAR?); give a "
+            f"value, or leave {flag} out to use {name} from the ini file or its default"
+        )

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from pytest_ragmetrics.options import OPTIONS
 from tests.helpers.plugin_project import UNRELATED_PLUGINS, make_project
 
 TESTS = """
@@ -105,6 +106,26 @@ def test_invalid_values_are_usage_errors(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str()
     assert "Traceback" not in result.stderr.str()
+
+
+def test_an_empty_command_line_value_is_a_usage_error_naming_the_flag(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--ragmetrics-baseline=$VAR`` with VAR unset passed over the ini's baseline to the
+    default one, and a regression passed; so did an empty --ragmetrics-metrics or dataset."""
+    make_project(pytester, ini='ragmetrics_baseline = "ci/bl.json"\n', tests=TESTS)
+    monkeypatch.delenv("RAG_WORSE", raising=False)
+    pytester.runpytest("--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    monkeypatch.setenv("RAG_WORSE", "1")
+    pytester.runpytest().assert_outcomes(failed=1)
+    for option in OPTIONS:
+        if option.kind == "flag":
+            continue
+        for value in ("", " "):
+            result = pytester.runpytest(f"{option.flag}={value}")
+            assert result.ret == pytest.ExitCode.USAGE_ERROR, (option.flag, result.stdout.str())
+            assert f"pytest-ragmetrics: {option.flag}: the value is empty" in result.stderr.str()
+            assert "Traceback" not in result.stderr.str()
 
 
 def test_invalid_ini_value_names_the_key(pytester: pytest.Pytester) -> None:
