@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -54,6 +55,37 @@ def test_the_configuration_page_lists_every_option_and_flag() -> None:
     # A pipe in a help text would split its row into more cells.
     rows = [line for line in text.splitlines() if line.startswith("| `ragmetrics_")]
     assert all(line.replace("\\|", "").count("|") == 6 for line in rows)
+
+
+def test_the_configuration_page_shows_a_value_for_the_flags_pytest_takes_one_for(
+    tmp_path: Path,
+) -> None:
+    """The pytest flag column agrees with ``pytest --help``: ``--ragmetrics-k K`` for a flag
+    that takes a value, ``--ragmetrics-strict`` alone for an on/off one (the page said
+    ``--ragmetrics-strict VALUE``, and ``--ragmetrics-strict=yes`` is an argparse error)."""
+    from tests.helpers.plugin_project import UNRELATED_PLUGINS
+
+    shown = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help", *UNRELATED_PLUGINS],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    # argparse writes "--ragmetrics-k=K" for a flag taking a value, the bare flag otherwise.
+    takes_value = {
+        flag: bool(value)
+        for flag, value in re.findall(r"^ +(--ragmetrics-[a-z-]+)(=\S+)?", shown, re.MULTILINE)
+    }
+    page = (ROOT / "docs" / "reference" / "configuration.md").read_text(encoding="utf-8")
+    documented = {
+        flag: bool(value)
+        for flag, value in re.findall(
+            r"^\| (?:`ragmetrics_\w+` \| )?`(--ragmetrics-[a-z-]+)`( \S+)? \|", page, re.MULTILINE
+        )
+    }
+    assert len(documented) > 40
+    assert documented == takes_value
 
 
 def test_the_cli_page_has_every_command() -> None:

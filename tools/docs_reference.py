@@ -56,7 +56,9 @@ def configuration_markdown() -> str:
         cli = "—"
         if option.cli:
             cli = f"`{option.cli}` ({', '.join(commands.get(option.name, []))})"
-        flag = f"`{option.flag}` {_cell(option.metavar)}"  # a `|` in code would show its `\\`
+        flag = f"`{option.flag}`"
+        if option.kind != "flag":  # an on/off flag takes no value (--ragmetrics-strict=yes fails)
+            flag += f" {_cell(option.metavar)}"  # a `|` in code would show its `\\`
         lines.append(f"| `{option.name}` | {flag} | {cli} | {default} | {_cell(option.help)} |")
     lines += [
         "",
