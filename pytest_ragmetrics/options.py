@@ -36,7 +36,8 @@ class Option:
 
     ``parse(text, where)`` turns the text into the value (a ConfigError names ``where``);
     ``ini_type`` is pytest's ``addini`` type; ``cli`` is the ``ragmetrics`` command's flag for
-    the same setting, if it has one.
+    the same setting, if it has one; ``repeat``: the pytest flag may be given several times,
+    each value one item as written (a path may have spaces).
     """
 
     name: str
@@ -47,6 +48,7 @@ class Option:
     ini_type: str = "string"
     metavar: str = "VALUE"
     cli: str | None = None
+    repeat: bool = False
 
     @property
     def flag(self) -> str:
@@ -198,11 +200,15 @@ def _text(text: str, where: str) -> str:
 OPTIONS: tuple[Option, ...] = (
     Option(
         "ragmetrics_dataset",
-        "dataset folder (BEIR, FlagEmbedding, or with a dataset.json), or several named ones: "
-        "scifact=data/scifact cranfield=data/cranfield (ini: relative to the rootdir)",
+        "dataset folder (BEIR, FlagEmbedding, or with a dataset.json), or several, each DIR "
+        "or NAME=DIR: scifact=data/scifact cranfield=data/cranfield (ini: separated as in a "
+        "shell, or a list, relative to the rootdir; the flag: one folder each time, repeat it "
+        "for several; a folder may have spaces)",
         kind="input-folder",
-        metavar="DIR",
+        ini_type="args",
+        metavar="[NAME=]DIR",
         cli="--dataset",
+        repeat=True,
     ),
     Option(
         "ragmetrics_split",

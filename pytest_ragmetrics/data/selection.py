@@ -17,6 +17,7 @@ from pathlib import Path
 from pytest_ragmetrics.errors import ConfigError
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9._-]+")  # in a folder's name, written _ in its dataset's
 
 
 @dataclass(frozen=True)
@@ -48,17 +49,18 @@ def pair_key(name: str, split: str) -> str:
 def parse_named_paths(text: str | Sequence[str], where: str) -> list[tuple[str, str]]:
     """``"a=path/one path/two"`` -> ``[("a", "path/one"), ("two", "path/two")]``.
 
-    A text (an ini value) is split at white space; a sequence (repeated command-line values)
-    is taken item by item, so a folder may have spaces in its name there. A bare path is named
-    after its last folder; names must be unique and plain (letters, digits, ``.``, ``_``,
-    ``-``), since they become part of test ids.
+    A text is split at white space; a sequence (repeated command-line values, an ini value
+    pytest split as in a shell or a list) is taken item by item, so a folder may have spaces
+    in its name there. A bare path is named after its last folder, each run of other
+    characters than letters, digits, ``.``, ``_`` and ``-`` written ``_`` (``my data`` is
+    ``my_data``); names must be unique and plain, since they become part of test ids.
     """
     out: list[tuple[str, str]] = []
     for item in text.split() if isinstance(text, str) else text:
         name, sep, path = item.partition("=")
         if not sep:
             path = item
-            name = Path(item.rstrip("/\\")).name
+            name = _NOT_IN_NAMES.sub("_", Path(item.rstrip("/\\")).name)
             if name in ("", ".", ".."):
                 raise ConfigError(
                     f"{where}: {item!r} has no folder name to name the dataset after; write "

@@ -87,7 +87,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         else:
             group.addoption(
                 option.flag,
-                action="store",
+                action="append" if option.repeat else "store",
                 default=None,
                 dest=option.name,
                 metavar=option.metavar,

@@ -198,13 +198,22 @@ def _datasets(
 ) -> dict[str, Any]:
     """The dataset folders, their splits and where identical ids are dropped."""
     raw, from_cli = get("ragmetrics_dataset")
-    text = _as_text(raw)
+    # A list (pytest's args ini type, the repeated flag) item by item, as written: a folder
+    # may have spaces; a text (from build_settings' other callers) split at white space.
+    items = [str(v) for v in raw] if isinstance(raw, list) else (_as_text(raw) or "").split()
     split_text = _as_text(get("ragmetrics_split")[0]) or "test"
-    if text is None:
+    if not items:
         return {"split": split_text}
     base = invocation_dir if from_cli else rootdir
-    named = parse_named_paths(text, "ragmetrics_dataset")
+    named = parse_named_paths(items, "ragmetrics_dataset")
     folders = [(name, _resolve_input(path, base, "ragmetrics_dataset")) for name, path in named]
+    for (_, written), (_, folder) in zip(named, folders, strict=True):
+        if from_cli and len(written.split()) > 1 and not folder.exists():
+            raise ConfigError(
+                f"--ragmetrics-dataset: no folder {written!r}; each value names one folder "
+                "(spaces are part of its name): give several datasets as several "
+                "--ragmetrics-dataset flags"
+            )
     names = [name for name, _ in folders]
     splits = parse_splits(split_text, names, "ragmetrics_split")
     ignore = _ignore_identical_ids(get("ragmetrics_ignore_identical_ids")[0], names)
@@ -478,7 +487,8 @@ def settings_from_pytest(config: Any) -> Settings:
         try:
             return config.getini(name), False
         except UsageError as exc:  # its bool type: "invalid truth value 'maybe'", no key
-            raise ConfigError(f"{name}: {exc}; write true or false") from None
+            hint = "; write true or false" if OPTION[name].ini_type == "bool" else ""
+            raise ConfigError(f"{name}: {exc}{hint}") from None
 
     inipath = config.inipath
     return build_settings(

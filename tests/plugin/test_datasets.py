@@ -356,3 +356,80 @@ def test_a_row_missing_a_pair_shows_a_dash_and_no_mean(pytester: pytest.Pytester
         assert "<b><bdi>0.5655</bdi></b>" in page
         assert '<a href="#tables1">Per dataset</a>' in page
         assert "Best value per column in bold; - means no value on that pair;" in page
+
+
+ONE = {"test_rag.py::test_per_query[q1]", "test_rag.py::test_per_query[q2]"}
+PETS_AND_PLANETS = {
+    "test_rag.py::test_per_query[pets-test-q1]",
+    "test_rag.py::test_per_query[pets-test-q2]",
+    *(f"test_rag.py::test_per_query[planets-test-m{i}]" for i in (1, 2, 3)),
+}
+
+
+@pytest.mark.parametrize(
+    ("config", "args", "ids"),
+    [
+        ("pyproject.toml", ["--ragmetrics-dataset", "data/my animals"], ONE),
+        (
+            "pyproject.toml",
+            ["--ragmetrics-dataset=pets=data/my animals", "--ragmetrics-dataset=data/planets"],
+            PETS_AND_PLANETS,
+        ),
+        ("pyproject.toml", ["-o", 'ragmetrics_dataset="data/my animals"'], ONE),
+        ("[tool.pytest.ini_options]\nragmetrics_dataset = \"'data/my animals'\"\n", [], ONE),
+        (
+            "[tool.pytest.ini_options]\n"
+            'ragmetrics_dataset = ["pets=data/my animals", "data/planets"]\n',
+            [],
+            PETS_AND_PLANETS,
+        ),
+        ('[tool.pytest]\nragmetrics_dataset = ["data/my animals"]\n', [], ONE),
+        ('[pytest]\nragmetrics_dataset = "data/my animals"\n', [], ONE),
+    ],
+    ids=["flag", "flags", "override", "ini-quoted", "ini-list", "native-list", "pytest.ini"],
+)
+def test_a_dataset_folder_may_have_spaces(
+    pytester: pytest.Pytester, config: str, args: list[str], ids: set[str]
+) -> None:
+    """A folder with a space was split in two ('.../my: dataset folder not found') however it
+    was given: one flag value, an ini list item, a quoted ini value."""
+    project(pytester, 'ragmetrics_dataset = "nope"\n', tests=PER_QUERY)
+    (pytester.path / "data" / "animals").rename(pytester.path / "data" / "my animals")
+    if config.startswith("[pytest]"):
+        pytester.makefile(".ini", pytest=config)  # makeini writes tox.ini, after pyproject
+    elif config != "pyproject.toml":
+        pytester.makepyprojecttoml(config)
+    collected = pytester.runpytest("--collect-only", "-q", *args)
+    assert collected.ret == pytest.ExitCode.OK, collected.stdout.str() + collected.stderr.str()
+    assert {line for line in collected.stdout.lines if line.startswith("test_rag.py")} == ids
+    pytester.runpytest(*args).assert_outcomes(passed=len(ids))
+
+
+def test_one_flag_value_is_one_folder(pytester: pytest.Pytester) -> None:
+    """Several datasets in one --ragmetrics-dataset value: the error says to repeat the flag."""
+    project(pytester, "", tests=PER_QUERY)
+    result = pytester.runpytest("--ragmetrics-dataset=a=data/animals b=data/planets")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*--ragmetrics-dataset: no folder 'data/animals b=data/planets'; each value names "
+            "one folder*several --ragmetrics-dataset flags"
+        ]
+    )
+
+
+def test_the_native_table_asks_for_a_list(pytester: pytest.Pytester) -> None:
+    """pytest 9's [tool.pytest] table keeps TOML types: a shell-split key takes a list there,
+    and the error says so (not the "write true or false" of an on/off key)."""
+    project(pytester, "", tests=PER_QUERY)
+    pytester.makepyprojecttoml('[tool.pytest]\nragmetrics_dataset = "data/animals"\n')
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "'ragmetrics_dataset' expects a list for type 'args'" in result.stderr.str()
+    assert "true or false" not in result.stderr.str()
+
+
+PER_QUERY = """
+def test_per_query(rag_query):
+    assert rag_query.ranking
+"""
