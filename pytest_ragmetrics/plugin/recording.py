@@ -232,7 +232,8 @@ class RagEval:
         cost: Mapping[str, Any] | None = None,
         noise: Any = None,
     ) -> Evaluation:
-        """Evaluate answer assessments and record them; returns the result.
+        """Evaluate answer assessments and record them; returns the result. In a ``rag_query``
+        test only the assessments of that test's query are evaluated (none is an error).
 
         The metrics are the answer-layer ones in ragmetrics_metrics and the thresholds, plus
         ``metrics``; both groundedness and answer_relevance when none is configured.
@@ -253,7 +254,7 @@ class RagEval:
             parts.setdefault("judge", judged.cost)
             noise = noise if noise is not None else judged.noise
             assessments = judged.assessments
-        items = list(assessments)
+        items = self._own_answers(list(assessments))
         names = self._metrics_for("answer", metrics, default=DEFAULT_ANSWER_METRICS)
         evaluation = evaluate_answers(items, names)
         fields = _cost_and_noise(evaluation, parts, noise)
@@ -272,6 +273,20 @@ class RagEval:
         }
         self._record(recorded, assessments=items)
         return evaluation
+
+    def _own_answers(self, items: list[Any]) -> list[Any]:
+        """In a ``rag_query`` test, the assessments of its query alone (as :meth:`retrieval`
+        evaluates its query alone): its thresholds bound that query's values, not the mean."""
+        if self._query is None:
+            return items
+        own = [item for item in items if str(getattr(item, "query_id", "")) == self._query]
+        if not own:
+            raise ConfigError(
+                f"{self.test}: rag_eval.answers: none of the {len(items)} assessments is of "
+                f"this test's query {self._query!r}; give its answer, or keep the test to the "
+                "queries that have one with @pytest.mark.rag_queries(...)"
+            )
+        return own
 
     def query_texts(self, name: str, query_ids: Iterable[str]) -> dict[str, str]:
         """The text of each of ``query_ids`` of evaluation ``name`` that is known: from what

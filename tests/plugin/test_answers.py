@@ -335,3 +335,40 @@ def test_a_baseline_of_other_queries_is_compared_on_the_shared_ones(
     worse = pytester.runpytest("-v")
     worse.assert_outcomes(failed=1)
     worse.stdout.fnmatch_lines(["*groundedness: baseline 1.0000 → current 0.0000*"])
+
+
+def test_answers_in_a_rag_query_test_are_that_querys_alone(pytester: pytest.Pytester) -> None:
+    """A rag_threshold in a rag_query test bounds each query's own values: answers() averaged
+    every query's answers under each query's id (0.2500 in every row, q1 failing too)."""
+    tests = """
+        import pytest
+        from pytest_ragmetrics import AnswerAssessment
+
+        ALL = [
+            AnswerAssessment("q1", "cats purr", addresses_question=True),
+            AnswerAssessment("q2", "no idea", addresses_question=False),
+            AnswerAssessment("q3", "no idea", addresses_question=False),
+        ]
+
+        @pytest.mark.rag_threshold(answer_relevance=0.9)
+        def test_each(rag_eval, rag_query):
+            evaluation = rag_eval.answers(ALL, metrics=["answer_relevance"])
+            assert list(evaluation.per_query) == [rag_query.id]
+    """
+    make_project(pytester, tests=tests)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*evaluation 'answers' of test_rag.py::test_each[[]q2[]]: answer_relevance = 0.0000 "
+            "< threshold 0.9*",
+            "*evaluation 'answers' of test_rag.py::test_each[[]q3[]]: answer_relevance = 0.0000 "
+            "< threshold 0.9*",
+            "test_rag.py::test_each[[]q4[]]: rag_eval.answers: none of the 3 assessments is of "
+            "this test's query 'q4'*",
+            "test_rag.py::test_each[[]q1[]] [[]answers[]]*1.0000*new",
+            "test_rag.py::test_each[[]q2[]] [[]answers[]]*0.0000*below threshold",
+            "test_rag.py::test_each[[]q3[]] [[]answers[]]*0.0000*below threshold",
+        ],
+        consecutive=False,
+    )
