@@ -149,10 +149,32 @@ def _baseline_problem(data: Any) -> str | None:
         if not isinstance(named, dict):
             return f"entry {test!r} must be an object"
         for name, entry in named.items():
-            problem = evaluation_problem(entry)
+            problem = evaluation_problem(entry) or _judgments_problem(entry)
             if problem:
                 return f"entry {test!r} [{name}]: {problem}"
     return None
+
+
+def _judgments_problem(entry: dict[str, Any]) -> str | None:
+    """A baseline's retrieval entry without the fingerprint of the qrels it was scored on:
+    the plugin always records it, and without it every comparison would call the datasets
+    different."""
+    if entry.get("layer") != "retrieval":
+        return None  # an answer evaluation records no dataset
+    dataset = entry.get("dataset")
+    if dataset is None:
+        field = "dataset"
+    elif not dataset.get("fingerprints"):
+        field = "dataset.fingerprints"
+    elif "qrels" not in dataset["fingerprints"]:
+        field = "dataset.fingerprints.qrels"
+    else:
+        return None
+    return (
+        f"{field!r} is missing: a retrieval entry records the fingerprints of the dataset it "
+        "was scored on (an edit?); restore it, or delete the entry and record it again with "
+        "--ragmetrics-update-baseline"
+    )
 
 
 def _evaluation_output_problem(data: Any) -> str | None:

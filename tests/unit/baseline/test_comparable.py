@@ -22,7 +22,8 @@ RUN = {"q1": {"d1": 2.0, "d2": 1.0}, "q2": {"d4": 2.0, "d3": 1.0}}
 
 def record(**rules: Any) -> EvaluationRecord:
     evaluation = evaluate(QRELS, RUN, ["ndcg_at_10", "mrr"], **rules)
-    return EvaluationRecord("test_x.py::test", "toy", evaluation, k=10)
+    dataset = {"fingerprints": {"qrels": "r"}}
+    return EvaluationRecord("test_x.py::test", "toy", evaluation, dataset=dataset, k=10)
 
 
 @pytest.mark.parametrize(

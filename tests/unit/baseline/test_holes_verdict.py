@@ -32,7 +32,9 @@ METRICS = ["ndcg_at_10", "mrr", "bpref"]
 
 def record(rankings: dict[str, list[str]]) -> EvaluationRecord:
     run = {q: {d: float(len(docs) - i) for i, d in enumerate(docs)} for q, docs in rankings.items()}
-    return EvaluationRecord("test_x.py::test", "toy", evaluate(QRELS, run, METRICS), k=10)
+    evaluation = evaluate(QRELS, run, METRICS)
+    dataset = {"fingerprints": {"qrels": "r"}}
+    return EvaluationRecord("test_x.py::test", "toy", evaluation, dataset=dataset, k=10)
 
 
 def entry(rankings: dict[str, list[str]]) -> dict[str, Any]:

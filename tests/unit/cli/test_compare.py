@@ -89,6 +89,52 @@ def test_baseline_file_as_before(tmp_path: Path, files: tuple[Path, Path]) -> No
     assert code == 1
 
 
+def _drop_dataset(entry: dict) -> None:
+    del entry["dataset"]
+
+
+def _drop_fingerprints(entry: dict) -> None:
+    del entry["dataset"]["fingerprints"]
+
+
+def _empty_fingerprints(entry: dict) -> None:
+    entry["dataset"]["fingerprints"] = {}
+
+
+def _drop_qrels_fingerprint(entry: dict) -> None:
+    del entry["dataset"]["fingerprints"]["qrels"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (_drop_dataset, "'dataset' is missing"),
+        (_drop_fingerprints, "'dataset.fingerprints' is missing"),
+        (_empty_fingerprints, "'dataset.fingerprints' is missing"),
+        (_drop_qrels_fingerprint, "'dataset.fingerprints.qrels' is missing"),
+    ],
+)
+def test_a_baseline_entry_without_its_fingerprints_is_malformed_not_another_dataset(
+    tmp_path: Path,
+    files: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    edit: object,
+    field: str,
+) -> None:
+    """A hand edit that drops what the entry was scored on is named, not read as a change of
+    dataset (the run's dataset is the same)."""
+    entry = copy.deepcopy(report({f"q{i}": 1.0 for i in range(30)})["evaluations"][0])
+    test, name = entry.pop("test"), entry.pop("name")
+    edit(entry)  # type: ignore[operator]
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"schema_version": 1, "entries": {test: {name: entry}}}))
+    code, text = run("compare", str(baseline), str(files[1]))
+    err = capsys.readouterr().err
+    assert code == 2, text
+    assert f"{baseline}: entry 'tests/test_x.py::test_dense' [dense]: {field}" in err
+    assert "different datasets" not in text + err
+
+
 def test_not_comparable_exits_one(tmp_path: Path, files: tuple[Path, Path]) -> None:
     other = json.loads(files[1].read_text())
     other["evaluations"][0]["dataset"]["fingerprints"]["qrels"] = "changed"

@@ -53,6 +53,7 @@ def test_report_writes_the_page(tmp_path: Path) -> None:
 def test_report_of_a_baseline_file(tmp_path: Path) -> None:
     baseline = tmp_path / "baseline.json"
     entry = run_document(BASELINE_RUN)["evaluations"][0]
+    entry["dataset"] = {"fingerprints": {"qrels": "r"}}  # a retrieval entry records its qrels
     baseline.write_text(
         json.dumps(
             {
