@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import json
 import os
 import stat
@@ -412,6 +413,39 @@ def _lock_timeout(
     )
 
 
+# The streams read so far while :func:`streams_read_once` is active (None: not active).
+_READ_STREAMS: dict[str, bytes] | None = None
+
+
+@contextlib.contextmanager
+def streams_read_once() -> Iterator[None]:
+    """Within: an input that is a stream (a pipe such as ``<(zcat a.run.gz)``, ``/dev/stdin``)
+    is read whole the first time it is opened by :func:`open_input`, and every later opening
+    reads those bytes again. A command may then look at an input twice (what is it? then read
+    it) as it does a file; a pipe can be read once only. The ``ragmetrics`` command runs in it.
+    """
+    global _READ_STREAMS
+    outer = _READ_STREAMS
+    if outer is None:
+        _READ_STREAMS = {}
+    try:
+        yield
+    finally:
+        _READ_STREAMS = outer
+
+
+def open_input(path: PathLike) -> IO[bytes]:
+    """``open(path, "rb")``, but a stream's bytes kept for the next reader within
+    :func:`streams_read_once`. Raises what ``open`` raises."""
+    if _READ_STREAMS is None or not is_stream(path):
+        return open(path, "rb")
+    key = os.path.abspath(path)
+    if key not in _READ_STREAMS:
+        with open(path, "rb") as handle:
+            _READ_STREAMS[key] = handle.read()
+    return io.BytesIO(_READ_STREAMS[key])
+
+
 def read_json_file(
     path: Path, *, what: str = "", error: type[RagMetricsError], hint: str = ""
 ) -> Any:
@@ -423,7 +457,8 @@ def read_json_file(
     tail = f"; {hint}" if hint else ""
     subject = f"the {what} is " if what else ""
     try:
-        data = path.read_bytes()
+        with open_input(path) as handle:
+            data = handle.read()
     except FileNotFoundError:
         raise
     except OSError as exc:

@@ -23,6 +23,7 @@ from pytest_ragmetrics.cli.common import EXIT_BAD_INPUT, EXIT_INTERNAL_ERROR, sh
 from pytest_ragmetrics.cli.flags import add
 from pytest_ragmetrics.cli.output import SafeOutput
 from pytest_ragmetrics.errors import RagMetricsError, RagMetricsWarning
+from pytest_ragmetrics.fileio import streams_read_once
 
 COMMANDS = (evaluate, compare, report, retrieve, calibrate, pool, judge_pool, generate)
 
@@ -69,8 +70,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
 
 def _run(args: argparse.Namespace, stream: TextIO) -> int:
     """The command's handler, our warnings shown as one line each on stderr, whatever filters
-    the calling program set (a test run may turn warnings into errors)."""
-    with warnings.catch_warnings(record=True) as caught:
+    the calling program set (a test run may turn warnings into errors); an input given as a
+    pipe is read once, however often the command looks at it."""
+    with warnings.catch_warnings(record=True) as caught, streams_read_once():
         warnings.simplefilter("always", RagMetricsWarning)
         try:
             code: int = args.handler(args, stream)

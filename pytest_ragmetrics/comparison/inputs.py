@@ -157,13 +157,14 @@ def _sniff(path: Path) -> InputKind:
     whose first line has the columns of a TREC run (qid Q0 doc rank score [tag]); else 'text'
     (a missing file included: its reader says so)."""
     from pytest_ragmetrics.data.textfile import split_fields
+    from pytest_ragmetrics.fileio import open_input
 
     if path.name.endswith(".json"):
         return "json"
     if path.name.endswith(".gz"):
         return "run"
     try:
-        with open(path, "rb") as handle:
+        with open_input(path) as handle:
             head = handle.read(_SNIFF_BYTES)
     except OSError:
         return "text"

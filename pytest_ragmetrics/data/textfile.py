@@ -9,10 +9,10 @@ import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from pytest_ragmetrics.errors import DataFormatError
-from pytest_ragmetrics.fileio import json_problem, unique_keys
+from pytest_ragmetrics.fileio import json_problem, open_input, unique_keys
 
 PathLike = str | os.PathLike[str]
 
@@ -41,14 +41,19 @@ def read_lines(path: PathLike, encoding: str = "utf-8") -> Iterator[tuple[int, s
     """
     p = resolve(path)
     try:
-        handle = gzip.open(p, "rb") if p.name.endswith(".gz") else open(p, "rb")  # noqa: SIM115
+        source = open_input(p)
+        handle = (
+            cast("IO[bytes]", gzip.GzipFile(fileobj=source, mode="rb"))
+            if p.name.endswith(".gz")
+            else source
+        )
     except FileNotFoundError:
         raise DataFormatError("file not found", p) from None
     except OSError as exc:
         raise DataFormatError(f"cannot open: {exc.strerror or exc}", p) from None
     lineno = 0
     try:
-        with handle:
+        with source, handle:
             for lineno, raw in enumerate(handle, start=1):
                 try:
                     text = raw.decode(encoding)
