@@ -137,7 +137,10 @@ def _check_save(args: argparse.Namespace, files: dict[str, str | None], **folder
         return
     folders = {"--prompts": args.prompts, **{f"--{k}": v for k, v in folders.items()}}
     files = {"--verdicts": args.verdicts, **files}
-    refuse_overwriting(args.save, "--save", files=files, folders=folders, cache=cache_dir(args))
+    cache = cache_dir(args)
+    refuse_overwriting(
+        args.save, "--save", kind="calibration", files=files, folders=folders, cache=cache
+    )
     check_writable(args.save, what="calibration file", hint=OUT_HINT.format("--save"))
 
 

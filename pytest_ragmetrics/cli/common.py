@@ -16,6 +16,7 @@ from pytest_ragmetrics.report.escaping import for_terminal
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.cache import Cache
+    from pytest_ragmetrics.cli.outputs import OutputKind
     from pytest_ragmetrics.data.selection import DatasetSelection
     from pytest_ragmetrics.metrics.semantics import MetricSemantics
     from pytest_ragmetrics.report.datasets import PairMeans
@@ -68,13 +69,16 @@ def refuse_overwriting(
     output: str,
     flag: str,
     *,
+    kind: OutputKind,
     files: dict[str, str | None] | None = None,
     folders: dict[str, str | None] | None = None,
     cache: str | None = None,
 ) -> None:
-    """A ConfigError when ``output`` would overwrite an input file, a file in an input folder
-    or a cache entry."""
+    """A ConfigError when ``output`` would overwrite an input file, a file in an input folder,
+    a cache entry, or any existing file that is not a ``kind`` ragmetrics wrote (see
+    :mod:`~pytest_ragmetrics.cli.outputs`)."""
     from pytest_ragmetrics.cache import inside_cache_entries
+    from pytest_ragmetrics.cli.outputs import refuse_replacing
     from pytest_ragmetrics.fileio import is_within, same_file
 
     target = Path(output)
@@ -88,6 +92,7 @@ def refuse_overwriting(
             )
     if cache is not None and inside_cache_entries(target, Path(cache)):
         raise ConfigError(f"{flag} {output}: inside the cache folder {cache}; write it elsewhere")
+    refuse_replacing(output, flag, kind)
 
 
 def add_cache_options(p: argparse.ArgumentParser, folder: str) -> None:

@@ -178,9 +178,8 @@ def _compare_pair(
     if args.format == "html":
         require_positive(args, "worst")
         if args.out is not None:
-            refuse_overwriting(
-                args.out, "--out", files={"before": args.inputs[0], "after": args.inputs[1]}
-            )
+            files = {"before": args.inputs[0], "after": args.inputs[1]}
+            refuse_overwriting(args.out, "--out", kind="html", files=files)
     before, after = (_evaluations_of(item) for item in inputs)
     # Only a baseline can be blessed: the advice after a failure says what fits.
     against: Against = "baseline" if inputs[0].kind == "baseline" else "report"
@@ -301,7 +300,11 @@ def _runs_judgments(args: argparse.Namespace, inputs: Sequence[Input]) -> Judgme
         # Every file read: the inputs, the qrels and whatever the dataset folder holds.
         files = {f"input {item.path}": item.path for item in inputs}
         refuse_overwriting(
-            args.out, "--out", files={**files, "--qrels": args.qrels}, folders={"--dataset": folder}
+            args.out,
+            "--out",
+            kind="html",
+            files={**files, "--qrels": args.qrels},
+            folders={"--dataset": folder},
         )
     judgments = None
     if args.qrels is not None or args.dataset:
@@ -337,7 +340,7 @@ def _compare_datasets(
     if args.format == "html" and args.out is not None:
         files = {f"run {path}": path for by_pair in runs.values() for path in by_pair.values()}
         folders = {f"--dataset {p.name}": str(p.path) for p in pairs}
-        refuse_overwriting(args.out, "--out", files=dict(files), folders=dict(folders))
+        refuse_overwriting(args.out, "--out", kind="html", files=dict(files), folders=dict(folders))
     comparison = compare_datasets(
         runs,
         pairs,

@@ -58,9 +58,18 @@ def _check_outputs(args: argparse.Namespace, target: str) -> None:
     inputs = {"--verdicts": args.verdicts}
     folders, cache = {"--prompts": args.prompts}, cache_dir(args)
     files = {"--pool": args.pool, "--out": target, **inputs}
-    refuse_overwriting(args.qrels_out, "--qrels-out", files=files, folders=folders, cache=cache)
+    refuse_overwriting(
+        args.qrels_out,
+        "--qrels-out",
+        kind="supplementary",
+        files=files,
+        folders=folders,
+        cache=cache,
+    )
     if args.out is not None:
-        refuse_overwriting(args.out, "--out", files=inputs, folders=folders, cache=cache)
+        refuse_overwriting(
+            args.out, "--out", kind="pool", files=inputs, folders=folders, cache=cache
+        )
     check_writable(target, what="pool file", hint=OUT_HINT.format("--out"))
     check_writable(args.qrels_out, what="supplementary qrels", hint=OUT_HINT.format("--qrels-out"))
 

@@ -54,6 +54,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     common.refuse_overwriting(
         args.out,
         "--out",
+        kind="pool",
         files={"--qrels": args.qrels, **{f"--run {r}": r for r in args.run}},
         folders={"--dataset": None if pair is None else str(pair.path)},
     )

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.report.html import html_report, read_report_page
 
     require_positive(args, "worst")
-    refuse_overwriting(args.html, "--html", files={"REPORT.json": args.report})
+    refuse_overwriting(args.html, "--html", kind="html", files={"REPORT.json": args.report})
     page = read_report_page(Path(args.report))
     text = html_report(page, worst=args.worst)
     atomic_write_text(args.html, text)

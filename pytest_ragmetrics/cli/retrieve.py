@@ -108,6 +108,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         refuse_overwriting(
             str(target),
             "--out",
+            kind="run",
             folders={f"--dataset {p.name}": str(p.path) for p in pairs},
             cache=cache_dir(args),
         )

@@ -124,6 +124,11 @@ def environment() -> jinja2.Environment:
     return env
 
 
+# The first line after the doctype of every page: how `ragmetrics` recognises a page it wrote,
+# which its outputs may replace (cli/outputs.py).
+PAGE_MARKER = "<!-- an HTML report of pytest-ragmetrics -->"
+
+
 def render(template: str, **context: Any) -> str:
     """The page drawn by ``template`` with ``context``, its style sheet, script and policy."""
     from markupsafe import Markup
@@ -133,5 +138,6 @@ def render(template: str, **context: Any) -> str:
         css=Markup(static("report.css")),  # ours, inlined as written (its hash is the policy's)
         js=Markup(static("report.js")),
         policy=content_security_policy(),
+        marker=Markup(PAGE_MARKER),
         **context,
     )
