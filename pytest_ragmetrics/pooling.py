@@ -147,6 +147,41 @@ def write_pool(path: PathLike, entries: Sequence[PoolEntry], *, hint: str = "") 
     _write_locked(path, text, "pool file", hint)
 
 
+def keep_decisions(
+    entries: Sequence[PoolEntry], earlier: Sequence[PoolEntry]
+) -> tuple[list[PoolEntry], int, list[PoolEntry]]:
+    """``entries`` with the verdicts (a person's or a judge's) of the ``earlier`` pool file's
+    rows for the same pair on the same corpus; returns them, how many were kept, and the
+    decided earlier rows that found no place (their pair left the pool, or its corpus changed).
+    """
+    decided = {(e.query_id, e.doc_id): e for e in earlier if e.relevant is not None}
+    out, kept = [], 0
+    for entry in entries:
+        key = (entry.query_id, entry.doc_id)
+        old = decided.get(key)
+        if old is None or _other_corpus(old, entry):
+            out.append(entry)
+            continue
+        del decided[key]
+        kept += 1
+        out.append(
+            replace(
+                entry,
+                relevant=old.relevant,
+                judge=old.judge,
+                verdict=old.verdict,
+                prompt_tokens=old.prompt_tokens,
+                completion_tokens=old.completion_tokens,
+            )
+        )
+    return out, kept, list(decided.values())
+
+
+def _other_corpus(a: PoolEntry, b: PoolEntry) -> bool:
+    """Whether two rows name different corpora: a verdict on other texts is none on these."""
+    return a.dataset is not None and b.dataset is not None and a.dataset != b.dataset
+
+
 def _write_locked(path: PathLike, text: str, what: str, hint: str) -> None:
     target = Path(path)
     with exclusive_lock(lock_beside(target), what=what, hint=hint):
