@@ -114,6 +114,7 @@ _HOLES_SPEC = {
     "labelled_dropped": optional(BOOLEAN),
     "labels_used": BOOLEAN,
     "labels_note": STRING,
+    "unexplained": optional(STRINGS),
 }
 
 

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_ragmetrics.baseline.compare import compare_evaluations, load_evaluations
@@ -517,6 +517,15 @@ FUZZ_PATHS = [p for p in _paths(FUZZ_BASE) if p and len(p) < 9]
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(FUZZ_PATHS), JSON_VALUES), min_size=1, max_size=4))
+# Found by this test: the report schema did not know holes' "unexplained" (TypeError).
+@example(
+    changes=[
+        (
+            ("evaluations", 1, "outcome", "baseline", "metrics", 1, "holes", "unexplained"),
+            True,
+        )
+    ]
+)
 def test_any_value_anywhere_renders_or_is_a_named_error(
     changes: list[tuple[tuple[Any, ...], Any]],
 ) -> None:
