@@ -26,8 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_ragmetrics.data.model import Corpus, Qrels, Queries, Run
 from pytest_ragmetrics.data.textfile import read_jsonl, read_lines, resolve
-from pytest_ragmetrics.errors import DataFormatError
-from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, lock_beside, unique_keys
+from pytest_ragmetrics.errors import ConfigError, DataFormatError
+from pytest_ragmetrics.fileio import (
+    atomic_write_text,
+    exclusive_lock,
+    is_stream,
+    lock_beside,
+    unique_keys,
+)
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.judges.relevance import RelevanceJudge, RelevanceVerdict
@@ -175,6 +181,30 @@ def keep_decisions(
             )
         )
     return out, kept, list(decided.values())
+
+
+def keep_verdicts(
+    target: Path, entries: list[PoolEntry], qrels: Qrels, *, label: str
+) -> tuple[list[PoolEntry], int]:
+    """``entries`` with the verdicts of the pool file ``target`` (named ``label`` in errors)
+    they replace, kept for the pairs still pooled, and how many; a ConfigError when a verdict
+    would be lost (its pair left the pool, or its corpus changed) without being in the qrels.
+    A stream, a missing or an empty file holds none."""
+    if is_stream(target) or not target.is_file() or target.stat().st_size == 0:
+        return entries, 0
+    entries, kept, lost = keep_decisions(entries, read_pool(target))
+    # A pair the qrels judge now needs no verdict of ours: human judgments win.
+    lost = [e for e in lost if qrels.judgments(e.query_id).get(e.doc_id, -1) < 0]
+    if lost:
+        pairs = ", ".join(f"{e.query_id}/{e.doc_id} (line {e.line})" for e in lost[:3])
+        more = f" and {len(lost) - 3} more" if len(lost) > 3 else ""
+        raise ConfigError(
+            f"{label}: {len(lost)} rows there carry a verdict (relevant true/false) for "
+            f"pairs this pool no longer holds, or holds for another corpus: {pairs}{more}; "
+            "replacing the file would lose them. Add them to the qrels first, or write the new "
+            "pool to another file"
+        )
+    return entries, kept
 
 
 def _other_corpus(a: PoolEntry, b: PoolEntry) -> bool:

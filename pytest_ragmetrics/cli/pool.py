@@ -6,17 +6,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from pytest_ragmetrics.cli import common
 from pytest_ragmetrics.cli.common import Subparsers
 from pytest_ragmetrics.cli.flags import FORMATS, add
 from pytest_ragmetrics.cli.output import table
 from pytest_ragmetrics.errors import ConfigError
-
-if TYPE_CHECKING:
-    from pytest_ragmetrics.data.model import Qrels
-    from pytest_ragmetrics.pooling import PoolEntry
 
 
 def add_parser(sub: Subparsers) -> None:
@@ -50,7 +46,7 @@ def run_labels(paths: Sequence[str]) -> list[str]:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from pytest_ragmetrics.data.layouts import load_dataset
     from pytest_ragmetrics.data.trec import read_qrels, read_run
-    from pytest_ragmetrics.pooling import build_pool, write_pool
+    from pytest_ragmetrics.pooling import build_pool, keep_verdicts, write_pool
 
     common.require_positive(args, "depth")
     pair = common.one_pair(args)
@@ -74,7 +70,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         queries=None if dataset is None else dataset.queries,
         corpus=None if dataset is None else dataset.corpus,
     )
-    entries, kept = _keep_verdicts(args.out, entries, qrels)
+    entries, kept = keep_verdicts(Path(args.out), entries, qrels, label=f"--out {args.out}")
     write_pool(args.out, entries, hint=common.OUT_HINT.format("--out"))
     per_run = {label: sum(1 for e in entries if label in e.runs) for label in labels}
     queries = len({e.query_id for e in entries})
@@ -101,31 +97,3 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if dataset is None:
         out.write("note: without --dataset the rows carry no texts; a judge needs them\n")
     return 0
-
-
-def _keep_verdicts(
-    target: str, entries: list[PoolEntry], qrels: Qrels
-) -> tuple[list[PoolEntry], int]:
-    """``entries`` with the verdicts of the pool file ``target`` replaces, kept for the pairs
-    still pooled, and how many; a ConfigError when a verdict would be lost (its pair left the
-    pool, or its corpus changed) without being in the qrels."""
-    from pytest_ragmetrics.cli.outputs import file_kind
-    from pytest_ragmetrics.fileio import is_stream
-    from pytest_ragmetrics.pooling import keep_decisions, read_pool
-
-    path = Path(target)
-    if is_stream(path) or not path.is_file() or file_kind(path) != "pool":
-        return entries, 0
-    entries, kept, lost = keep_decisions(entries, read_pool(path))
-    # A pair the qrels judge now needs no verdict of ours: human judgments win.
-    lost = [e for e in lost if qrels.judgments(e.query_id).get(e.doc_id, -1) < 0]
-    if lost:
-        pairs = ", ".join(f"{e.query_id}/{e.doc_id} (line {e.line})" for e in lost[:3])
-        more = f" and {len(lost) - 3} more" if len(lost) > 3 else ""
-        raise ConfigError(
-            f"--out {target}: {len(lost)} rows there carry a verdict (relevant true/false) for "
-            f"pairs this pool no longer holds, or holds for another corpus: {pairs}{more}; "
-            "replacing the file would lose them. Add them to the qrels first, or write the new "
-            "pool to another file"
-        )
-    return entries, kept
