@@ -164,9 +164,17 @@ def _relevance_level(text: str, where: str) -> int:
     from pytest_ragmetrics.values import parse_int
 
     try:
-        return parse_int(text, where, 1)
+        level = parse_int(text, where, 1)
     except ConfigError:
         raise ConfigError(f"{where}: {text!r} must be an integer grade, e.g. 1") from None
+    if level < 0:
+        # A negative grade (TREC's -1) is "pooled but not judged", never relevant (METRICS.md).
+        raise ConfigError(
+            f"{where}: {text!r}: the relevance level is the lowest grade that counts as "
+            "relevant, 0 or more (default 1, like trec_eval's -l); a negative level would "
+            "count negative grades (pooled but not judged) as relevant"
+        )
+    return level
 
 
 def _metrics(text: str, where: str) -> tuple[str, ...]:
@@ -455,7 +463,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "ragmetrics_relevance_level",
-        "minimum grade that counts as relevant (default: 1)",
+        "minimum grade that counts as relevant, 0 or more (default: 1)",
         "1",
         parse=_relevance_level,
         metavar="N",

@@ -136,6 +136,13 @@ def chosen_datasets(session: RagSession, marked: list[Any], test: str) -> list[D
     for marker in marked:
         names = [str(a) for a in marker.args]
         split = marker.kwargs.get("split")
+        if not names and split is None:
+            configured = ", ".join(map(repr, dict.fromkeys(p.name for p in pairs)))
+            raise ConfigError(
+                f"{test}: @pytest.mark.rag_dataset() names no dataset; name at least one "
+                f"(configured: {configured}), e.g. rag_dataset({configured.split(', ')[0]}), "
+                "or a split with rag_dataset(split=...); drop the marker to run on every one"
+            )
         unknown = [n for n in names if all(p.name != n for p in session.settings.datasets)]
         if unknown:
             configured = ", ".join(dict.fromkeys(p.name for p in session.settings.datasets))
@@ -189,9 +196,17 @@ def _chosen_queries(
     """The ids of a ``rag_queries`` marker in each pair, checked against the datasets."""
     wrong = [q for q in chosen if not isinstance(q, str)]
     if wrong:
+        given = wrong[0]
+        # A list or tuple of ids is spread into the marker's arguments, one id each.
+        ids: list[Any] = [given]
+        if isinstance(given, (list, tuple)):
+            ids = list(given)
+        elif isinstance(given, (set, frozenset)):
+            ids = sorted(given, key=str)
+        fix = ", ".join(repr(q if isinstance(q, str) else str(q)) for q in ids)
+        each = ", each its own argument" if ids != [given] else ""
         raise ConfigError(
-            f"{test}: rag_queries({wrong[0]!r}): query ids are strings; write "
-            f"rag_queries({str(wrong[0])!r})"
+            f"{test}: rag_queries({given!r}): query ids are strings{each}; write rag_queries({fix})"
         )
     wanted = list(dict.fromkeys(chosen))
     known = {q for ids in by_pair.values() for q in ids}

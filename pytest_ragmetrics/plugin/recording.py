@@ -166,7 +166,7 @@ class RagEval:
         """
         run_obj, judgments, dataset_info, sources = self._judgments_of(run, qrels, scores)
         if self._query is not None:
-            run_obj, judgments = run_obj.restrict([self._query]), judgments.restrict([self._query])
+            run_obj, judgments = self._own_query(run_obj, judgments)
         names = self._metrics_for("retrieval", metrics)
         rules = self._semantics
         options: dict[str, Any] = {
@@ -190,6 +190,25 @@ class RagEval:
             self._texts[recorded.name] = sources["dataset"].queries
         self._record(recorded, run=run_obj, qrels=judgments, **sources)
         return evaluation
+
+    def _own_query(self, run: Run, judgments: Qrels) -> tuple[Run, Qrels]:
+        """In a ``rag_query`` test, the run and judgments of its query alone; a run (or qrels)
+        without that query is an error naming it, not "empty"."""
+        query = self._query
+        assert query is not None
+        for what, ids, fix in (
+            ("run has no ranking", run.query_ids, "pass a run that ranks it (rag_run does)"),
+            ("qrels have no judgment", judgments.query_ids, "pass qrels that judge it"),
+        ):
+            if len(ids) and query not in set(ids.tolist()):
+                some = ", ".join(map(repr, ids[:3].tolist()))
+                raise ConfigError(
+                    f"{self.test}: rag_eval.retrieval: the {what} for this test's query "
+                    f"{query!r} (it has {len(ids)} other quer{'y' if len(ids) == 1 else 'ies'}, "
+                    f"e.g. {some}); in a rag_query test it evaluates that query alone: {fix}, "
+                    "or keep the test to the queries it has with @pytest.mark.rag_queries(...)"
+                )
+        return run.restrict([query]), judgments.restrict([query])
 
     def _judgments_of(
         self,
