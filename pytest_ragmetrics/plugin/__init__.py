@@ -8,7 +8,7 @@ heavy, so having the plugin installed costs pytest nothing at start-up.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -60,6 +60,19 @@ __all__ = [
     "rag_run",
 ]
 PROGRESS_TOKEN = pytest.StashKey[Any]()
+
+
+if TYPE_CHECKING:
+    from _pytest.outcomes import Failed as _Failed
+else:
+    _Failed = pytest.fail.Exception  # pytest's public name of its Failed
+
+
+class CheckFailed(_Failed, AssertionError):
+    """A test failed its end-of-test checks (a threshold, the baseline, a lost entry).
+
+    pytest's own ``Failed`` (shown without our traceback) and an ``AssertionError``, like a
+    failed ``assert``: ``xfail(raises=AssertionError)`` catches it."""
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -360,7 +373,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         pytest.fail(_shown(message), pytrace=False)
     failures = _finish_item(item, errored=False)
     if failures:
-        pytest.fail(_shown("\n\n".join(failures)), pytrace=False)
+        raise CheckFailed(_shown("\n\n".join(failures)), pytrace=False)
     return result
 
 
