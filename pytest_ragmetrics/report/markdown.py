@@ -104,7 +104,11 @@ def _layer_table(chosen: Sequence[Checked], preferred: Sequence[str]) -> str:
         cells = []
         for metric in names:
             if metric not in checked.record.evaluation.metrics:
-                cells.append("")
+                # A metric of the baseline this run no longer computes: lost, as the terminal
+                # shows it; a metric of other evaluations only: empty.
+                lost = metric in deltas and deltas[metric].status == "lost"
+                cells.append("not computed" + _delta(deltas[metric]) if lost else "")
+                shown["delta"] = shown["delta"] or lost
                 continue
             value = _value(checked, metric)
             cell = "n/a" if value is None else f"{value:.4f}"

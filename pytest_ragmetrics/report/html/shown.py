@@ -145,12 +145,15 @@ class Shown:
         for metric, bound in checked.record.thresholds.items():
             if metric not in bounds and value(bound) is not None:
                 bounds[metric] = Bound(metric, bound)
+        # A metric of the baseline this run no longer computes keeps its column: lost.
+        lost = [] if verdict is None else [m.metric for m in verdict.metrics if m.status == "lost"]
+        present = list(dict.fromkeys([*evaluation.metrics, *lost]))
         return cls(
             checked,
             anchor,
             categories(checked, reference=reference),
-            ordered(list(evaluation.metrics), preferred),
-            {m: value((means or evaluation.mean).get(m)) for m in evaluation.metrics},
+            ordered(present, preferred),
+            {m: value((means or evaluation.mean).get(m)) for m in present},
             {} if verdict is None else {m.metric: m for m in verdict.metrics},
             bounds,
         )
