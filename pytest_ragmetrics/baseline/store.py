@@ -157,3 +157,40 @@ def _file_is_gone(rootpath: Path | None, file: str) -> bool:
         return not (rootpath / file).exists()
     except OSError:
         return False
+
+
+def _shorter_ids(test: str) -> list[str]:
+    """The node ids of ``test`` with its file's leading folders cut one by one:
+    ``a/b/test_x.py::t`` gives ``b/test_x.py::t`` and ``test_x.py::t``."""
+    file, sep, rest = test.partition("::")
+    parts = file.split("/")
+    return ["/".join(parts[i:]) + sep + rest for i in range(1, len(parts))]
+
+
+def moved_entries(
+    keys: Iterable[tuple[str, str]],
+    missing: Iterable[tuple[str, str]],
+    rootpath: Path | None,
+) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """Evaluations of this run with no baseline entry whose test the baseline holds under
+    another path: (this run's key, the baseline's key), the baseline's test id this run's
+    with leading folders added or cut and its file not there under ``rootpath``.
+
+    That is what a run from another rootdir sees (node ids are relative to it): every entry
+    misses and none is stale, so without this the run would pass, all of it "new". A test
+    file that moved shows the same way until its old entries are removed.
+    """
+    held = set(keys)
+    longer: dict[tuple[str, str], tuple[str, str]] = {}
+    for test, name in held:
+        for shorter in _shorter_ids(test):
+            longer.setdefault((shorter, name), (test, name))
+    found = []
+    for test, name in missing:
+        candidates = [longer.get((test, name))]
+        candidates += [(s, name) for s in _shorter_ids(test) if (s, name) in held]
+        for other in candidates:
+            if other is not None and _file_is_gone(rootpath, other[0].split("::", 1)[0]):
+                found.append(((test, name), other))
+                break
+    return sorted(found)

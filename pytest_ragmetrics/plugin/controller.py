@@ -45,6 +45,9 @@ class ControllerPlugin:
         self.errors: list[str] = []  # one line each, printed in the summary; the run fails
         self.written: list[Path] = []  # the reports this run actually wrote
         self.outcome: SessionOutcome | None = None
+        # Evaluations that two workers running the same test (--dist each) computed apart.
+        self.diverged: list[str] = []
+        self._by_key: dict[tuple[str, str], Checked] = {}
 
     def clear_cache(self) -> None:
         """``--ragmetrics-clear-cache``: empty the cache once, before any test runs.
@@ -73,9 +76,27 @@ class ControllerPlugin:
         found = CheckedTest.from_dict(data)
         if found.errored:
             self.errored_tests.add(report.nodeid)
-        self.evaluations.extend(found.checked)
-        self.unrecorded += [(report.nodeid, name) for name in found.unrecorded]
-        self.unchecked += [(report.nodeid, message) for message in found.unchecked]
+        self._add_evaluations(found.checked)
+        for name in found.unrecorded:
+            if (report.nodeid, name) not in self.unrecorded:
+                self.unrecorded.append((report.nodeid, name))
+        for message in found.unchecked:
+            if (report.nodeid, message) not in self.unchecked:
+                self.unchecked.append((report.nodeid, message))
+
+    def _add_evaluations(self, checked: list[Checked]) -> None:
+        """Keep each evaluation once: under ``--dist each`` every worker runs every test and
+        sends the same evaluation. The first is kept; one that differs (a retriever that is
+        not deterministic) is named in the summary."""
+        for one in checked:
+            first = self._by_key.get(one.record.key)
+            if first is None:
+                self.evaluations.append(one)
+                self._by_key[one.record.key] = one
+            elif one.label not in self.diverged and (
+                first.record.baseline_entry("") != one.record.baseline_entry("")
+            ):
+                self.diverged.append(one.label)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """A collection error (xdist forwards the workers'): no entry may be called stale."""
@@ -130,6 +151,7 @@ class ControllerPlugin:
         if not settings.update_baseline:
             if settings.baseline.exists():
                 self.stale = self.session.stale_entries(self.session.baseline())
+                self._check_ids(self.session.baseline())
             return
         from pytest_ragmetrics.fileio import exclusive_lock, lock_beside
 
@@ -152,10 +174,15 @@ class ControllerPlugin:
             # copy): writing this run's entries over it would drop them, so it stays as it is.
             raise BaselineError(f"{exc}; the baseline was not updated") from None
         self.stale = self.session.stale_entries(store)
+        self._check_ids(store)
         # Tests that crashed keep their entries untouched: their numbers may be incomplete.
         usable = [c.record for c in self.evaluations if c.record.test not in self.errored_tests]
         ran = self.ran_tests - self.errored_tests
         new_store, counts, changes = store.updated(usable, ran, self.stale, _version())
+        failed = [c.record.key for c in self.evaluations if c.record.test in self.errored_tests]
+        if failed:  # said in the summary: a count of "unchanged" would hide them
+            counts["not_updated"] = len(failed)
+            changes.update(dict.fromkeys(failed, "not updated"))
         if usable or counts["removed"]:
             used = {(r.dataset.get("name"), r.dataset.get("split")) for r in usable if r.dataset}
             commit = [settings.display(settings.baseline)]
@@ -175,6 +202,40 @@ class ControllerPlugin:
             else c
             for c in self.evaluations
         ]
+
+    def _check_ids(self, store: BaselineStore) -> None:
+        """Evaluations with no entry whose tests the baseline holds under another path (a run
+        from another rootdir, test files moved): a BaselineError saying so (the run fails;
+        an update is refused, as it would hold each test twice, unless the old entries are
+        stale, which it removes)."""
+        from pytest_ragmetrics.baseline.store import UPDATE_HINT, moved_entries
+
+        # An update removes stale entries (a test file that moved, run whole): no conflict.
+        stale = set(self.stale) if self.session.settings.update_baseline else set()
+        keys = [key for key in store.entry_keys() if key not in stale]
+        missing = [c.record.key for c in self.evaluations if store.get(*c.record.key) is None]
+        moved = moved_entries(keys, missing, self.session.rootpath) if keys and missing else []
+        if not moved:
+            return
+        settings = self.session.settings
+        (test, _), (held, _) = moved[0]
+        count = len(moved)
+        rootpath = self.session.rootpath
+        where = "from the project's folder, or pass --rootdir=DIR"
+        if rootpath is not None and settings.rootdir != rootpath:
+            where = f"e.g. --rootdir={settings.rootdir}, the folder of the configuration"
+        raise BaselineError(
+            f"{count} evaluation{'s' if count != 1 else ''} of this run "
+            f"{'have' if count != 1 else 'has'} no entry in the baseline "
+            f"{settings.display(settings.baseline)}, which holds the same test"
+            f"{'s' if count != 1 else ''} under another path (this run's {test!r} is "
+            f"{held!r} there): node ids are relative to pytest's rootdir, here "
+            f"{rootpath}. Run pytest with the rootdir the baseline was blessed with "
+            f"({where}); if the test files "
+            f"moved, run the whole suite (no paths) with {UPDATE_HINT}, which removes the "
+            "entries of the files that are gone"
+            + ("; the baseline was not updated" if settings.update_baseline else "")
+        )
 
     def session_outcome(self) -> SessionOutcome:
         from pytest_ragmetrics.report.outcome import SessionOutcome
@@ -276,6 +337,15 @@ class ControllerPlugin:
                 f"ragmetrics: stale entries {verb}: {', '.join(kept)} (a test that did not "
                 "collect or run still exists: no baseline entry is called stale"
                 + (" or removed)" if settings.update_baseline else ")"),
+                yellow=True,
+            )
+        if self.diverged:
+            terminalreporter.write_line(
+                f"ragmetrics: {len(self.diverged)} evaluation(s) differ between the xdist "
+                "workers that ran the same test (--dist each); the reports and the baseline "
+                "keep the first worker's numbers, and a retriever or pipeline that gives other "
+                "results on each run makes its baseline flaky: "
+                + ", ".join(for_terminal(label) for label in self.diverged),
                 yellow=True,
             )
         for error in self.errors:

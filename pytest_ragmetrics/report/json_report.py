@@ -21,7 +21,8 @@ Schema (version 1)::
           "outcome": {"thresholds": [{"metric", "value", "threshold", "passed"}],
                       "baseline": {"status", "metrics": [{"metric", "baseline", "current",
                                    "delta", "tolerance", "status", "ci95", "p_value", ...}]},
-                      "gate": str, "update": "added" | "updated" | "unchanged"},
+                      "gate": str,
+                      "update": "added" | "updated" | "unchanged" | "not updated"},
           # Optional, for the HTML report (pytest_ragmetrics.report.html; filled by
           # pytest_ragmetrics.report.query_records.add_query_details whenever a JSON or HTML
           # report is written); the baseline never stores them:
@@ -35,7 +36,8 @@ Schema (version 1)::
                                                                  "evidence", "score"}]}}
       }],
       "summary": {"evaluations": N, "by_layer": {...}, "by_status": {...},
-                  "baseline_update": {"updated", "added", "removed"} | null,
+                  "baseline_update": {"updated", "added", "removed", "unchanged",
+                                      "not_updated" (only when some tests failed)} | null,
                   "stale_baseline_entries": [[test, name]],      # lost: their tests are gone
                   "unrecorded_baseline_entries": [[test, name]],  # lost: ran, not recorded
                   "unchecked_thresholds": [[test, failure]]}  # no evaluation to check them

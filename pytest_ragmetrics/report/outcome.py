@@ -54,7 +54,8 @@ class EvaluationOutcome:
     when it may. ``not_enforced`` names the metrics of an evaluation that may fail on its
     other metrics but not on these (each answer-layer metric has its own question, and so its
     own κ), with the reason. ``update`` says what ``--ragmetrics-update-baseline`` did to its
-    entry (``added``, ``updated``, ``unchanged``); empty without an update.
+    entry (``added``, ``updated``, ``unchanged``, or ``not updated``: its test failed);
+    empty without an update.
     """
 
     thresholds: tuple[ThresholdResult, ...] = ()
@@ -235,6 +236,21 @@ class SessionOutcome:
             )
             lines += [f"  {label(test, name)}" for test, name in self.unrecorded]
         return lines
+
+    def not_updated_lines(self) -> list[str]:
+        """After an update, the evaluations it left as they were because their tests failed
+        ([] if none). Plain text; renderers escape it for their sink."""
+        failed = [c.label for c in self.evaluations if c.outcome.update == "not updated"]
+        if not failed:
+            return []
+        count = len(failed)
+        return [
+            f"ragmetrics: {count} evaluation{'s' if count != 1 else ''} not updated: "
+            f"{'their tests' if count != 1 else 'its test'} failed, so the baseline keeps "
+            "what it had (a failed test's numbers may be incomplete); fix the test and run "
+            "with --ragmetrics-update-baseline again:",
+            *(f"  {label}" for label in failed),
+        ]
 
     def unchecked_lines(self) -> list[str]:
         """The thresholds no evaluation could check, in words ([] if none): a headline, then

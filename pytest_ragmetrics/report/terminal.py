@@ -139,11 +139,13 @@ def summary_lines(outcome: SessionOutcome) -> list[tuple[str, str]]:
                 "line",
                 f"ragmetrics baseline {outcome.baseline_path}: {counts['updated']} updated, "
                 f"{counts['added']} added, {counts['removed']} removed, "
-                f"{counts['unchanged']} unchanged",
+                f"{counts['unchanged']} unchanged"
+                + (f", {counts['not_updated']} not updated" if counts.get("not_updated") else ""),
             )
         )
         if outcome.commit_paths:
             out.append(("line", "commit: " + " ".join(outcome.commit_paths)))
+        out += [("line", line) for line in outcome.not_updated_lines()]
     for lines in (outcome.lost_entries_lines(), outcome.unchecked_lines()):
         if lines:
             out.append(("line", ""))
