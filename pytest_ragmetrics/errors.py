@@ -35,6 +35,12 @@ class ConfigError(RagMetricsError, ValueError):
     """An invalid option, ini value or argument."""
 
 
+class ReadOnlyOptionError(ConfigError, AttributeError):
+    """An option of a built retriever set (or deleted) after it was built: what it built (an
+    index, embeddings) and the identity its runs are cached under would no longer agree. Also
+    an ``AttributeError``, as for any read-only attribute."""
+
+
 class BaselineError(RagMetricsError):
     """The baseline file cannot be read or written."""
 

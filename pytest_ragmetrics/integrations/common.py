@@ -7,7 +7,7 @@ import importlib
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
-from typing import Any, Literal, TypedDict
+from typing import Any, ClassVar, Literal, TypedDict
 
 import numpy as np
 
@@ -197,9 +197,11 @@ class AdapterRetriever(Named):
     order for most queries whose order says something were read the wrong way (``scores``):
     an error naming a query and the ``scores=`` to pass, as for a ``from_function`` ranking.
     Results longer than ``k`` are cut, shorter ones are normal (the report notes them); with
-    ``corpus``, unknown ids are an error.
+    ``corpus``, unknown ids are an error. What makes the identity is read-only once built
+    (:class:`~pytest_ragmetrics.retrievers.named.Named`).
     """
 
+    fixed: ClassVar[frozenset[str]] = Named.fixed | {"obj", "id_key", "parameters", "scores"}
     kind = "adapter"
     #: The function that makes this retriever, named in messages.
     factory = "adapter"

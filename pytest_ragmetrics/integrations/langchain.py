@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, TypedDict, Unpack
+from typing import Any, ClassVar, TypedDict, Unpack
 
 from pytest_ragmetrics.code_identity import jsonable
 from pytest_ragmetrics.data.model import Corpus
@@ -170,6 +170,7 @@ class LangChainVectorStore(common.AdapterRetriever):
 
     kind = "langchain-vectorstore"
     factory = "from_langchain"
+    fixed: ClassVar[frozenset[str]] = common.AdapterRetriever.fixed | {"search_kwargs", "_convert"}
 
     def __init__(
         self,

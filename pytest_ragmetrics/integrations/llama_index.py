@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any, Unpack
+from typing import Any, ClassVar, Unpack
 
 from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.errors import ConfigError
@@ -61,6 +61,10 @@ class LlamaIndexRetriever(common.AdapterRetriever):
     kind = "llama-index-retriever"
     factory = "from_llama_index"
     chunk_ids = CHUNK_IDS
+    fixed: ClassVar[frozenset[str]] = common.AdapterRetriever.fixed | {
+        "retriever_kwargs",
+        "is_index",
+    }
 
     def __init__(
         self,

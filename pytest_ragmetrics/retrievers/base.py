@@ -7,7 +7,7 @@ import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypedDict, TypeVar, Unpack, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypedDict, TypeVar, Unpack, runtime_checkable
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from pytest_ragmetrics.errors import (
 from pytest_ragmetrics.errors import (  # defined with the other warnings; importable from here
     ShortRankingWarning as ShortRankingWarning,
 )
+from pytest_ragmetrics.retrievers.named import Named as Named
 
 #: What a plain retrieval function may return for one query: ids best first, (id, score) pairs,
 #: or a ``{doc_id: score}`` mapping.
@@ -68,16 +69,6 @@ class StagedRetriever(Retriever, Protocol):
     """A retriever made of stages (first stage, reranked) whose runs are evaluated separately."""
 
     def search_stages(self, queries: Queries, k: int) -> dict[str, Run]: ...
-
-
-class Named:
-    """The read-only ``name`` of the built-in retrievers and adapters, kept as ``_name``."""
-
-    _name: str
-
-    @property
-    def name(self) -> str:
-        return self._name
 
 
 def as_cache(cache: CacheLike) -> Cache | None:
@@ -395,8 +386,20 @@ class CallableRetriever(Named):
     With a ``corpus``, unknown doc ids are an error. With ``cache`` (True: the session's cache,
     or ``.ragmetrics/cache`` outside pytest; or a folder, or a Cache) its runs are cached,
     keyed by its identity (the function's code digest, ``version``, ``parameters``), the
-    corpus fingerprint when a corpus is given, the queries and k.
+    corpus fingerprint when a corpus is given, the queries and k. What makes the identity is
+    read-only once built (:class:`~pytest_ragmetrics.retrievers.named.Named`).
     """
+
+    fixed: ClassVar[frozenset[str]] = Named.fixed | {
+        "function",
+        "batched",
+        "corpus",
+        "parameters",
+        "scores",
+        "declared",
+        "version",
+        "takes_k",
+    }
 
     def __init__(
         self,
@@ -660,8 +663,10 @@ def cached_search(
 class CorpusRetriever(Named):
     """What BM25 and dense retrieval share: a search of their ``corpus`` through ``_search``,
     its runs cached in ``cache`` (when there is one) under their identity and the corpus's
-    texts (:meth:`_run_key`)."""
+    texts (:meth:`_run_key`). What makes the identity is read-only once built (:class:`Named`).
+    """
 
+    fixed: ClassVar[frozenset[str]] = Named.fixed | {"corpus"}
     corpus: Corpus
     cache: Cache | None
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from importlib import metadata
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -28,7 +28,18 @@ _METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 
 
 class BM25Retriever(CorpusRetriever):
-    """Sparse lexical retrieval over one corpus (bm25s)."""
+    """Sparse lexical retrieval over one corpus (bm25s); its options are read-only once built."""
+
+    fixed: ClassVar[frozenset[str]] = CorpusRetriever.fixed | {
+        "k1",
+        "b",
+        "method",
+        "delta",
+        "stopwords",
+        "stemmer_language",
+        "separator",
+        "lower",
+    }
 
     def __init__(
         self,
@@ -64,8 +75,9 @@ class BM25Retriever(CorpusRetriever):
         self.b = float(b)
         self.method: Method = method
         self.delta = float(delta)
-        self.stopwords: str | list[str] | None = (
-            stopwords if stopwords is None or isinstance(stopwords, str) else list(stopwords)
+        # A tuple: changed in place, a list would no longer be what the index was built with.
+        self.stopwords: str | tuple[str, ...] | None = (
+            stopwords if stopwords is None or isinstance(stopwords, str) else tuple(stopwords)
         )
         self.stemmer_language = stemmer
         self.separator = separator

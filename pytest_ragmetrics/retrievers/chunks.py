@@ -14,7 +14,7 @@ With passage-level qrels (judgments of the chunks themselves) evaluate the chunk
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict, Unpack
+from typing import Any, ClassVar, TypedDict, Unpack
 
 import numpy as np
 
@@ -135,7 +135,17 @@ class ChunkedRetriever(Named):
     corpus) gives :class:`~pytest_ragmetrics.generation.RetrieveThenGenerate` the chunks'
     texts as contexts (:meth:`passages_for`), so the answer layer sees chunks, not whole
     documents.
+
+    What makes the identity (``inner``, ``chunk_to_doc``, ``oversample``, ``max_chunks``) is
+    read-only once built (:class:`~pytest_ragmetrics.retrievers.named.Named`).
     """
+
+    fixed: ClassVar[frozenset[str]] = Named.fixed | {
+        "inner",
+        "chunk_to_doc",
+        "oversample",
+        "max_chunks",
+    }
 
     def __init__(
         self,

@@ -12,7 +12,7 @@ import math
 import os
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -71,7 +71,22 @@ class DenseRetriever(CorpusRetriever):
     ``executor="ray"`` (or a :class:`~pytest_ragmetrics.executors.RayExecutor` with its actors,
     GPUs and address) encodes on a Ray cluster and runs the exact (flat) search there, sharded;
     the embeddings and runs are the same and land in the same cache entries as the local ones.
+    What makes the identity (the model, prefixes, index settings) is read-only once built.
     """
+
+    fixed: ClassVar[frozenset[str]] = CorpusRetriever.fixed | {
+        "source",
+        "max_seq_length",
+        "normalize",
+        "query_prefix",
+        "passage_prefix",
+        "index_type",
+        "nlist",
+        "nprobe",
+        "hnsw_m",
+        "ef_construction",
+        "ef_search",
+    }
 
     def __init__(
         self,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -47,8 +47,17 @@ class RerankRetriever(Named):
     follow the reranked ones in their first-stage order.
 
     Cross-encoder scores are raw logits (no sigmoid, which would saturate into ties).
-    ``corpus`` defaults to the first stage's ``corpus`` attribute.
+    ``corpus`` defaults to the first stage's ``corpus`` attribute. What makes the identity is
+    read-only once built (:class:`~pytest_ragmetrics.retrievers.named.Named`).
     """
+
+    fixed: ClassVar[frozenset[str]] = Named.fixed | {
+        "first_stage",
+        "corpus",
+        "source",
+        "rerank_k",
+        "max_length",
+    }
 
     stages = (FIRST_STAGE, RERANKED)
 

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_ragmetrics import Corpus, Queries, RetrieverError
 from pytest_ragmetrics.data.model import Run
-from pytest_ragmetrics.errors import ConfigError, GeneratorError
+from pytest_ragmetrics.errors import ConfigError, GeneratorError, ReadOnlyOptionError
 from pytest_ragmetrics.generation import answer_all
 from pytest_ragmetrics.metrics import evaluate
 from tests.helpers.adapter_data import by_hand, embed, make_corpus, make_queries, matching
@@ -249,6 +249,25 @@ def test_the_identity_names_store_embeddings_and_parameters(faiss_store: Any) ->
     assert identity["parameters"] == {"chunk_size": 512}
     other = from_langchain(faiss_store, parameters={"chunk_size": 256}).identity()
     assert other != identity
+
+
+def test_what_makes_the_identity_is_read_only(memory_store: Any) -> None:
+    store = from_langchain(memory_store, search_kwargs={"filter": None})
+    plain = from_langchain(memory_store.as_retriever())
+    for adapter, option, value in (
+        (store, "scores", "distance"),
+        (store, "search_kwargs", {}),
+        (store, "id_key", "doc_id"),
+        (store, "parameters", {"chunk_size": 1}),
+        (store, "obj", memory_store),
+        (plain, "id_key", "doc_id"),
+        (plain, "obj", memory_store.as_retriever()),
+    ):
+        before = adapter.identity()
+        with pytest.raises(ReadOnlyOptionError, match=rf"{option} cannot be set"):
+            setattr(adapter, option, value)
+        assert adapter.identity() == before
+    store.concurrency = 1  # how it searches, not what it finds
 
 
 def test_a_document_without_the_id_is_an_error_naming_the_key(faiss_store: Any) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_ragmetrics import Queries, RetrieverError
 from pytest_ragmetrics.data.model import Run
-from pytest_ragmetrics.errors import ConfigError
+from pytest_ragmetrics.errors import ConfigError, ReadOnlyOptionError
 from pytest_ragmetrics.generation import answer_all
 from pytest_ragmetrics.metrics import evaluate
 from tests.helpers.adapter_data import by_hand, embed, make_corpus, make_queries, matching
@@ -132,6 +132,20 @@ def test_the_identity_names_the_retriever_and_its_model(index: Any) -> None:
     assert identity["class"].endswith("VectorIndexRetriever")
     assert identity["embed_model"].endswith("WordEmbedding")
     assert identity["similarity_top_k"] == 4
+
+
+def test_what_makes_the_identity_is_read_only(index: Any) -> None:
+    adapter = from_llama_index(index, retriever_kwargs={"vector_store_query_mode": "default"})
+    before = adapter.identity()
+    for option, value in (
+        ("scores", "distance"),
+        ("retriever_kwargs", {}),
+        ("id_key", "doc"),
+        ("obj", index.as_retriever()),
+    ):
+        with pytest.raises(ReadOnlyOptionError, match=rf"{option} cannot be set"):
+            setattr(adapter, option, value)
+    assert adapter.identity() == before
 
 
 def test_a_query_engines_answers_and_sources_reach_the_answer_layer(index: Any) -> None:

@@ -9,7 +9,12 @@ import pytest
 
 from pytest_ragmetrics import Corpus, Queries, evaluate, load_dataset
 from pytest_ragmetrics.cache import Cache
-from pytest_ragmetrics.errors import ConfigError, RetrieverError, ShortRankingWarning
+from pytest_ragmetrics.errors import (
+    ConfigError,
+    ReadOnlyOptionError,
+    RetrieverError,
+    ShortRankingWarning,
+)
 from pytest_ragmetrics.progress import use_reporter
 from pytest_ragmetrics.retrievers import BM25Retriever
 from tests.helpers.scifact_data import SCIFACT
@@ -127,6 +132,33 @@ def test_run_cache_hits_and_misses(corpus: Corpus, tmp_path: Path) -> None:
     ):
         retriever.search(queries, k)
         assert retriever.index_builds == 1
+
+
+def test_options_are_read_only_after_a_search_so_the_cache_keeps_true_runs(
+    tmp_path: Path,
+) -> None:
+    corpus = Corpus.from_dict(
+        {"a": "apple apple apple banana", "b": "apple banana banana cherry cherry", "c": "cherry"}
+    )
+    queries = Queries.from_dict({"q": "apple banana"})
+    cache = Cache(tmp_path)
+    retriever = BM25Retriever(corpus, cache=cache, stopwords=["cherry"])
+    default = retriever.search(queries, 3)
+    for option, value in (("k1", 0.1), ("b", 1.0), ("method", "atire"), ("corpus", corpus)):
+        with pytest.raises(ReadOnlyOptionError, match=rf"{option} cannot be set.*another"):
+            setattr(retriever, option, value)
+    with pytest.raises(AttributeError, match="stopwords cannot be deleted"):
+        del retriever.stopwords
+    with pytest.raises(AttributeError):  # a tuple: the index's stopwords, not changed in place
+        retriever.stopwords.append("apple")  # type: ignore[union-attr]
+    assert retriever.identity()["k1"] == 1.5
+    assert retriever.search(queries, 3).fingerprint == default.fingerprint
+    tuned = BM25Retriever(corpus, k1=0.1, b=1.0, cache=cache, stopwords=["cherry"])
+    expected = BM25Retriever(corpus, k1=0.1, b=1.0, stopwords=["cherry"]).search(queries, 3)
+    assert tuned.search(queries, 3).ranking("q") == expected.ranking("q")
+    assert expected.ranking("q") != default.ranking("q")
+    retriever.index_builds = 0  # internal state stays writable
+    retriever.cache = None
 
 
 def test_progress_is_reported(corpus: Corpus) -> None:

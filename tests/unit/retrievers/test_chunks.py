@@ -9,7 +9,7 @@ import pytest
 
 from pytest_ragmetrics import Corpus, Qrels, Queries, RetrieverError
 from pytest_ragmetrics.data.model import Run
-from pytest_ragmetrics.errors import ConfigError
+from pytest_ragmetrics.errors import ConfigError, ReadOnlyOptionError
 from pytest_ragmetrics.generation import RetrieveThenGenerate
 from pytest_ragmetrics.metrics import evaluate
 from pytest_ragmetrics.retrievers import ChunkedRetriever, chunked, from_function, max_passage
@@ -133,6 +133,23 @@ def test_the_identity_names_the_inner_retriever_and_the_aggregation() -> None:
     assert identity["aggregation"] == "maxp" and identity["chunk_to_doc"] == "separator '#'"
     assert identity["inner"]["name"] == "mine"
     assert chunked(from_function(many_chunks_of_one_document), "|").identity() != identity
+
+
+def test_what_makes_the_identity_is_read_only() -> None:
+    retriever = chunked(from_function(many_chunks_of_one_document, name="mine"), "#")
+    before = retriever.identity()
+    for option, value in (
+        ("chunk_to_doc", "|"),
+        ("oversample", 1),
+        ("max_chunks", 2),
+        ("inner", from_function(many_chunks_of_one_document, name="other")),
+        ("name", "renamed"),
+    ):
+        with pytest.raises(ReadOnlyOptionError, match=rf"{option} cannot be set"):
+            setattr(retriever, option, value)
+    with pytest.raises(ReadOnlyOptionError, match="function cannot be set"):
+        retriever.inner.function = lambda text: []
+    assert retriever.identity() == before
 
 
 def test_the_answer_layer_gets_chunks_not_documents() -> None:

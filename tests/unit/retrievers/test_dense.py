@@ -20,7 +20,7 @@ import pytest
 from pytest_ragmetrics import Corpus, Queries, evaluate, load_dataset
 from pytest_ragmetrics.cache import Cache
 from pytest_ragmetrics.encoders import default_model_path
-from pytest_ragmetrics.errors import ConfigError, RetrieverError
+from pytest_ragmetrics.errors import ConfigError, ReadOnlyOptionError, RetrieverError
 from pytest_ragmetrics.progress import use_reporter
 from pytest_ragmetrics.retrievers import DenseRetriever, build_retriever
 from tests.helpers.scifact_data import SCIFACT
@@ -181,6 +181,33 @@ def test_query_prefix_changes_the_run_key_only(
     run = prefixed.search(queries, 3)
     assert prefixed.corpus_encodings == 0 and prefixed.query_encodings == 1
     assert run.scores.tolist() != plain.scores.tolist()
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("passage_prefix", "passage: "),
+        ("query_prefix", "query: "),
+        ("normalize", False),
+        ("max_seq_length", 16),
+        ("index_type", "hnsw"),
+        ("nprobe", 1),
+        ("source", None),
+        ("corpus", None),
+    ],
+)
+def test_options_of_the_identity_are_read_only(
+    corpus: Corpus, tmp_path: Path, option: str, value: Any
+) -> None:
+    # The corpus embeddings were encoded (and cached) with the old value: a change would store
+    # them, and the runs, under an identity that says otherwise.
+    retriever = DenseRetriever(corpus, cache=Cache(tmp_path))
+    before = retriever.identity()
+    with pytest.raises(ReadOnlyOptionError, match=rf"{option} cannot be set.*another retriever"):
+        setattr(retriever, option, value)
+    assert retriever.identity() == before
+    retriever.corpus_encodings = 0  # counters stay writable
+    retriever.batch_size = 8
 
 
 def test_no_cache_always_encodes(minilm: Any, corpus: Corpus, queries: Queries) -> None:

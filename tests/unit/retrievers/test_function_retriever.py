@@ -11,6 +11,7 @@ import pytest
 
 from pytest_ragmetrics import Corpus, Queries
 from pytest_ragmetrics.cache import Cache, use_default_cache
+from pytest_ragmetrics.errors import ReadOnlyOptionError
 from pytest_ragmetrics.retrievers import from_function
 from pytest_ragmetrics.retrievers.base import rankings_note
 from tests.helpers.plugin_project import make_project
@@ -198,3 +199,24 @@ def test_in_the_plugin_runs_are_cached_and_notes_fit(pytester: pytest.Pytester) 
     told = _run(pytester)
     short = [n for n in told["notes"] if "fewer than" in str(n) or "told" in str(n)]  # type: ignore[attr-defined]
     assert not short, short
+
+
+def test_what_makes_the_identity_is_read_only(tmp_path: Path) -> None:
+    def search(text: str) -> list[str]:
+        return IDS[:3]
+
+    retriever = from_function(search, corpus=CORPUS, version=1, cache=Cache(tmp_path))
+    retriever.search(QUERIES, 3)
+    before = retriever.identity()
+    for option, value in (
+        ("function", lambda text: IDS[3:6]),
+        ("scores", "distance"),
+        ("batched", True),
+        ("version", 2),
+        ("takes_k", True),
+        ("parameters", {"x": 1}),
+    ):
+        with pytest.raises(ReadOnlyOptionError, match=rf"{option} cannot be set"):
+            setattr(retriever, option, value)
+    assert retriever.identity() == before
+    assert retriever.search(QUERIES, 3).ranking("q1")[0][0] == "d0"

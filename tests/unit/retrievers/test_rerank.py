@@ -21,7 +21,7 @@ import pytest
 from pytest_ragmetrics import Corpus, Queries
 from pytest_ragmetrics.cache import Cache
 from pytest_ragmetrics.encoders import default_model_path
-from pytest_ragmetrics.errors import ConfigError, RetrieverError
+from pytest_ragmetrics.errors import ConfigError, ReadOnlyOptionError, RetrieverError
 from pytest_ragmetrics.progress import use_reporter
 from pytest_ragmetrics.retrievers import (
     FIRST_STAGE,
@@ -169,6 +169,23 @@ def test_identity_names_both_stages(cross_encoder: Path, corpus: Corpus) -> None
     assert reranker.stage_identity(RERANKED) == identity
     with pytest.raises(ConfigError, match="unknown stage"):
         reranker.stage_identity("third")
+
+
+def test_options_of_the_identity_are_read_only(cross_encoder: Path, corpus: Corpus) -> None:
+    reranker = RerankRetriever(BM25Retriever(corpus), cross_encoder, rerank_k=7)
+    before = reranker.identity()
+    for option, value in (
+        ("rerank_k", 3),
+        ("max_length", 16),
+        ("first_stage", BM25Retriever(corpus, k1=0.5)),
+        ("corpus", corpus),
+    ):
+        with pytest.raises(ReadOnlyOptionError, match=rf"{option} cannot be set"):
+            setattr(reranker, option, value)
+    with pytest.raises(ReadOnlyOptionError, match="k1 cannot be set"):
+        reranker.first_stage.k1 = 0.5  # type: ignore[attr-defined]
+    assert reranker.identity() == before
+    reranker.pairs_scored = 0
 
 
 def test_callable_first_stage_needs_a_corpus(
