@@ -19,6 +19,7 @@ from pytest_ragmetrics.executors.base import LocalExecutor
 from pytest_ragmetrics.retrievers.base import (
     Named,
     _run_from_groups,
+    _score_value,
     check_k,
     check_run,
     guarded_call,
@@ -58,15 +59,46 @@ def class_name(obj: object) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
-def oriented(pairs: Sequence[tuple[str, Any]], kind: ScoreKind) -> list[tuple[str, Any]]:
-    """Pairs with scores that are higher for better documents; ``rank`` (or any missing
-    score) keeps the framework's order with scores n, n-1, ..., 1."""
-    if kind == "rank" or any(score is None for _, score in pairs):
+def checked_scores(
+    pairs: Sequence[tuple[str, Any]], query_id: str, retriever: str
+) -> list[float] | None:
+    """The scores of one query's ranking as floats, by ``from_function``'s rules (numbers, not
+    text or a bool, finite: else a RetrieverError naming the document and the query); None
+    when the framework gave none (every score None: its order then counts). A None among
+    numbers is an error naming its document: where it belongs among them is unknown."""
+    missing = [doc for doc, score in pairs if score is None]
+    if len(missing) == len(pairs):
+        return None
+    if missing:
+        doc, score = next((d, s) for d, s in pairs if s is not None)
+        raise RetrieverError(
+            f"retriever {retriever!r} returned no score (None) for document {missing[0]!r}, "
+            f"query {query_id!r}, but scores for others (e.g. {doc!r}: {score!r}), so where "
+            "it belongs among them is unknown; give every document of a query a score, or "
+            "none (the framework's order then counts)"
+        )
+    return [_score_value(score, doc, query_id, retriever) for doc, score in pairs]
+
+
+def oriented(
+    pairs: Sequence[tuple[str, Any]],
+    kind: ScoreKind,
+    query_id: str,
+    retriever: str,
+    convert: Callable[[float], float] | None = None,
+) -> list[tuple[str, float]]:
+    """One query's pairs with scores checked (:func:`checked_scores`) and made higher for
+    better documents (a distance negated, or ``convert``: a store's relevance function);
+    ``rank``, or no score at all, keeps the framework's order with scores n, n-1, ..., 1."""
+    values = None if kind == "rank" else checked_scores(pairs, query_id, retriever)
+    if values is None:
         n = len(pairs)
         return [(doc, float(n - i)) for i, (doc, _) in enumerate(pairs)]
-    if kind == "distance":
-        return [(doc, -float(score)) for doc, score in pairs]
-    return list(pairs)
+    if convert is not None:
+        values = [convert(value) for value in values]
+    elif kind == "distance":
+        values = [-value for value in values]
+    return [(doc, value) for (doc, _), value in zip(pairs, values, strict=True)]
 
 
 def _is_generated(value: str) -> bool:
@@ -192,7 +224,8 @@ class AdapterRetriever(Named):
 
     Subclasses give ``kind``, ``factory``, ``framework_identity()`` and either
     ``search_one(qid, text, k)`` (one query: ``[(id, score), ...]`` in the framework's order,
-    best first, scores oriented: higher is better) or ``search_many``. Several queries are
+    best first, scores checked and oriented by :func:`oriented`: higher is better) or
+    ``search_many``. Several queries are
     searched at once on up to ``concurrency`` threads. Scores that rise along the framework's
     order for most queries whose order says something were read the wrong way (``scores``):
     an error naming a query and the ``scores=`` to pass, as for a ``from_function`` ranking.
@@ -289,17 +322,11 @@ class AdapterRetriever(Named):
         groups: list[list[str]] = []
         scores: list[float] = []
         for (qid, _), result in zip(items, results, strict=True):
-            # The pairs are the adapter's own: str ids, numeric scores (finiteness is the Run's
-            # check), so the lighter checks of a function retriever's results are skipped.
+            # The pairs are the adapter's own (str ids, scores checked by oriented()); a
+            # relevance function's output is checked here, by from_function's rules.
             ids = [doc for doc, _ in result]
             check_once(ids, qid, self._name, self.chunk_ids)
-            try:
-                scores.extend([float(score) for _, score in result])
-            except (TypeError, ValueError):
-                raise RetrieverError(
-                    f"retriever {self._name!r} returned a score that is not a number for "
-                    f"query {qid!r}: {result[:3]!r}"
-                ) from None
+            scores.extend(_score_value(score, doc, qid, self._name) for doc, score in result)
             groups.append(ids)
         query_ids = [qid for qid, _ in items]
         self.check_order(query_ids, groups, scores)

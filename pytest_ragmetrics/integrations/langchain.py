@@ -155,7 +155,7 @@ class LangChainRetriever(common.AdapterRetriever):
         def ranking(qid: str, documents: Any) -> list[tuple[str, Any]]:
             where = f"retriever {self._name!r}, query {qid!r}"
             ids = _doc_ids(documents, self.id_key, where, self.corpus)
-            return common.oriented([(doc, None) for doc in ids], "rank")
+            return common.oriented([(doc, None) for doc in ids], "rank", qid, self._name)
 
         return self.rankings(items, results, ranking)
 
@@ -256,12 +256,8 @@ class LangChainVectorStore(common.AdapterRetriever):
             found = self.obj.similarity_search_with_score(text, k=k, **self.search_kwargs)
         where = f"retriever {self._name!r}, query {qid!r}"
         ids = _doc_ids([d for d, _ in found], self.id_key, where, self.corpus)
-        if self._convert is not None:
-            convert = self._convert
-            return [(doc, convert(s)) for doc, (_, s) in zip(ids, found, strict=True)]
-        return common.oriented(
-            [(doc, s) for doc, (_, s) in zip(ids, found, strict=True)], self.scores
-        )
+        pairs = [(doc, s) for doc, (_, s) in zip(ids, found, strict=True)]
+        return common.oriented(pairs, self.scores, qid, self._name, self._convert)
 
 
 def from_langchain(

@@ -5,9 +5,10 @@ pytest-ragmetrics[llama-index]``).
 
 - a retriever (``retrieve`` -> ``NodeWithScore``) or an index (searched through
   ``as_retriever(similarity_top_k=k)``): a :class:`~pytest_ragmetrics.retrievers.Retriever`
-  with an identity. LlamaIndex's scores are similarities (higher is better); a node without a
-  score keeps its place (scores n, n-1, ..., 1); ``scores="distance"`` for a store that
-  returns distances;
+  with an identity. LlamaIndex's scores are similarities (higher is better), held to
+  ``from_function``'s rules (finite numbers); nodes without a score (all of a query's) keep
+  their order (scores n, n-1, ..., 1), one without a score among scored ones is an error;
+  ``scores="distance"`` for a store that returns distances;
 - a query engine (``query`` -> ``Response``): a pipeline ``query -> (answer, contexts)``, its
   ``source_nodes`` the contexts.
 
@@ -104,7 +105,7 @@ class LlamaIndexRetriever(common.AdapterRetriever):
     def _pairs(self, nodes: Sequence[Any], qid: str) -> list[tuple[str, Any]]:
         where = f"retriever {self._name!r}, query {qid!r}"
         pairs = [(node_id(n.node, self.id_key, where, self.corpus), n.score) for n in nodes]
-        return common.oriented(pairs, self.scores)
+        return common.oriented(pairs, self.scores, qid, self._name)
 
     def search_many(self, items: list[tuple[str, str]], k: int) -> list[list[tuple[str, Any]]]:
         retriever = self._retriever(k)

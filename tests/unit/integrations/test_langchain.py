@@ -163,6 +163,41 @@ class Distances(VectorStore):
         return [(Document(page_content="", metadata={"id": i}), dist) for dist, i in found]
 
 
+class Given(Distances):
+    """A store that returns the (id, score) pairs it is given, in that order."""
+
+    def __init__(self, found: list[tuple[str, Any]]) -> None:
+        self.found = found
+
+    def similarity_search_with_score(self, query: str, k: int = 4, **kwargs: Any) -> Any:
+        return [(Document(page_content=i, metadata={"id": i}), s) for i, s in self.found][:k]
+
+
+@pytest.mark.parametrize("scores", ["similarity", "distance"])
+@pytest.mark.parametrize(
+    ("found", "message"),
+    [
+        # "0.9" was read as 0.9 (from_function refuses it); a None among numbers put the
+        # whole query in the store's order, its real scores ignored.
+        ([("d1", "0.9"), ("d4", 0.5)], r"score '0.9' \(str\) for document 'd1', query 'q1'; "),
+        ([("d4", 0.5), ("d1", None)], r"no score \(None\) for document 'd1', query 'q1', but "),
+        ([("d1", float("nan")), ("d4", 0.5)], r"score nan for document 'd1', query 'q1'; "),
+        ([("d1", True), ("d4", 0.5)], r"score True \(bool\) for document 'd1', query 'q1'; "),
+    ],
+)
+def test_scores_follow_from_functions_rules(
+    found: list[tuple[str, Any]], message: str, scores: Any
+) -> None:
+    queries = Queries.from_dict({"q1": "x"})
+    with pytest.raises(RetrieverError, match=message):
+        from_langchain(Given(found), scores=scores).search(queries, 3)
+
+
+def test_a_store_that_gives_no_scores_at_all_keeps_its_order() -> None:
+    run = from_langchain(Given([("d4", None), ("d1", None)]), scores="distance")
+    assert run.search(Queries.from_dict({"q1": "x"}), 3).ranking("q1") == [("d4", 2.0), ("d1", 1.0)]
+
+
 def test_a_store_of_unknown_scores_must_say_what_they_are() -> None:
     store = Distances(CORPUS)
     with pytest.raises(ConfigError, match=r"scores='distance' or scores='similarity'"):

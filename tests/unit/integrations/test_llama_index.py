@@ -204,6 +204,32 @@ def test_nodes_best_first_with_rising_scores_are_refused_not_re_sorted() -> None
     assert from_llama_index(unscored).search(queries, 2).ranking("q2") == [("d1", 2.0), ("d2", 1.0)]
 
 
+def test_a_node_without_a_score_among_scored_ones_is_an_error_naming_it() -> None:
+    # It put the whole query in LlamaIndex's order: d1 > d4 > d2, where d2 scored best.
+    mixed = Listed([("d1", 0.2), ("d4", None), ("d2", 0.9)])
+    with pytest.raises(RetrieverError, match=r"no score \(None\) for document 'd4', query 'q1'"):
+        from_llama_index(mixed).search(Queries.from_dict({"q1": "a"}), 3)
+
+
+class Constructed(BaseRetriever):
+    """Nodes built without pydantic's checks, as a retriever may: their scores as given."""
+
+    def _retrieve(self, query_bundle: Any) -> list[NodeWithScore]:
+        found = [("d1", "high"), ("d2", 0.5)]
+        return [
+            NodeWithScore.model_construct(node=TextNode(id_=i, text=i), score=s) for i, s in found
+        ]
+
+
+def test_scores_that_are_not_finite_numbers_are_refused_naming_the_document() -> None:
+    queries = Queries.from_dict({"q1": "a"})
+    with pytest.raises(RetrieverError, match=r"score 'high' \(str\) for document 'd1', query"):
+        from_llama_index(Constructed()).search(queries, 3)
+    nan = Listed([("d1", float("nan")), ("d2", 0.5)])
+    with pytest.raises(RetrieverError, match=r"score nan for document 'd1', query 'q1'; .*finite"):
+        from_llama_index(nan, scores="distance").search(queries, 3)
+
+
 def test_a_generated_node_id_is_never_taken_for_the_corpus_id() -> None:
     # Documents without ids: their nodes' ref_doc_id is a random UUID, and every metric was 0.0.
     built = VectorStoreIndex.from_documents(
