@@ -117,22 +117,28 @@ def document_id(
     what: Callable[[], str],
     corpus: Corpus | None = None,
 ) -> str:
-    """The corpus id of a framework document: ``document.metadata[id_key]`` (text, or an int
-    as its digits), else (with the default ``id_key="id"``) its own id unless the framework
-    generated it (a random UUID not in ``corpus``); else a RetrieverError naming ``what()``
-    (built only then: the usual case is a string in the metadata)."""
+    """The corpus id of a framework document: ``document.metadata[id_key]`` (text, or an
+    integer, Python's or numpy's, as its digits), else (with the default ``id_key="id"``) its
+    own id unless the framework generated it (a random UUID not in ``corpus``); else a
+    RetrieverError naming ``what()`` (built only then: the usual case is text in the
+    metadata). An empty (or blank) id there is an error saying so."""
     metadata = getattr(document, "metadata", None)
     metadata = metadata if isinstance(metadata, Mapping) else {}
     value = metadata.get(id_key)
-    if isinstance(value, str) and value:
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if value is not None and value != "":
+    if isinstance(value, str) and value.strip():
+        return str(value)  # numpy's str_ too, as a plain str
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return str(int(value))  # pandas gives numpy integers: np.int64(2) is "2"
+    if isinstance(value, str):
+        raise RetrieverError(
+            f"{what()} has an empty id in its metadata ({id_key}={value!r}); store the "
+            "corpus id there, or name the field that holds it with id_key="
+        )
+    if value is not None:
         raise RetrieverError(
             f"{what()} has {id_key}={value!r} ({type(value).__name__}) in its metadata, but a "
-            "corpus id is text (an int is read as its digits): store the id there as the "
-            "corpus writes it"
+            f"corpus id is text, or an integer read as its digits, not a {type(value).__name__}: "
+            "store the id there as the corpus writes it"
         )
     if value is None and id_key == "id" and isinstance(own_id, str) and own_id:
         if not _is_generated(own_id) or (corpus is not None and own_id in corpus):

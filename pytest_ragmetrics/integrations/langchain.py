@@ -6,9 +6,9 @@ pytest-ragmetrics[langchain]``).
 - :func:`from_langchain_pipeline` takes a Runnable that answers a question with its source
   documents, a pipeline ``query -> (answer, contexts)`` for the answer layer.
 
-A document's corpus id is ``metadata[id_key]`` (default ``"id"``; text, or an int; lacking it,
-the ``Document.id`` the store keeps, unless the store generated it: a random UUID is an error,
-unless ``corpus`` holds it).
+A document's corpus id is ``metadata[id_key]`` (default ``"id"``; text, or an integer, numpy's
+too; lacking it, the ``Document.id`` the store keeps, unless the store generated it: a random
+UUID is an error, unless ``corpus`` holds it).
 
 **Scores.** A retriever (``invoke``) returns documents without scores: the order alone counts.
 A vector store's ``similarity_search_with_score`` returns what the store computes, a distance
@@ -68,8 +68,8 @@ def _doc_ids(
         "".join(ids)  # a TypeError unless every id is text: the cheapest check there is
     except (AttributeError, KeyError, TypeError):
         ids = [""]
-    if "" not in ids:
-        return ids  # the usual case, at the cost of a list comprehension
+    if all(map(str.strip, ids)):  # none empty or blank
+        return [str(i) for i in ids]  # the usual case, at the cost of two passes
     return [_doc_id(document, id_key, where, corpus) for document in documents]
 
 

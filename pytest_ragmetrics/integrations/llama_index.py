@@ -12,12 +12,12 @@ pytest-ragmetrics[llama-index]``).
 - a query engine (``query`` -> ``Response``): a pipeline ``query -> (answer, contexts)``, its
   ``source_nodes`` the contexts.
 
-A node's corpus id is ``metadata[id_key]`` (default ``"id"``; text, or an int); lacking it, with
-the default key, the id of the document it was made from (``ref_doc_id``), else its own
-``node_id``, unless LlamaIndex generated that id (a random UUID: an error, unless ``corpus``
-holds it). Chunks of one document share its id: to rank documents by their best chunk, give
-each node its own id in its metadata (see :data:`CHUNK_IDS`) and wrap the retriever in
-:func:`~pytest_ragmetrics.retrievers.chunked`.
+A node's corpus id is ``metadata[id_key]`` (default ``"id"``; text, or an integer, numpy's
+too); lacking it, with the default key, the id of the document it was made from
+(``ref_doc_id``), else its own ``node_id``, unless LlamaIndex generated that id (a random
+UUID: an error, unless ``corpus`` holds it). Chunks of one document share its id: to rank
+documents by their best chunk, give each node its own id in its metadata (see
+:data:`CHUNK_IDS`) and wrap the retriever in :func:`~pytest_ragmetrics.retrievers.chunked`.
 """
 
 from __future__ import annotations

@@ -496,3 +496,31 @@ def test_metadata_ids_that_are_not_text_are_refused_naming_the_query() -> None:
     )
     run = from_langchain(store).search(Queries.from_dict({"q": "w01"}), 1)
     assert run.ranking("q")[0][0] == "7"  # an int is its digits, as in a data file
+
+
+def test_numpy_integer_ids_are_read_as_their_digits() -> None:
+    import numpy as np
+
+    # Ids from a pandas column are numpy integers: refused as "not text (an int is read as its
+    # digits)", a message at odds with itself.
+    corpus = Corpus.from_dict({"2": "w01 w02", "3": "w03"})
+    docs = [Document(page_content=d.text, metadata={"id": np.int64(d.id)}) for d in corpus]
+    store = InMemoryVectorStore.from_documents(docs, WordEmbeddings())
+    run = from_langchain(store, corpus=corpus).search(Queries.from_dict({"q": "w01"}), 2)
+    assert run.ranking("q")[0][0] == "2"
+    flag = [Document(page_content="w01", metadata={"id": np.bool_(True)})]
+    with pytest.raises(RetrieverError, match=r"integer read as its digits, not a bool"):
+        from_langchain(InMemoryVectorStore.from_documents(flag, WordEmbeddings())).search(
+            Queries.from_dict({"q": "w01"}), 1
+        )
+
+
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_metadata_id_is_named_as_empty(empty: str) -> None:
+    # It was "has no 'id' in its metadata (its keys: id)".
+    docs = [Document(page_content="w01", id="d1", metadata={"id": empty})]
+    store = InMemoryVectorStore.from_documents(docs, WordEmbeddings())
+    with pytest.raises(
+        RetrieverError, match=rf"query 'q'.* has an empty id in its metadata \(id='{empty}'\)"
+    ):
+        from_langchain(store).search(Queries.from_dict({"q": "w01"}), 1)

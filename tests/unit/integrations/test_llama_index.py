@@ -256,6 +256,22 @@ def test_metadata_ids_that_are_not_text_are_refused() -> None:
             from_llama_index(index).search(Queries.from_dict({"q": "w01"}), 1)
 
 
+def test_numpy_integer_ids_are_taken_and_empty_ones_named() -> None:
+    import numpy as np
+
+    class Numbered(BaseRetriever):
+        def _retrieve(self, query_bundle: Any) -> list[NodeWithScore]:
+            node = TextNode(id_="n1", text="w01", metadata={"id": np.int64(2)})
+            return [NodeWithScore(node=node, score=0.5)]
+
+    queries = Queries.from_dict({"q": "w01"})
+    assert from_llama_index(Numbered()).search(queries, 1).ranking("q")[0][0] == "2"
+    empty = TextNode(id_="n1", text="w01", metadata={"doc": ""})
+    index = VectorStoreIndex([empty], embed_model=WordEmbedding())
+    with pytest.raises(RetrieverError, match=r"has an empty id in its metadata \(doc=''\)"):
+        from_llama_index(index, id_key="doc").search(queries, 1)
+
+
 def test_chunks_of_a_document_get_advice_that_works() -> None:
     from llama_index.core.node_parser import SentenceSplitter
 
