@@ -13,6 +13,7 @@ With passage-level qrels (judgments of the chunks themselves) evaluate the chunk
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypedDict, Unpack
 
@@ -21,7 +22,7 @@ import numpy as np
 from pytest_ragmetrics.cache import identity_of
 from pytest_ragmetrics.data.model import Corpus, Queries, Run, as_str_array
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
-from pytest_ragmetrics.retrievers.base import Named, check_k, check_run
+from pytest_ragmetrics.retrievers.base import Named, ShortRankingWarning, check_k, check_run
 from pytest_ragmetrics.twins import same_class
 
 ChunkToDoc = str | Callable[[str], str]
@@ -188,9 +189,12 @@ class ChunkedRetriever(Named):
         }
 
     def search_chunks(self, queries: Queries, k: int) -> Run:
-        """The inner retriever's chunk run, for passage-level qrels."""
+        """The inner retriever's chunk run, for passage-level qrels (a ShortRankingWarning is
+        this retriever's, once: the inner retriever's own is silenced)."""
         k = check_k(k, self._name)
-        result = self.inner.search(queries, k)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ShortRankingWarning)
+            result = self.inner.search(queries, k)
         if not (isinstance(result, Mapping) or same_class(result, Run)):
             raise RetrieverError(
                 f"retriever {self._name!r}: the inner retriever returned "
@@ -202,13 +206,17 @@ class ChunkedRetriever(Named):
         return check_run(run, queries, k, retriever=self._name, corpus=self.passages)
 
     def search(self, queries: Queries, k: int) -> Run:
-        """Up to ``k`` documents per query, each scored by its best chunk."""
+        """Up to ``k`` documents per query, each scored by its best chunk. A query with no
+        chunk has no document either: the runs of chunks are not warned about, the documents'
+        is (one ShortRankingWarning, at ``k``)."""
         k = check_k(k, self._name)
         depth = self._cap(k * self.oversample)
         found: dict[str, list[tuple[str, float]]] = {}
         pending = queries
         while True:
-            chunks = self.search_chunks(pending, depth)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ShortRankingWarning)
+                chunks = self.search_chunks(pending, depth)
             docs = max_passage(chunks, self.chunk_to_doc, retriever=self._name)
             depth_of = dict(zip(chunks.query_ids.tolist(), chunks.depths().tolist(), strict=True))
             again = []

@@ -3,13 +3,14 @@ passage-level evaluation, chunk contexts for the answer layer."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import pytest
 
 from pytest_ragmetrics import Corpus, Qrels, Queries, RetrieverError
 from pytest_ragmetrics.data.model import Run
-from pytest_ragmetrics.errors import ConfigError, ReadOnlyOptionError
+from pytest_ragmetrics.errors import ConfigError, ReadOnlyOptionError, ShortRankingWarning
 from pytest_ragmetrics.generation import RetrieveThenGenerate
 from pytest_ragmetrics.metrics import evaluate
 from pytest_ragmetrics.retrievers import ChunkedRetriever, chunked, from_function, max_passage
@@ -150,6 +151,23 @@ def test_what_makes_the_identity_is_read_only() -> None:
     with pytest.raises(ReadOnlyOptionError, match="function cannot be set"):
         retriever.inner.function = lambda text: []
     assert retriever.identity() == before
+
+
+def test_a_mostly_empty_run_is_warned_about_once() -> None:
+    # It was warned about twice, or three times: by the inner retriever, for the chunk run,
+    # and for the document run.
+    def cats_only(text: str) -> list[tuple[str, float]]:
+        return [("a#0", 1.0), ("a#1", 0.5)] if text == "cats" else []
+
+    queries = Queries.from_dict({"q1": "cats", "q2": "dogs", "q3": "birds"})
+    retriever = chunked(from_function(cats_only, name="inner"), "#")
+    for search in (retriever.search, retriever.search_chunks):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            search(queries, 3)
+        shown = [str(w.message) for w in caught if w.category is ShortRankingWarning]
+        assert len(shown) == 1, shown
+        assert shown[0].startswith("retriever 'inner (MaxP)' returned nothing for 2 of 3 queries")
 
 
 def test_the_answer_layer_gets_chunks_not_documents() -> None:
