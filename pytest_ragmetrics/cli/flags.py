@@ -10,11 +10,16 @@ which setting a spelling several settings share stands for.
 Repeating a flag either accumulates (a list flag: ``--dataset``, ``--split``, ``--run``,
 ``-m``, ...) or is refused with a usage error naming it; argparse alone would keep the last
 value silently (``--split sf=test,dev --split cran=test`` dropped the dev split).
+
+An empty or blank value of any flag or argument that takes one is a usage error naming it
+(:func:`_given`), as on the plugin's side: ``--out=$VAR`` with ``VAR`` unset must not mean
+"the current folder", nor ``--tag ''`` the default tag.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -94,6 +99,7 @@ class Flag:
         # the flag in its error. An integer flag checks its range in the command (one line).
         own = option is not None and not self.choices and self.kind == "one"
         parse = _ascii(self.type) if self.type else (cli_type(option) if own and option else None)
+        parse = _given(parse, self.spellings[-1] if self.kind != "positional" else None)
         extra = {"type": parse, "choices": self.choices, "dest": self.dest, "nargs": self.nargs}
         extra["const"] = self.const
         return {**kwargs, **{k: v for k, v in extra.items() if v is not None}}
@@ -118,6 +124,24 @@ _ASCII: dict[Any, Callable[[str], Any]] = {int: _ascii_number(int), float: _asci
 def _ascii(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     """A flag's ``type``: int and float read ASCII numbers only (one parser each)."""
     return _ASCII.get(kind, kind)
+
+
+@functools.cache  # one function per flag: a spelling reads values alike in every command
+def _given(parse: Callable[[str], Any] | None, flag: str | None) -> Callable[[str], Any]:
+    """``parse`` (None: the text as written) refusing an empty or blank value with a usage
+    error: ``--out=$VAR`` with ``VAR`` unset, which would else mean a default, or the
+    current folder. ``flag``: the option's spelling, None for a positional argument."""
+
+    def given(text: str) -> Any:
+        if not text.strip():
+            example = f", as in {flag}=$VAR" if flag else ""
+            raise argparse.ArgumentTypeError(
+                f"the value is empty (an unset variable{example}?); give a value"
+            )
+        return text if parse is None else parse(text)
+
+    given.__name__ = getattr(parse, "__name__", "value")  # argparse's "invalid int value"
+    return given
 
 
 def _setting(name: str, kind: Kind = "one", **fields: Any) -> Flag:
@@ -179,7 +203,8 @@ FLAGS: dict[str, Flag] = {
     "--index": _flag("--index", choices=("flat", "ivf", "hnsw")),
     "--device": _flag("--device"),
     "--devices": _flag("--devices"),
-    "--ray": _flag("--ray", nargs="?", const="", metavar="ADDRESS"),
+    # Not a str const: argparse would pass it to the empty-value check.
+    "--ray": _flag("--ray", nargs="?", const=True, metavar="ADDRESS"),
     "--actors": _flag("--actors", type=int, metavar="N"),
     "--gpus-per-actor": _flag("--gpus-per-actor", type=float, metavar="G"),
     # -- judges (calibrate, judge-pool) -----------------------------------------------------------

@@ -186,7 +186,7 @@ def _ray_executor(args: argparse.Namespace) -> Any:
     if args.gpus_per_actor is not None and not args.gpus_per_actor >= 0:
         raise ConfigError(f"--gpus-per-actor must be a number >= 0, got {args.gpus_per_actor}")
     return RayExecutor(
-        args.ray or None,
+        None if args.ray is True else args.ray,  # True: --ray alone
         actors=args.actors,
         gpus_per_actor=args.gpus_per_actor or 0,
     )

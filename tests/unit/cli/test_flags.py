@@ -180,3 +180,42 @@ def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) 
     from pytest_ragmetrics import __version__
 
     assert _help(["--version"], capsys) == f"ragmetrics {__version__}"
+
+
+def _value_flags() -> list[tuple[str, str]]:
+    """(command, spelling) of every flag of every command that takes a value."""
+    return [
+        (command, action.option_strings[-1])
+        for command, action in flag_actions()
+        if action.option_strings and action.nargs != 0 and action.dest != "version"
+    ]
+
+
+@pytest.mark.parametrize("value", ["", " "], ids=["empty", "blank"])
+def test_an_empty_value_of_any_flag_is_a_usage_error_naming_it(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``compare --out ''`` said ": cannot write (Is a directory)", ``--tag ''`` wrote the
+    retriever's name as the tag and ``--metric=`` said "unknown metric ''": an unset variable
+    (``--out=$VAR``) must not become a default or the current folder."""
+    flags = _value_flags()
+    assert ("compare", "--out") in flags and ("retrieve", "--ray") in flags
+    assert len(flags) > 80
+    for command, flag in flags:
+        with pytest.raises(SystemExit) as exit_:
+            build_parser().parse_args([command, f"{flag}={value}"])
+        assert exit_.value.code == 2, (command, flag)
+        err = capsys.readouterr().err
+        assert f"{flag}: the value is empty (an unset variable, as in {flag}=$VAR?)" in err, err
+    # The positional arguments too.
+    for argv in (["compare", "a.run", value], ["report", value]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(argv)
+        assert ": the value is empty (an unset variable?); give a value" in capsys.readouterr().err
+
+
+def test_ray_alone_still_means_ray_address_or_a_local_cluster() -> None:
+    base = ["retrieve", "--dataset", "d", "--retriever", "dense", "--out", "o"]
+    assert build_parser().parse_args([*base, "--ray"]).ray is True
+    assert build_parser().parse_args([*base, "--ray", "auto"]).ray == "auto"
+    assert build_parser().parse_args(base).ray is None
