@@ -113,8 +113,9 @@ def _add_runs_options(runs: argparse._ArgumentGroup) -> None:
         "'ragmetrics evaluate'); repeat it (NAME=DIR) to compare systems over several")  # fmt: skip
     add(runs, "--split", "with --dataset: the split(s), test (default), test,dev or "
         "NAME=test,dev per dataset (repeats add up)")  # fmt: skip
-    add(runs, "--metric", "metric (repeatable); default: " + " ".join(DEFAULT_METRICS)
-        + " for runs alone, else the metrics every evaluation given has")  # fmt: skip
+    add(runs, "--metric", "metric; several: -m ndcg_at_10,map or -m repeated; default: "
+        + " ".join(DEFAULT_METRICS) + " for runs alone, else the metrics every evaluation "
+        "given has")  # fmt: skip
     for flag in ("--relevance-level", "--gain", "--query-set"):
         add(runs, flag, setting_help(flag) + "; for TREC runs")
     add(runs, "--ignore-identical-ids", "drop retrieved documents whose id is the query's id "

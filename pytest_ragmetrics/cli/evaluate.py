@@ -52,8 +52,8 @@ def add_parser(sub: Subparsers) -> None:
         metavar="[PAIR=]RUN",
         required=True,
     )
-    add(p, "--metric", "metric such as ndcg_at_10, map, mrr (repeatable); default: "
-        + " ".join(DEFAULT_METRICS))  # fmt: skip
+    add(p, "--metric", "metric such as ndcg_at_10, map, mrr; several: -m ndcg_at_10,map or "
+        "-m repeated; default: " + " ".join(DEFAULT_METRICS))  # fmt: skip
     for flag in ("--relevance-level", "--gain", "--query-set"):
         add(p, flag)
     add(

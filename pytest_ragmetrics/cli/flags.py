@@ -9,7 +9,8 @@ which setting a spelling several settings share stands for.
 
 Repeating a flag either accumulates (a list flag: ``--dataset``, ``--split``, ``--run``,
 ``-m``, ...) or is refused with a usage error naming it; argparse alone would keep the last
-value silently (``--split sf=test,dev --split cran=test`` dropped the dev split).
+value silently (``--split sf=test,dev --split cran=test`` dropped the dev split). ``-m``'s
+values are lists as the ini key's are (``-m ndcg_at_10,map``).
 
 An empty or blank value of any flag or argument that takes one is a usage error naming it
 (:func:`_given`), as on the plugin's side: ``--out=$VAR`` with ``VAR`` unset must not mean
@@ -29,7 +30,8 @@ from pytest_ragmetrics.transport.endpoint import APIS
 from pytest_ragmetrics.values import python_only
 from pytest_ragmetrics.vocabulary import JUDGE_KINDS, RETRIEVER_KINDS
 
-Kind = Literal["one", "list", "switch", "positional", "version"]
+# "items": a list flag whose values are themselves lists, split as the ini's (commas, spaces).
+Kind = Literal["one", "list", "items", "switch", "positional", "version"]
 Parser = argparse.ArgumentParser | argparse._ArgumentGroup | argparse._MutuallyExclusiveGroup
 FORMATS = ("table", "json", "markdown", "html")
 # add(..., default=SETTING): the setting's own default value; add(..., setting=SETTING) (the
@@ -91,7 +93,7 @@ class Flag:
             option.metavar if option and not self.choices else None
         )
         kwargs["default"] = self.default
-        actions = {"one": _Once, "list": "append"}
+        actions = {"one": _Once, "list": "append", "items": "extend"}
         if self.kind in actions:
             kwargs["action"] = actions[self.kind]
         # A one-value flag reads its value with the setting's parser (a refused value is a
@@ -99,6 +101,8 @@ class Flag:
         # the flag in its error. An integer flag checks its range in the command (one line).
         own = option is not None and not self.choices and self.kind == "one"
         parse = _ascii(self.type) if self.type else (cli_type(option) if own and option else None)
+        if self.kind == "items":
+            parse = _items
         parse = _given(parse, self.spellings[-1] if self.kind != "positional" else None)
         extra = {"type": parse, "choices": self.choices, "dest": self.dest, "nargs": self.nargs}
         extra["const"] = self.const
@@ -144,6 +148,18 @@ def _given(parse: Callable[[str], Any] | None, flag: str | None) -> Callable[[st
     return given
 
 
+def _items(text: str) -> list[str]:
+    """The items of a list value, split as the ini's lists are: ``ndcg_at_10,map``."""
+    from pytest_ragmetrics.values import split_list
+
+    items = split_list(text)
+    if not items:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names nothing; give names separated by commas, e.g. ndcg_at_10,map"
+        )
+    return items
+
+
 def _setting(name: str, kind: Kind = "one", **fields: Any) -> Flag:
     """The flag of setting ``name``, spelled as options.py says."""
     cli = OPTION[name].cli
@@ -164,7 +180,7 @@ FLAGS: dict[str, Flag] = {
     "--dataset": _setting("ragmetrics_dataset", "list", metavar="[NAME=]DIR"),
     "--split": _setting("ragmetrics_split", "list", metavar="SPLITS"),
     "--run": _flag("--run", "list", metavar="RUN"),
-    "--metric": _setting("ragmetrics_metrics", "list", metavar="NAME", dest="metrics"),
+    "--metric": _setting("ragmetrics_metrics", "items", metavar="NAME", dest="metrics"),
     "--relevance-level": _setting("ragmetrics_relevance_level"),
     "--gain": _setting("ragmetrics_gain"),
     "--query-set": _setting("ragmetrics_query_set"),

@@ -65,7 +65,8 @@ def add_parser(sub: Subparsers) -> None:
         metavar="RUN",
         required=True,
     )
-    add(p, "--metric", "with several pairs: metrics of the summary (default: "
+    add(p, "--metric", "with several pairs: metrics of the summary, -m ndcg_at_10,map or -m "
+        "repeated (default: "
         + " ".join(DEFAULT_METRICS) + ")")  # fmt: skip
     add(p, "--ignore-identical-ids", "with several pairs: score the summary with BEIR's "
         "identical-ids rule (the runs written are not filtered)")  # fmt: skip

@@ -219,3 +219,35 @@ def test_ray_alone_still_means_ray_address_or_a_local_cluster() -> None:
     assert build_parser().parse_args([*base, "--ray"]).ray is True
     assert build_parser().parse_args([*base, "--ray", "auto"]).ray == "auto"
     assert build_parser().parse_args(base).ray is None
+
+
+def test_metrics_take_commas_as_the_ini_key_does_in_every_command(
+    animals_planets: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``-m ndcg_at_10,map`` said "cutoff '10,map' must be a positive integer" while
+    ragmetrics_metrics = "ndcg_at_10,map" is two metrics."""
+    from tests.helpers.paths import TEST_DATA
+
+    qrels, run = (str(TEST_DATA / "trec_eval" / name) for name in ("qrels.test", "results.test"))
+    other = tmp_path / "other.run"
+    other.write_text(Path(run).read_text().replace("STANDARD", "OTHER"))
+    for command in (["evaluate", "--run", run], ["compare", run, str(other)]):
+        outputs = []
+        for metrics in (["-m", "ndcg_at_10,map"], ["-m", "ndcg_at_10", "-m", "map"]):
+            assert main([*command, "--qrels", qrels, *metrics, "--format", "json"]) == 0
+            outputs.append(json.loads(capsys.readouterr().out))
+        assert outputs[0] == outputs[1]
+        assert list(outputs[0]["metrics"]) == ["ndcg_at_10", "map"], command
+    f = animals_planets
+    retrieve = ["retrieve", "--dataset", f["animals"], "--retriever", "bm25", "--out", "o"]
+    assert build_parser().parse_args([*retrieve, "-m", "mrr, map", "-m", "P_5"]).metrics == [
+        "mrr",
+        "map",
+        "P_5",
+    ]
+    # Commas alone name nothing: a usage error, not the default metrics.
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--qrels", qrels, "--run", run, "-m", ","])
+    assert "argument -m/--metric: ',' names nothing; give names separated by commas" in (
+        capsys.readouterr().err
+    )
