@@ -160,6 +160,16 @@ def _items(text: str) -> list[str]:
     return items
 
 
+def _run_tag(text: str) -> str:
+    """A TREC run tag: one column, so no whitespace (a space would make it two)."""
+    if any(c.isspace() for c in text):
+        joined = "_".join(text.split())
+        raise argparse.ArgumentTypeError(
+            f"{text!r} holds whitespace, which a TREC run's tag column cannot; write {joined!r}"
+        )
+    return text
+
+
 def _setting(name: str, kind: Kind = "one", **fields: Any) -> Flag:
     """The flag of setting ``name``, spelled as options.py says."""
     cli = OPTION[name].cli
@@ -211,7 +221,7 @@ FLAGS: dict[str, Flag] = {
     "--retriever": _setting("ragmetrics_retriever", choices=RETRIEVER_KINDS),
     "--model": _setting("ragmetrics_model", metavar="MODEL"),
     "--k": _setting("ragmetrics_k", type=int),
-    "--tag": _flag("--tag"),
+    "--tag": _flag("--tag", type=_run_tag),
     "--batch-size": _flag("--batch-size", type=int, metavar="N"),
     "--max-seq-length": _flag("--max-seq-length", type=int, metavar="N"),
     "--query-prefix": _flag("--query-prefix", metavar="TEXT"),

@@ -251,3 +251,16 @@ def test_metrics_take_commas_as_the_ini_key_does_in_every_command(
     assert "argument -m/--metric: ',' names nothing; give names separated by commas" in (
         capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize("tag", ["a b", "a\tb"])
+def test_a_run_tag_with_whitespace_is_refused(tag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``retrieve --tag 'a b'`` silently wrote the tag a_b (a tab made a seventh column)."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["retrieve", "--dataset", "d", "--retriever", "bm25", "--out", "o", "--tag", tag])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert (
+        f"argument --tag: {tag!r} holds whitespace, which a TREC run's tag column cannot; " in err
+    )
+    assert err.endswith("write 'a_b'\n")
