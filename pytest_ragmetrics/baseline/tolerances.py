@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_ragmetrics.errors import ConfigError, MetricError
@@ -32,6 +32,18 @@ class Tolerances:
 
     def for_metric(self, metric: str) -> Tolerance:
         return self.per_metric.get(metric, self.default)
+
+    def check_used(self, compared: Iterable[str], where: str) -> None:
+        """A ConfigError naming the per-metric tolerances for none of the metrics ``compared``:
+        ``--tolerance map_at_100=0.5`` with map compared alone would be silently unused."""
+        compared = list(dict.fromkeys(compared))
+        unused = [f"{m}={t}" for m, t in self.per_metric.items() if m not in compared]
+        if unused:
+            raise ConfigError(
+                f"{where}: {', '.join(unused)} names a metric that is not compared here (the "
+                f"metrics compared: {', '.join(compared) or 'none'}); drop it, or compare that "
+                "metric"
+            )
 
 
 def _parse_one_tolerance(text: str, where: str, unit_interval: bool = True) -> Tolerance:
@@ -67,7 +79,9 @@ def parse_tolerances(items: Sequence[str], where: str = "ragmetrics_tolerance") 
     default = Tolerance(0.01)
     per_metric: dict[str, Tolerance] = {}
     given_as: dict[str, str] = {}  # metric name (or "" for the default) -> the item that set it
-    for item in split_list(items):
+    items = split_list(items)
+    _refuse_detached_percent(items, where)
+    for item in items:
         if "=" in item:
             metric, _, value = item.partition("=")
             try:
@@ -93,3 +107,16 @@ def parse_tolerances(items: Sequence[str], where: str = "ragmetrics_tolerance") 
             given_as[""] = item
             default = _parse_one_tolerance(item, where)
     return Tolerances(default, per_metric)
+
+
+def _refuse_detached_percent(items: Sequence[str], where: str) -> None:
+    """``2 %`` is two items, ``2`` (an absolute tolerance, refused as "lets a metric fall to
+    0") and ``%``: name the space instead."""
+    for i, item in enumerate(items):
+        if item.startswith("%"):
+            before = f"{items[i - 1]} {item}" if i else item
+            joined = f"{items[i - 1]}{item}" if i else f"{item[1:] or 2}%"
+            raise ConfigError(
+                f"{where}: {before!r}: a % goes right after its number, no space between "
+                f"(write {joined})"
+            )

@@ -182,6 +182,8 @@ def _compare_pair(
             files = {"before": args.inputs[0], "after": args.inputs[1]}
             refuse_overwriting(args.out, "--out", kind="html", files=files)
     before, after = (_evaluations_of(item) for item in inputs)
+    entries = [*before.values(), *after.values()]
+    args.tolerances.check_used((m for e in entries for m in e.get("metrics") or {}), "--tolerance")
     # Only a baseline can be blessed: the advice after a failure says what fits.
     against: Against = "baseline" if inputs[0].kind == "baseline" else "report"
     pair = compare_pair(
@@ -258,6 +260,7 @@ def _compare_runs(
         semantics=semantics_of(args),
         select=args.evaluation or (),
     )
+    args.tolerances.check_used(systems[0].record.evaluation.metrics, "--tolerance")
     comparison = compare_systems(
         systems,
         args.tolerances,
@@ -338,6 +341,8 @@ def _compare_datasets(
             raise ConfigError(f"{flag}: not with several datasets (their systems are runs)")
     require_positive(args, "most_changed", "worst")
     runs = system_runs(args.inputs, pairs)
+    metrics = metric_names(args.metrics, bool(args.judged_docs_only))
+    args.tolerances.check_used(metrics, "--tolerance")
     if args.format == "html" and args.out is not None:
         files = {f"run {path}": path for by_pair in runs.values() for path in by_pair.values()}
         folders = {f"--dataset {p.name}": str(p.path) for p in pairs}
@@ -345,7 +350,7 @@ def _compare_datasets(
     comparison = compare_datasets(
         runs,
         pairs,
-        metric_names(args.metrics, bool(args.judged_docs_only)),
+        metrics,
         semantics_of(args),
         args.tolerances,
         tolerance=args.tolerance,

@@ -29,3 +29,23 @@ def test_a_registered_metric_may_have_a_larger_absolute_tolerance() -> None:
             parse_tolerances(["3"])  # the default applies to the built-in metrics too
     finally:
         unregister_metric("hits_count")
+
+
+def test_a_percent_sign_apart_from_its_number_is_named_as_such() -> None:
+    """The ini's ``ragmetrics_tolerance = "2 %"`` too: "an absolute tolerance of '2'" named a
+    value nobody wrote."""
+    with pytest.raises(ConfigError, match=r"'2 %': a % goes right after its number.*write 2%"):
+        parse_tolerances(["2 %"])
+    with pytest.raises(ConfigError, match=r"'%5': a % goes right after .*write 5%\)"):
+        parse_tolerances(["%5"])
+
+
+def test_check_used_names_the_tolerances_for_metrics_not_compared() -> None:
+    parsed = parse_tolerances(["0.02 map_at_100=0.5 mrr=2%"])
+    parsed.check_used(["map_at_100", "mrr", "map"], "--tolerance")
+    with pytest.raises(ConfigError) as error:
+        parsed.check_used(["map"], "--tolerance")
+    assert str(error.value) == (
+        "--tolerance: map_at_100=0.5, mrr=2% names a metric that is not compared here (the "
+        "metrics compared: map); drop it, or compare that metric"
+    )

@@ -179,6 +179,47 @@ def test_a_tolerance_given_twice_is_refused_not_the_last_kept(
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("tolerance", "message"),
+    [
+        ("2 %", "--tolerance: '2 %': a % goes right after its number, no space between (write 2%)"),
+        ("ndcg_at_10=5 %", "'ndcg_at_10=5 %': a % goes right after its number, no space between "
+         "(write ndcg_at_10=5%)"),
+    ],
+)  # fmt: skip
+def test_a_percent_apart_from_its_number_is_named(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str], tolerance: str, message: str
+) -> None:
+    """``--tolerance "2 %"`` said "an absolute tolerance of '2' lets a metric in [0, 1] fall to 0
+    unchecked; did you mean 2% (relative) or 0.02?", about a value the user did not write."""
+    assert run("compare", str(files[0]), str(files[1]), "--tolerance", tolerance) == (2, "")
+    err = capsys.readouterr().err
+    assert message in err and "absolute" not in err
+
+
+def test_a_tolerance_for_a_metric_not_compared_is_refused(
+    files: tuple[Path, Path], runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--tolerance map_at_100=0.5`` comparing map alone was silently unused (exit 0)."""
+    tolerances = ["--tolerance", "mrr=0.5", "--tolerance", "0.02"]
+    assert run("compare", *map(str, files), *tolerances) == (2, "")
+    assert capsys.readouterr().err == (
+        "ragmetrics compare: error: --tolerance: mrr=0.5 names a metric that is not compared "
+        "here (the metrics compared: ndcg_at_10); drop it, or compare that metric\n"
+    )
+    code, _ = cli("compare --qrels {qrels} {a} {b} -m mrr --tolerance map_at_100=5%", runs)
+    assert code == 2
+    assert "map_at_100=5% names a metric that is not compared here (the metrics compared: mrr)" in (
+        capsys.readouterr().err
+    )
+    # -J compares judged-only forms: a tolerance for the plain metric would go unused.
+    assert cli("compare --qrels {qrels} {a} {b} -m mrr -J --tolerance mrr=0.1", runs)[0] == 2
+    assert "(the metrics compared: mrr_judged)" in capsys.readouterr().err
+    # Named and compared: used.
+    assert cli("compare --qrels {qrels} {a} {b} -m mrr,map --tolerance map=0.1", runs)[0] == 0
+    assert run("compare", *map(str, files), "--tolerance", "ndcg_at_10=50%")[0] == 0
+
+
 # --------------------------------------------------------------------------------------------
 # Comparing runs: ragmetrics compare --qrels Q RUN_A RUN_B [RUN_C ...]
 
