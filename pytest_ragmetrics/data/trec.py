@@ -210,36 +210,33 @@ def _mapped_grade(
 
 
 def read_run(path: PathLike) -> Run:
-    """Read a TREC run (``qid Q0 docno rank score [tag ...]``).
+    """Read a TREC run (``qid Q0 docno rank score tag [ignored ...]``).
 
-    As trec_eval does, the rank column is ignored: documents are ranked by score descending,
-    ties by document id. A file whose scores rise from rank 1 down for most queries (distances
-    written as scores) is read the same way, with a :class:`ScoreOrderWarning` saying so.
+    As trec_eval does, the rank column is ignored, whatever it holds, and so is what follows
+    the tag: documents are ranked by score descending, ties by document id. A file whose
+    scores rise from rank 1 down for most queries (distances written as scores) is read the
+    same way, with a :class:`ScoreOrderWarning` saying so. A line of fewer than six columns
+    is an error (trec_eval's "Malformed line"), and so is a second tag: one file is one
+    system's run (trec_eval keeps the last line's tag unchecked, so two runs concatenated
+    would be read as one).
     """
     p = resolve(path)
     by_query: dict[str, dict[str, float]] = {}
     ranks: list[tuple[str, int, float]] = []
     seen_line: dict[tuple[str, str], int] = {}
+    first_tag: tuple[str, int] | None = None  # the tag and the line that set it
     for lineno, text in read_lines(p):
-        fields = split_fields(text)
-        if len(fields) < 5:
+        fields = _run_fields(text, p, lineno)
+        first_tag = first_tag or (fields[5], lineno)
+        if fields[5] != first_tag[0]:
             raise DataFormatError(
-                f"expected 'qid Q0 docno rank score tag', got {len(fields)} columns", p, lineno
-            )
-        qid, doc, score_token = fields[0], fields[2], fields[4]
-        try:
-            score = math.nan if python_only(score_token) else float(score_token)
-        except ValueError:
-            score = math.nan
-        if math.isnan(score) and score_token.lower() not in _NANS:
-            raise DataFormatError(
-                f"score {score_token!r} is not a number in ASCII digits, as trec_eval reads "
-                "them (e.g. 0.5, -1.25e-3)",
+                f"run tag {fields[5]!r} where line {first_tag[1]} has {first_tag[0]!r}: a run "
+                "file holds one system's run (two runs concatenated?); split the file, or give "
+                "every line one tag",
                 p,
                 lineno,
             )
-        if not math.isfinite(score):
-            raise DataFormatError(f"score {score_token!r} is not a finite number", p, lineno)
+        qid, doc, score = fields[0], fields[2], _run_score(fields[4], p, lineno)
         docs = by_query.setdefault(qid, {})
         if doc in docs:
             raise DataFormatError(
@@ -256,6 +253,39 @@ def read_run(path: PathLike) -> Run:
         raise DataFormatError("no results in run file (it is empty)", p)
     _warn_on_rank_column(ranks, p)
     return Run.from_dict(by_query, scores="similarity")  # trec_eval's rule: by score
+
+
+def _run_fields(text: str, path: Path, lineno: int) -> list[str]:
+    """The fields of a run line, or an error naming the line. As trec_eval does, a line of
+    fewer than six is refused ("Malformed line": a five-column line has no tag) and what
+    follows the tag is not read (trec_eval's own results.trunc has words there)."""
+    fields = split_fields(text)
+    if len(fields) < 6:
+        why = " (no run tag? trec_eval refuses such a line too)" if len(fields) == 5 else ""
+        raise DataFormatError(
+            f"expected 'qid Q0 docno rank score tag', got {len(fields)} columns{why}",
+            path,
+            lineno,
+        )
+    return fields
+
+
+def _run_score(token: str, path: Path, lineno: int) -> float:
+    """A run line's score: a finite number in ASCII digits, as trec_eval reads it."""
+    try:
+        score = math.nan if python_only(token) else float(token)
+    except ValueError:
+        score = math.nan
+    if math.isnan(score) and token.lower() not in _NANS:
+        raise DataFormatError(
+            f"score {token!r} is not a number in ASCII digits, as trec_eval reads them (e.g. "
+            "0.5, -1.25e-3)",
+            path,
+            lineno,
+        )
+    if not math.isfinite(score):
+        raise DataFormatError(f"score {token!r} is not a finite number", path, lineno)
+    return score
 
 
 def _warn_on_rank_column(ranks: list[tuple[str, int, float]], path: PathLike) -> None:
@@ -283,7 +313,7 @@ def run_tag(path: PathLike) -> str | None:
 
 def format_run(run: Run, tag: str = "ragmetrics") -> Iterable[str]:
     """Lines of a TREC run, ranks 1.. in canonical order."""
-    tag = tag.replace(" ", "_") or "ragmetrics"
+    tag = re.sub(r"\s", "_", tag) or "ragmetrics"  # one column: no space, tab or line break
     doc_ids = run.doc_ids
     for i, qid in enumerate(run.query_ids.tolist()):
         lo, hi = int(run.offsets[i]), int(run.offsets[i + 1])

@@ -185,6 +185,8 @@ def test_bad_input_exits_2_with_one_line(
         ("q1 Q0 d1 1 nan tag\n", "run.txt:2: score 'nan' is not a finite number"),
         ("q1 Q0 d0 2 0.5 tag\n", "run.txt:2: document 'd0' appears twice for query 'q1'"),
         ("q1 Q0 d1\n", "run.txt:2: expected 'qid Q0 docno rank score tag', got 3 columns"),
+        ("q1 Q0 d1 2 0.5\n", "run.txt:2: expected 'qid Q0 docno rank score tag', got 5 columns"),
+        ("q2 Q0 d1 1 0.5 other\n", "run.txt:2: run tag 'other' where line 1 has 'tag'"),
     ],
 )
 def test_malformed_run_names_file_and_line(

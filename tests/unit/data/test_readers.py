@@ -200,6 +200,19 @@ def test_trec_run_ignores_ranks_and_extra_columns_and_keeps_hashes(tmp_path: Pat
     assert list(run) == ["q1", "q2"]
 
 
+def test_a_rank_column_that_is_no_number_is_ignored_as_trec_eval_does(tmp_path: Path) -> None:
+    """trec_eval skips the rank field whatever it holds (documented: docs/guide/datasets.md)."""
+    path = write(tmp_path / "run.txt", "q1 Q0 a x 0.5 t\nq1 Q0 b - 0.9 t\n")
+    assert read_run(path).ranking("q1") == [("b", 0.9), ("a", 0.5)]
+
+
+def test_a_tag_with_whitespace_is_written_as_one_column(tmp_path: Path) -> None:
+    run = Run.from_dict({"q1": {"a": 1.0}})
+    write_run(run, tmp_path / "run.txt", tag="my\tsystem\n")
+    assert (tmp_path / "run.txt").read_text() == "q1 Q0 a 1 1.0 my_system_\n"
+    assert read_run(tmp_path / "run.txt").to_dict() == run.to_dict()
+
+
 def test_trec_eval_results_trunc_is_read(tmp_path: Path) -> None:
     run = read_run(TREC_DATA / "results.trunc")
     assert run.depths().tolist() == [500, 84]
@@ -639,6 +652,23 @@ MALFORMED: list[tuple[str, str | bytes, Callable[[Path], object], int | None, st
         read_run,
         2,
         "document 'd1' appears twice for query 'q1' (first at line 1)",
+    ),
+    # trec_eval: "Malformed line" (it needs six fields); this was read as a run without a tag.
+    (
+        "run.txt",
+        "q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.4\n",
+        read_run,
+        2,
+        "expected 'qid Q0 docno rank score tag', got 5 columns (no run tag? trec_eval refuses",
+    ),
+    # Two runs concatenated: trec_eval keeps the last tag unchecked; this was read as one run.
+    (
+        "run.txt",
+        "q1 Q0 d1 1 0.5 A\nq1 Q0 d2 2 0.4 A\nq2 Q0 d1 1 0.9 B\n",
+        read_run,
+        3,
+        "run tag 'B' where line 1 has 'A': a run file holds one system's run (two runs "
+        "concatenated?); split the file, or give every line one tag",
     ),
     ("run.txt", "", read_run, None, "no results in run file (it is empty)"),
     ("run.txt", b"q1 Q0 d\x80 1 0.5 tag\n", read_run, 1, "not valid UTF-8 (byte 0x80 at column 8)"),
