@@ -333,7 +333,7 @@ def _compare_datasets(
     """``compare --dataset A=DIR --dataset B=DIR SYSTEM ...``: each system against the first,
     pair by pair; a systems x pairs table per metric."""
     from pytest_ragmetrics.comparison import MOST_CHANGED
-    from pytest_ragmetrics.comparison.datasets import compare_datasets, system_runs
+    from pytest_ragmetrics.comparison.datasets import compare_datasets, folder_notes, system_runs
     from pytest_ragmetrics.comparison.systems import metric_names
 
     for flag, name in (("--evaluation", "evaluation"), ("--strict", "strict")):
@@ -357,6 +357,7 @@ def _compare_datasets(
         alpha=args.alpha,
         unjudged_drops=args.unjudged_drops,
         most_changed=args.most_changed or MOST_CHANGED,
+        notes=folder_notes(args.inputs, pairs),
     )
     _write_datasets(args, out, comparison)
     return EXIT_FAILED if comparison.failed else EXIT_OK

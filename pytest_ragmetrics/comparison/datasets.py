@@ -147,19 +147,58 @@ def system_runs(
 
 
 def _folder_runs(folder: Path, keys: Sequence[str]) -> dict[str, str]:
-    """The runs of a folder by pair key: ``KEY.trec`` (or .trec.gz, .run, .run.gz, .txt)."""
+    """The runs of a folder by pair key: ``KEY.trec`` (or .trec.gz, .run, .run.gz, .txt). A
+    run file named after no pair while a pair has no run is an error (a misnamed run would
+    leave the system silently unscored there); so are two files for one pair."""
     runs = {}
     for key in keys:
-        for suffix in RUN_SUFFIXES:
-            if (folder / f"{key}{suffix}").is_file():
-                runs[key] = str(folder / f"{key}{suffix}")
-                break
+        found = [
+            f"{key}{suffix}" for suffix in RUN_SUFFIXES if (folder / f"{key}{suffix}").is_file()
+        ]
+        if len(found) > 1:
+            raise ConfigError(f"{folder}: {' and '.join(found)} are both runs of {key}; keep one")
+        if found:
+            runs[key] = str(folder / found[0])
+    stray = unmatched_runs(folder, keys)
+    missing = [key for key in keys if key not in runs]
+    if stray and missing:
+        verb = "matches" if len(stray) == 1 else "match"
+        raise ConfigError(
+            f"{folder}: {', '.join(stray)} {verb} no --dataset pair and there is no run for "
+            f"{', '.join(missing)}: a misnamed file? A run is named after its pair, e.g. "
+            f"{missing[0]}.trec (the pairs are {', '.join(keys)})"
+        )
     if not runs:
         raise ConfigError(
             f"{folder}: a folder of runs holds one file per pair named by its key; found none "
             f"of {', '.join(k + '.trec' for k in keys)}"
         )
     return runs
+
+
+def unmatched_runs(folder: Path, keys: Sequence[str]) -> list[str]:
+    """The files of ``folder`` that are named as runs (by suffix) after no pair of ``keys``."""
+    named = {f"{key}{suffix}" for key in keys for suffix in RUN_SUFFIXES}
+    return sorted(
+        path.name
+        for path in folder.iterdir()
+        if path.name.endswith(RUN_SUFFIXES) and path.name not in named and path.is_file()
+    )
+
+
+def folder_notes(inputs: Sequence[str], pairs: Sequence[DatasetSelection]) -> list[str]:
+    """A note per system folder holding run files named after no pair: they are not read
+    (a folder may hold runs of more pairs than are compared)."""
+    keys = [p.key for p in pairs]
+    notes = []
+    for text in inputs:
+        stray = unmatched_runs(Path(text), keys) if Path(text).is_dir() else []
+        if stray:
+            notes.append(
+                f"{text}: {', '.join(stray)} not read: named after no --dataset pair (the pairs "
+                f"are {', '.join(keys)})"
+            )
+    return notes
 
 
 # -- the comparison -------------------------------------------------------------------------------
@@ -176,9 +215,11 @@ def compare_datasets(
     alpha: float | None = None,
     unjudged_drops: str = "fail",
     most_changed: int = 5,
+    notes: Sequence[str] = (),
 ) -> DatasetsComparison:
     """Every system against the first on each pair they share (``systems``: label to pair
-    key to run file, from :func:`system_runs`)."""
+    key to run file, from :func:`system_runs`); ``notes`` go first in the comparison's
+    (:func:`folder_notes`)."""
     from pytest_ragmetrics.comparison.systems import compare_systems
 
     if len(systems) < 2:
@@ -187,7 +228,7 @@ def compare_datasets(
             "(runs are named by their tag, folders by their path)"
         )
     labels = tuple(systems)
-    found, notes = [], []
+    found, notes = [], list(notes)
     for pair in pairs:
         on_pair = _pair_systems(systems, pair, metrics, semantics)
         comparison = None

@@ -199,3 +199,57 @@ def test_the_html_page_is_not_written_over_a_dataset_file(
     code, _, err = cli([*setup, "alpha", "beta", "--format", "html", "--out", out], capsys)
     assert code == 2 and f"--out {out}: inside the --dataset " in err, err
     assert {p: p.read_bytes() for p in Path().rglob("*") if p.is_file()} == before
+
+
+def test_a_run_named_after_no_pair_is_an_error_where_a_pair_lacks_its_run(
+    setup: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """beta's planets run misnamed ``planet-test.trec`` was not read: beta showed ``-`` on
+    planets-test, was compared on animals only, exit 0."""
+    Path("beta/planet-test.trec").write_text(ALPHA_PLANETS.replace("alpha", "beta"))
+    code, out, err = cli([*setup, "alpha", "beta"], capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        "ragmetrics compare: error: beta: planet-test.trec matches no --dataset pair and there is "
+        "no run for planets-test: a misnamed file? A run is named after its pair, e.g. "
+        "planets-test.trec (the pairs are animals-test, planets-test)\n"
+    )
+
+
+def test_a_run_named_after_no_pair_is_named_in_a_note_where_every_pair_has_one(
+    setup: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A folder may hold runs of more pairs than are compared: a note, in every format.
+    Path("alpha/moons-test.trec").write_text(ALPHA_PLANETS)
+    Path("alpha/README.md").write_text("not a run")
+    note = "alpha: moons-test.trec not read: named after no --dataset pair (the pairs are "
+    note += "animals-test, planets-test)"
+    code, out, err = cli([*setup, "alpha", "beta"], capsys)
+    assert code == 0, err
+    assert f"note: {note}\n" in out and "README" not in out
+    code, out, _ = cli([*setup, "alpha", "beta", "--format", "json"], capsys)
+    assert json.loads(out)["notes"][0] == note
+    code, out, _ = cli([*setup, "alpha", "beta", "--format", "markdown"], capsys)
+    assert f"- {note}\n" in out
+
+
+def test_two_runs_of_one_pair_in_a_folder_are_refused(
+    setup: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the first suffix's file was read, the other silently not."""
+    Path("beta/animals-test.run").write_text(BETA_ANIMALS)
+    code, _, err = cli([*setup, "alpha", "beta"], capsys)
+    assert code == 2
+    assert (
+        "beta: animals-test.trec and animals-test.run are both runs of animals-test; keep one"
+        in (err)
+    )
+
+
+def test_a_tolerance_for_a_metric_not_compared_is_refused_over_several_datasets(
+    setup: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = cli([*setup, "alpha", "beta", "--tolerance", "map=0.1"], capsys)
+    assert code == 2
+    assert "--tolerance: map=0.1 names a metric that is not compared here (the metrics " in err
+    assert "compared: mrr)" in err
