@@ -728,16 +728,17 @@ CASES = [
     ),
     pytest.param(run_case(b"q2 Q0 d\xe9 2 1.0 t\n", 4, "not valid UTF-8"), id="run-not-utf8"),
     pytest.param(
-        run_case(b"q2 Q0 d1 2 [0.5] t\n", 4, "score '[0.5]' is not a number"), id="run-not-a-number"
+        run_case(b"q2 Q0 d1 2 [0.5] bm25\n", 4, "score '[0.5]' is not a number"),
+        id="run-not-a-number",
     ),
     pytest.param(
-        run_case(b"q2 Q0 d3 2 nan t\n", 4, "score 'nan' is not a finite number"), id="run-nan"
+        run_case(b"q2 Q0 d3 2 nan bm25\n", 4, "score 'nan' is not a finite number"), id="run-nan"
     ),
     pytest.param(
-        run_case(b"q2 Q0 d3 2 -inf t\n", 4, "score '-inf' is not a finite number"), id="run-inf"
+        run_case(b"q2 Q0 d3 2 -inf bm25\n", 4, "score '-inf' is not a finite number"), id="run-inf"
     ),
     pytest.param(
-        run_case(b"q1 Q0 d2 3 0.5 t\n", 4, "document 'd2' appears twice for query 'q1'"),
+        run_case(b"q1 Q0 d2 3 0.5 bm25\n", 4, "document 'd2' appears twice for query 'q1'"),
         id="run-duplicate",
     ),
     pytest.param(run_case(None, None, "no results in run file (it is empty)"), id="run-empty"),
