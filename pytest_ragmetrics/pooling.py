@@ -25,22 +25,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_ragmetrics.data.model import Corpus, Qrels, Queries, Run
-from pytest_ragmetrics.data.textfile import read_jsonl, read_lines, resolve
+from pytest_ragmetrics.data.textfile import read_jsonl, resolve
 from pytest_ragmetrics.errors import ConfigError, DataFormatError
 from pytest_ragmetrics.fileio import (
     atomic_write_text,
     exclusive_lock,
     is_stream,
     lock_beside,
-    unique_keys,
 )
+from pytest_ragmetrics.supplementary import HEADER_PREFIX as HEADER_PREFIX
+from pytest_ragmetrics.supplementary import Supplement as Supplement
+from pytest_ragmetrics.supplementary import SupplementaryQrels as SupplementaryQrels
+from pytest_ragmetrics.supplementary import labels_text
+from pytest_ragmetrics.supplementary import load_supplement as load_supplement
+from pytest_ragmetrics.supplementary import read_supplementary_qrels as read_supplementary_qrels
+from pytest_ragmetrics.supplementary import supplement as supplement
+from pytest_ragmetrics.supplementary import supplemented_note as supplemented_note
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.judges.relevance import RelevanceJudge, RelevanceVerdict
-    from pytest_ragmetrics.metrics.evaluation import Evaluation, Supplemented
 
 PathLike = str | os.PathLike[str]
-HEADER_PREFIX = "# ragmetrics supplementary qrels; judge: "
 BATCH = 64  # pairs handed to a judge at once (progress granularity, the verdict cache)
 
 
@@ -433,40 +438,20 @@ def _judge_rows(
 # -- supplementary qrels -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SupplementaryQrels:
-    """Judge labels as qrels, with the identity of the judge that made them (None: people or
-    several judges, named ``judges``)."""
-
-    qrels: Qrels
-    judge: Mapping[str, Any] | None
-    path: str | None = None
-    dataset: Mapping[str, str] | None = None  # what the labels were made for (None: unknown)
-
-    @property
-    def judges(self) -> list[Mapping[str, Any]]:
-        return [] if self.judge is None else [self.judge]
-
-
 def supplementary_lines(entries: Sequence[PoolEntry]) -> tuple[dict[str, Any] | None, str]:
     """(the judge named in the header, the qrels text) of the labelled rows of a pool.
 
-    The header names the judge when one judge labelled every labelled row; rows labelled by
-    a person (``judge`` null) or by several judges make it ``{"name": "mixed", ...}``.
+    The header names the judge when one judge labelled every labelled row (``{"name":
+    "person"}`` for rows a person labelled, ``judge`` null); rows of several make it
+    ``{"name": "mixed", ...}`` and each labeller's rows follow a line naming it, so the κ gate
+    decides per labeller (see :mod:`pytest_ragmetrics.supplementary`).
     """
     labelled = [e for e in entries if e.relevant is not None]
-    identities = {json.dumps(e.judge, sort_keys=True) for e in labelled}
-    judge: dict[str, Any] | None
-    if len(identities) == 1 and labelled and labelled[0].judge is not None:
-        judge = dict(labelled[0].judge)
-    elif labelled and identities == {"null"}:
-        judge = {"name": "person"}
-    else:
-        judge = {"name": "mixed", "judges": sorted(identities)}
     from pytest_ragmetrics.provenance import dataset_line, one_dataset
 
-    body = "".join(f"{e.query_id} 0 {e.doc_id} {1 if e.relevant else 0}\n" for e in labelled)
-    header = HEADER_PREFIX + json.dumps(judge, sort_keys=True, ensure_ascii=False) + "\n"
+    judge, header, body = labels_text(
+        [(e.judge, e.query_id, e.doc_id, bool(e.relevant)) for e in labelled]
+    )
     made_for = one_dataset([e.dataset for e in labelled], "the pool")
     if made_for is not None:
         header += dataset_line(made_for)
@@ -484,168 +469,3 @@ def write_supplementary_qrels(
     _, text = supplementary_lines(entries)
     _write_locked(path, text, "supplementary qrels", hint)
     return labelled
-
-
-def read_supplementary_qrels(path: PathLike) -> SupplementaryQrels:
-    """Read supplementary qrels: the header line naming the judge, then TREC qrels lines.
-
-    A missing or malformed header, or a malformed qrels line, is a DataFormatError naming the
-    file and line.
-    """
-    from pytest_ragmetrics.data.trec import read_qrels
-    from pytest_ragmetrics.provenance import read_dataset_line
-
-    p = resolve(path)
-    lines = iter(read_lines(p))
-    first: tuple[int, str] | None = next(lines, None)
-    second: tuple[int, str] | None = next(lines, None)
-    if first is None or not first[1].startswith(HEADER_PREFIX):
-        raise DataFormatError(
-            f"supplementary qrels start with a line '{HEADER_PREFIX}{{...}}' naming the judge "
-            "(ragmetrics judge-pool writes it)",
-            p,
-            first[0] if first else None,
-        )
-    try:
-        judge = json.loads(first[1][len(HEADER_PREFIX) :], object_pairs_hook=unique_keys)
-    except (ValueError, RecursionError):
-        judge = None
-    if not isinstance(judge, dict):
-        raise DataFormatError("the judge in the header is not a JSON object", p, first[0])
-    dataset = None if second is None else read_dataset_line(second[1], p, second[0])
-    qrels = read_qrels(p, layout="trec", comments=True)
-    return SupplementaryQrels(qrels, judge, os.fspath(p), dataset)
-
-
-def supplement(human: Qrels, extra: Qrels) -> tuple[Qrels, int]:
-    """Human qrels plus the extra labels of pairs the humans did not judge (human judgments
-    always win; a human -1, "pooled but not judged", gives way). Returns the merged qrels and
-    how many extra labels were used."""
-    merged = human.to_dict()
-    used = 0
-    for qid, docs in extra.to_dict().items():
-        if qid not in merged or not merged[qid]:
-            continue  # a query the humans did not judge is not evaluated: labels add nothing
-        mine = merged[qid]
-        for doc, grade in docs.items():
-            if mine.get(doc, -1) < 0:
-                mine[doc] = grade
-                used += 1
-    return Qrels.from_dict(merged), used
-
-
-@dataclass(frozen=True)
-class Supplement:
-    """Supplementary qrels as an evaluation uses them: the labels, the judge's calibrated
-    kappa (None: not calibrated) and the bound it must reach (None: no bound set).
-
-    Labels of a judge below the bound (or uncalibrated while a bound is set) are shown beside
-    the human-qrels metrics but not used for pass/fail.
-    """
-
-    labels: SupplementaryQrels
-    kappa: float | None = None
-    min_kappa: float | None = None
-    notes: tuple[str, ...] = ()  # on the dataset it was checked against (see load_supplement)
-
-    @property
-    def used(self) -> bool:
-        if self.min_kappa is None:
-            return True
-        return self.kappa is not None and self.kappa >= self.min_kappa
-
-    @property
-    def reason(self) -> str:
-        """Why the labels are only shown ('' when they are used)."""
-        if self.used:
-            return ""
-        name = (self.labels.judge or {}).get("name", "judge")
-        from pytest_ragmetrics.judges.calibration.store import MIN_GATE_ITEMS, under_bound
-
-        if self.kappa is None:
-            return (
-                f"judge {name!r} has no calibration on at least {MIN_GATE_ITEMS} items (run "
-                "`ragmetrics calibrate --question relevance --save`) and "
-                f"ragmetrics_min_judge_kappa = {self.min_kappa:g}"
-            )
-
-        bound = 0.0 if self.min_kappa is None else self.min_kappa  # set: else it is used
-        return f"judge {name!r} {under_bound(self.kappa, bound)}"
-
-    def evaluate(
-        self,
-        qrels: Qrels,
-        run: Run | Mapping[str, Mapping[str, float]],
-        metrics: Sequence[str],
-        **semantics: Any,
-    ) -> Supplemented:
-        """The metrics on human + supplementary qrels (human judgments win): what an
-        evaluation keeps in ``supplemented``."""
-        from pytest_ragmetrics.metrics.evaluation import Supplemented
-        from pytest_ragmetrics.metrics.retrieval import evaluate
-
-        merged, used = supplement(qrels, self.labels.qrels)
-        evaluation = evaluate(merged, run, metrics, **semantics)
-        return Supplemented(
-            {m: _finite(v) for m, v in evaluation.mean.items()},
-            None if self.labels.path is None else Path(self.labels.path).name,
-            None if self.labels.judge is None else dict(self.labels.judge),
-            used,
-            self.labels.qrels.fingerprint,
-            self.kappa,
-            self.min_kappa,
-            self.used,
-            self.reason,
-        )
-
-
-def _finite(value: float) -> float | None:
-    import math
-
-    return None if math.isnan(value) else round(value, 6)
-
-
-def load_supplement(
-    path: PathLike,
-    *,
-    calibration: PathLike | None,
-    min_kappa: float | None,
-    corpus: Corpus | None = None,
-) -> Supplement:
-    """Read supplementary qrels and look their judge's kappa up in ``calibration``; with the
-    ``corpus`` they are used on, check they were made for it (see
-    :func:`~pytest_ragmetrics.provenance.checked_notes`: refused if made for another)."""
-    labels = read_supplementary_qrels(path)
-    notes: list[str] = []
-    if corpus is not None:
-        from pytest_ragmetrics.provenance import checked_notes
-
-        notes = checked_notes(labels.path, labels.dataset, labels.qrels, corpus)
-    kappa = None
-    if calibration is not None and labels.judge is not None and Path(calibration).exists():
-        from pytest_ragmetrics.judges.calibration.store import trusted_kappa
-
-        kappa = trusted_kappa(calibration, dict(labels.judge))
-    return Supplement(labels, kappa, min_kappa, tuple(notes))
-
-
-def supplemented_note(evaluation: Evaluation) -> str:
-    """The note an evaluation with supplementary qrels shows: its metrics with the judge's
-    labels beside the human-qrels ones, and whether the labels count for pass/fail."""
-    sup = evaluation.supplemented
-    if sup is None:
-        return ""
-    judge = (sup.judge or {}).get("name", "judge")
-    values = ", ".join(
-        f"{m} {_shown(v)} (human {_shown(evaluation.mean.get(m))})" for m, v in sup.metrics.items()
-    )
-    use = "used for pass/fail" if sup.used else f"shown only: {sup.reason}"
-    kappa = "not calibrated" if sup.kappa is None else f"{sup.kappa:.3f}"
-    return (
-        f"with {sup.labels_used} labels of judge {judge!r} from {sup.qrels} "
-        f"(kappa {kappa}; {use}): {values}"
-    )
-
-
-def _shown(value: Any) -> str:
-    return "-" if value is None or value != value else f"{float(value):.4f}"

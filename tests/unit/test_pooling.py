@@ -621,3 +621,67 @@ def test_cli_calibrate_relevance_max_chars_cuts_sampled_pairs(
     )  # fmt: skip
     assert code == 0, err
     assert json.loads(out)["labels"]["negatives"].endswith("; passages cut after 5 characters")
+
+
+def test_a_persons_labels_always_count_and_each_judge_follows_its_own_kappa(
+    tmp_path: Path,
+) -> None:
+    """The κ gate decides per labeller, not per file: in a pool a calibrated judge labelled but
+    for one row a person set, the person's label counts under any bound and the judge's follow
+    its κ; a file of a person's labels alone counts too."""
+    from pytest_ragmetrics.judges.calibration import save_calibration
+    from pytest_ragmetrics.pooling import PoolEntry, load_supplement, write_supplementary_qrels
+    from tests.helpers.calibration import result_at_kappa
+
+    judge = {"name": "recorded-relevance", "model": None, "parameters": {"file": "v.jsonl"}}
+    calibration = tmp_path / "calibration.json"
+    save_calibration(calibration, result_at_kappa(judge, 0.4))
+    rows = [PoolEntry("q1", "d3", relevant=True, judge=None)]
+    rows += [PoolEntry("q1", d, relevant=False, judge=judge) for d in ("d4", "d5")]
+    rows += [PoolEntry("q2", "d1", relevant=True, judge=judge)]
+    mixed = tmp_path / "mixed.qrels"
+    assert write_supplementary_qrels(mixed, rows) == 4
+    text = mixed.read_text()
+    assert '"name": "mixed"' in text.splitlines()[0]
+    assert text.count("labels by: ") == 2 and 'labels by: {"name": "person"}\nq1 0 d3 1\n' in text
+
+    counted = load_supplement(mixed, calibration=calibration, min_kappa=0.3)
+    assert counted.used and counted.reason == "" and counted.kappa == pytest.approx(0.4)
+    human = Qrels.from_dict({"q1": {"d1": 1}, "q2": {"d2": 1}})
+    run = {"q1": {"d3": 3.0, "d1": 2.0}, "q2": {"d1": 3.0, "d2": 2.0}}
+    assert counted.evaluate(human, run, ["precision_at_1"]).labels_used == 4
+
+    person_only = load_supplement(mixed, calibration=calibration, min_kappa=0.5)
+    assert person_only.used  # the person's label counts; the judge's three do not
+    assert person_only.reason.startswith("3 labels left out: judge 'recorded-relevance'")
+    found = person_only.evaluate(human, run, ["precision_at_1"])
+    assert found.used and found.labels_used == 1
+    assert found.metrics["precision_at_1"] == 0.5  # q1's d3 relevant, q2's d1 not a label
+
+    person = tmp_path / "person.qrels"
+    write_supplementary_qrels(person, rows[:1])
+    assert person.read_text().splitlines()[0] == HEADER_PREFIX + '{"name": "person"}'
+    alone = load_supplement(person, calibration=calibration, min_kappa=0.9)
+    assert alone.used and alone.reason == ""
+
+    old = tmp_path / "old.qrels"  # several labellers, no record of whose each label is
+    old.write_text(HEADER_PREFIX + '{"judges": ["null", "{}"], "name": "mixed"}\nq1 0 d3 1\n')
+    unknown = load_supplement(old, calibration=calibration, min_kappa=0.3)
+    assert not unknown.used and "run it again on the pool" in unknown.reason
+    assert load_supplement(old, calibration=calibration, min_kappa=None).used
+
+
+def test_supplementary_qrels_sections_are_checked(tmp_path: Path) -> None:
+    labels = tmp_path / "s.qrels"
+    labels.write_text(
+        HEADER_PREFIX
+        + '{"name": "mixed"}\nq1 0 d1 1\n# ragmetrics supplementary qrels; labels by: {}\n'
+    )
+    with pytest.raises(DataFormatError, match=r"s\.qrels:2: a label before the first"):
+        read_supplementary_qrels(labels)
+    labels.write_text(
+        HEADER_PREFIX
+        + '{"name": "mixed"}\n# ragmetrics supplementary qrels; labels by: [1]\nq1 0 d1 1\n'
+    )
+    with pytest.raises(DataFormatError, match=r"s\.qrels:2: the labeller in the line"):
+        read_supplementary_qrels(labels)
