@@ -219,7 +219,7 @@ class OfflineGenerator:
     ) -> _Query | None:
         title = corpus.titles[row].strip()
         if style == "title":
-            if len(words(title)) < 3 or title == corpus.texts[row].strip():
+            if len(words(title)) < 3 or normalised(title) == normalised(corpus.texts[row]):
                 return None
             return _Query(title, corpus.titles[row] if self._cut(removal) else None)
         if style == "sentence":

@@ -170,7 +170,14 @@ def cut_corpus(corpus: Corpus, queries: Sequence[Candidate]) -> tuple[Corpus | N
         if kept is None:
             raise ValueError(f"document {query.source!r} does not hold its query's removed text")
         titles[row], texts[row] = kept
-    not_cut: list[str] = []
+    # A query its source still holds (a title the text repeats with nothing else, a sentence
+    # the title holds in other words) is counted, never claimed cut.
+    not_cut = [
+        q.query_id
+        for q in cut
+        if holds(titles[corpus.position[q.source]], q.removed or "")
+        or holds(texts[corpus.position[q.source]], q.removed or "")
+    ]
     for query in cut:
         for doc_id, _ in query.relevant[1:]:
             at = corpus.position.get(doc_id)
@@ -189,6 +196,13 @@ def cut_corpus(corpus: Corpus, queries: Sequence[Candidate]) -> tuple[Corpus | N
     return Corpus(corpus.doc_ids, titles, texts), not_cut
 
 
+def holds(text: str, removed: str) -> bool:
+    """Whether ``text`` holds the words of ``removed`` in a row (case, punctuation and spacing
+    aside)."""
+    key = normalised(removed)
+    return bool(key) and f" {key} " in f" {normalised(text)} "
+
+
 def _same_text(title: str, text: str, removed: str) -> str | None:
     """The document's own title or sentence with the words of ``removed`` (case, punctuation
     and spacing aside), or None."""
@@ -204,13 +218,18 @@ def cut_document(
     title: str, text: str, removed: str, echoes: Sequence[str] = ()
 ) -> tuple[str, str] | None:
     """A document's title and text without ``removed`` (its title: blanked, and cut from the
-    text's start where the text repeats it; or a sentence of its text) and without the
-    sentences ``echoes``; None when the text does not hold one of them."""
+    text's start where the text repeats it; or a sentence of its text, cut from the title too
+    where the title holds it) and without the sentences ``echoes``; None when the text does
+    not hold one of them."""
     sentences = (removed, *echoes)
     if removed == title:
         if normalised(text).startswith(normalised(removed)):
             text = without_sentence(text, removed) or text
         title, sentences = "", tuple(echoes)
+    elif holds(title, removed):  # the title holds the sentence: cut it there too
+        title = without_sentence(title, removed) or (
+            "" if normalised(title) == normalised(removed) else title
+        )
     for sentence in sentences:
         rest = without_sentence(text, sentence)
         if rest is None:

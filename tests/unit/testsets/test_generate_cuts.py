@@ -138,3 +138,66 @@ def test_a_sentence_other_documents_hold_is_not_picked() -> None:
     assert {c.text for c in generator.generate(docs, 3)} == {
         f"Study {i} measured the ice levels of {i} lakes." for i in range(3)
     }
+
+
+def _holds(text: str, query: str) -> bool:
+    from pytest_ragmetrics.testsets.model import normalised
+
+    return f" {normalised(query)} " in f" {normalised(text)} "
+
+
+def _claimed_cut_but_held(testset: TestSet) -> list[str]:
+    """Queries claimed cut (and not counted under not_cut) that their source still holds."""
+    assert testset.corpus is not None
+    counted = set(testset.provenance["not_cut"]["query_ids"])
+    return [
+        c.query_id
+        for c in testset
+        if c.removed is not None
+        and c.query_id not in counted
+        and (
+            _holds(testset.corpus[c.source].title, c.text)
+            or _holds(testset.corpus[c.source].text, c.text)
+        )
+    ]
+
+
+def test_a_title_its_text_repeats_with_a_full_stop_is_not_a_cut_title_query() -> None:
+    title = "Heat transfer to cylinders in crossflow at low Reynolds numbers"
+    docs = _docs(
+        {
+            "b": (title, f"{title}."),
+            "c": ("Vibration of thin shells", "The natural frequencies of shells were measured."),
+        }
+    )
+    testset = _generated(docs, 5, "title")
+    assert [c.source for c in testset] == ["c"]
+    assert _claimed_cut_but_held(testset) == []
+    # Given one anyway, it is counted, not claimed cut.
+    query = Candidate("gen-1", title, (("b", 1),), "title", removed=title)
+    with pytest.warns(RagMetricsWarning, match="gen-1"):
+        built = _build(docs, [query])
+    assert built.provenance["not_cut"] == {"count": 1, "query_ids": ["gen-1"]}
+
+
+def test_a_sentence_the_title_holds_is_cut_from_the_title_too() -> None:
+    first = "A study of the thermal fatigue behaviour of metals."
+    second = "The effect of test conditions on alloys."
+    rest = "An attempt has been made to identify the significant factors governing fatigue."
+    docs = _docs({"t1": (f"{first} {second}", f"{first} {second} {rest}")})
+    query = Candidate("gen-1", second, (("t1", 1),), "sentence", removed=second)
+    built = _build(docs, [query])
+    assert built.corpus is not None
+    assert built.corpus["t1"].title == first and built.corpus["t1"].text == f"{first} {rest}"
+    assert built.provenance["not_cut"]["count"] == 0
+    whole = Candidate("gen-1", first, (("t1", 1),), "sentence", removed=first)
+    docs = _docs({"t1": (first.upper(), f"{first} {rest}")})
+    built = _build(docs, [whole])
+    assert built.corpus is not None and built.corpus["t1"].title == ""
+    heat = "Heat transfer to cylinders"
+    docs = _docs(
+        {"t1": (f"{first} {second}", f"{first} {second} {rest}"), "t2": (heat, f"{heat}.")}
+    )
+    for seed in range(4):  # generated: no query claimed cut stays in its document
+        candidates = OfflineGenerator(("title", "sentence"), seed=seed, remove_query=1.0)
+        assert _claimed_cut_but_held(_build(docs, list(candidates.generate(docs, 4)))) == []
