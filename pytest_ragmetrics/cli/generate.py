@@ -170,6 +170,13 @@ def cmd_generate(args: argparse.Namespace, out: TextIO) -> int:
         candidates, identity = _run_offline(args, corpus, candidates_wanted)
         dropped, cost = {}, {}
     testset = _filtered(args, corpus, candidates, cache, identity, dropped, cost)
+    if not len(testset):
+        from pytest_ragmetrics.testsets.model import shortfall
+
+        raise ConfigError(
+            f"--corpus {args.corpus}: no query to write, nothing was written: "
+            + shortfall(testset.provenance, 0)
+        )
     from pytest_ragmetrics.testsets.folder import write_testset
 
     write_testset(target, corpus, testset, split=one_split(args))

@@ -168,8 +168,8 @@ class TestSet:
             )
         if len(self) < (provenance.get("requested") or 0):
             lines.append(
-                f"  note: fewer than the {provenance['requested']} queries asked for; raise "
-                "--candidates to leave room for the filters"
+                f"  note: fewer than the {provenance['requested']} queries asked for: "
+                + shortfall(provenance, len(self))
             )
         return lines
 
@@ -204,3 +204,20 @@ def check_candidates(candidates: Sequence[Candidate], where: str) -> None:
             raise DataFormatError(f"{where}: query {c.query_id!r} has no text")
         if not c.relevant:
             raise DataFormatError(f"{where}: query {c.query_id!r} names no relevant document")
+
+
+def shortfall(provenance: Mapping[str, Any], queries: int) -> str:
+    """Why a test set holds fewer queries than were asked for, from its provenance."""
+    candidates = int(provenance.get("candidates") or 0)
+    after = int(provenance.get("after_filters") or 0)
+    if provenance.get("review") and queries < min(after, int(provenance["requested"])):
+        return "the review rejected, deleted or left out rows"
+    if candidates < int(provenance["requested"]):
+        return (
+            f"the generator made only {candidates} candidates from this corpus (the offline one "
+            "makes at most one query per document and style: add documents or --styles)"
+        )
+    return (
+        f"the filters kept {after} of {candidates} candidates; raise --candidates to leave "
+        "room for them"
+    )

@@ -599,3 +599,22 @@ def test_number_flags_refuse_what_only_python_reads(
         main(argv, out=io.StringIO())
     assert exit_info.value.code == 2
     assert f"argument {argv[-2]}: invalid" in capsys.readouterr().err
+
+
+def test_no_query_is_an_error_and_a_short_set_names_its_cause(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": f"d{i}", "title": "", "text": ""}) + "\n" for i in range(3))
+    )
+    code, _ = run(
+        "generate", "--corpus", str(empty), "--out", str(tmp_path / "none"), "--queries", "5"
+    )
+    assert code == 2 and not (tmp_path / "none").exists()
+    err = capsys.readouterr().err
+    assert "no query to write, nothing was written: the generator made only 0 candidates" in err
+    # The corpus used up: more candidates would not help, and the note does not say they would.
+    code, out = generate(tmp_path, "--queries", "1000", "--candidates", "5000")
+    assert code == 0 and "the generator made only" in out and "raise --candidates" not in out
