@@ -21,7 +21,7 @@ from typing import Any
 from pytest_ragmetrics.data.model import Corpus
 from pytest_ragmetrics.data.textfile import read_jsonl, resolve
 from pytest_ragmetrics.errors import DataFormatError
-from pytest_ragmetrics.testsets.model import Candidate, tsv_id_problem
+from pytest_ragmetrics.testsets.model import Candidate, normalised, tsv_id_problem
 
 DECISIONS = ("accept", "reject", "edit")
 
@@ -165,11 +165,11 @@ def apply_review(
     """The queries the review keeps, in file order, and what it decided (for provenance)."""
     counts = {d: sum(1 for r in rows if r.decision == d) for d in DECISIONS}
     counts["undecided"] = sum(1 for r in rows if r.decision is None)
-    keep = [
-        r.candidate
-        for r in rows
-        if r.decision != "reject" and (r.decision is not None or not accepted_only)
+    kept_rows = [
+        r for r in rows if r.decision != "reject" and (r.decision is not None or not accepted_only)
     ]
+    _refuse_duplicates(kept_rows, Path(path))
+    keep = [r.candidate for r in kept_rows]
     summary = {
         "file": Path(path).name,
         "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest(),
@@ -178,3 +178,23 @@ def apply_review(
         "kept": len(keep),
     }
     return keep, summary
+
+
+def _refuse_duplicates(rows: Sequence[ReviewRow], path: Path) -> None:
+    """A DataFormatError when two kept rows ask the same query (case, punctuation and spacing
+    aside): an edit made one the other's twin, and their qrels would contradict each other
+    (generate merges such twins into one query relevant to both documents)."""
+    first: dict[str, ReviewRow] = {}
+    for row in rows:
+        key = normalised(row.candidate.text)
+        if key in first:
+            earlier = first[key]
+            raise DataFormatError(
+                f"query {row.candidate.query_id!r} asks what query "
+                f"{earlier.candidate.query_id!r} (line {earlier.line}) asks: "
+                f"{row.candidate.text!r}; their relevant documents would contradict each "
+                "other. Make one row of them listing both relevant documents, or reject one",
+                path,
+                row.line,
+            )
+        first[key] = row

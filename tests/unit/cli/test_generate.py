@@ -129,6 +129,28 @@ def test_a_reviewed_file_is_not_overwritten_by_a_new_run(
     assert provenance["review"]["accepted_only"] is True and provenance["queries"] == 1
 
 
+def test_a_review_that_makes_two_queries_twins_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An edit giving row 2 row 3's words wrote both, with contradicting qrels, while the
+    summary still said "exact_duplicates: removed 0"."""
+    assert generate(tmp_path, "--queries", "4")[0] == 0
+    review = tmp_path / "set" / "review.jsonl"
+    rows = [json.loads(line) for line in review.read_text().splitlines()]
+    rows[1].update(decision="edit", query=rows[2]["query"].upper() + " ")
+    review.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before = contents(tmp_path / "set", *FILES)
+    code, _ = run("generate", "--out", str(tmp_path / "set"), "--apply-review", str(review))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{review}:3: query {rows[2]['query_id']!r} asks what query" in err
+    assert f"{rows[1]['query_id']!r} (line 2) asks" in err
+    assert contents(tmp_path / "set", *FILES) == before
+    rows[2]["decision"] = "reject"  # one of the twins rejected: accepted
+    review.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert run("generate", "--out", str(tmp_path / "set"), "--apply-review", str(review))[0] == 0
+
+
 def test_answerability_judge_is_reported_until_calibrated(tmp_path: Path) -> None:
     assert generate(tmp_path, "--queries", "6", out="plain")[0] == 0
     ids = list(load_dataset(tmp_path / "plain").queries)
