@@ -121,14 +121,7 @@ def read_manifest(path: Path) -> Manifest:
     if fmt == "beir":
         return _beir_manifest(path, data, check, documents, qrels, provenance)
     defaults = _DEFAULT_FIELDS[fmt]
-    title_fields = check.names(data, "title_fields", defaults)
-    text_fields = check.names(data, "text_fields", defaults)
-    both = shared_names(title_fields, text_fields)
-    if both:
-        raise check.fail(
-            "text_fields",
-            f"names {both[0]}, which title_fields names too: its words would count twice",
-        )
+    title_fields, text_fields = check.document_fields(data, defaults)
     return Manifest(
         path=path,
         format=cast(Format, fmt),
@@ -237,6 +230,20 @@ class _Checker:
         ):
             raise self.fail(key, f"must be a list of field names, got {value!r}")
         return tuple(v.strip().upper() for v in value)
+
+    def document_fields(
+        self, data: dict[str, Any], defaults: Mapping[str, tuple[str, ...]]
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``title_fields`` and ``text_fields``; a field in both is an error."""
+        title = self.names(data, "title_fields", defaults)
+        text = self.names(data, "text_fields", defaults)
+        both = shared_names(title, text)
+        if both:
+            raise self.fail(
+                "text_fields",
+                f"names {both[0]}, which title_fields names too: its words would count twice",
+            )
+        return title, text
 
     def grades(self, value: object) -> dict[int, int | None] | None:
         if value is None:
