@@ -405,6 +405,11 @@ def evaluate(
     already higher-is-better).
     """
     semantics = MetricSemantics(relevance_level, gain, query_set, ignore_identical_ids)
+    if relevance_level < 0:  # the options refuse it too; records may hold any level
+        raise MetricError(
+            f"relevance_level must be 0 or more (trec_eval's -l), got {relevance_level}; "
+            "negative grades (pooled but not judged) are never relevant"
+        )
     specs = _retrieval_specs(metrics)
     qrels_obj = _as_qrels(qrels)
     if gain == "exponential":

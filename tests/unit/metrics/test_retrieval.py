@@ -156,6 +156,12 @@ def test_relevant_means_grade_at_least_relevance_level() -> None:
     assert scores(qrels, run, "recall_at_1", relevance_level=2) == {"q": 0.0}
 
 
+def test_a_negative_relevance_level_is_refused() -> None:
+    # The options refused it, evaluate() took it (the level of a record read back may be any).
+    with pytest.raises(MetricError, match=r"relevance_level must be 0 or more .*got -1"):
+        evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, ["mrr"], relevance_level=-1)
+
+
 def test_negative_grades_are_non_relevant_and_gain_nothing() -> None:
     run = {"q": ranked("neg", "rel")}
     with_negative = {"q": {"neg": -1, "rel": 1}}
