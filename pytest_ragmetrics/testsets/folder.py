@@ -260,6 +260,13 @@ def rebuild_from_review(
         where=str(target / "corpus.jsonl"),
     )
     kept, summary = apply_review(rows, review, accepted_only=accepted_only)
+    if not kept:
+        raise ConfigError(
+            f"--apply-review {review}: the review keeps no query (rejected "
+            f"{summary['reject']}, undecided {summary['undecided']}"
+            f"{' and --accepted-only' if accepted_only else ''}); nothing was written: a test "
+            "set of 0 queries tests nothing"
+        )
     provenance.update(review=summary, queries=len(kept))
     provenance["references"] = sum(1 for c in kept if c.answer)
     testset = TestSet(tuple(kept), provenance)

@@ -151,6 +151,22 @@ def test_a_review_that_makes_two_queries_twins_is_refused(
     assert run("generate", "--out", str(tmp_path / "set"), "--apply-review", str(review))[0] == 0
 
 
+def test_a_review_that_keeps_no_query_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert generate(tmp_path, "--queries", "3")[0] == 0
+    review = tmp_path / "set" / "review.jsonl"
+    rows = [json.loads(line) for line in review.read_text().splitlines()]
+    for row in rows:
+        row["decision"] = "reject"
+    review.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    before = contents(tmp_path / "set", *FILES)
+    code, _ = run("generate", "--out", str(tmp_path / "set"), "--apply-review", str(review))
+    assert code == 2
+    assert "the review keeps no query (rejected 3, undecided 0)" in capsys.readouterr().err
+    assert contents(tmp_path / "set", *FILES) == before
+
+
 def test_answerability_judge_is_reported_until_calibrated(tmp_path: Path) -> None:
     assert generate(tmp_path, "--queries", "6", out="plain")[0] == 0
     ids = list(load_dataset(tmp_path / "plain").queries)
