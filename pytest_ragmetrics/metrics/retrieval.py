@@ -405,11 +405,7 @@ def evaluate(
     already higher-is-better).
     """
     semantics = MetricSemantics(relevance_level, gain, query_set, ignore_identical_ids)
-    if relevance_level < 0:  # the options refuse it too; records may hold any level
-        raise MetricError(
-            f"relevance_level must be 0 or more (trec_eval's -l), got {relevance_level}; "
-            "negative grades (pooled but not judged) are never relevant"
-        )
+    _check_level(relevance_level)
     specs = _retrieval_specs(metrics)
     qrels_obj = _as_qrels(qrels)
     if gain == "exponential":
@@ -618,6 +614,16 @@ def _metric_matrix(
             )
         values[:, j] = column
     return values
+
+
+def _check_level(relevance_level: int) -> None:
+    """A MetricError for a negative level (the options refuse it too; a record read back keeps
+    whatever level it holds, so MetricSemantics does not)."""
+    if relevance_level < 0:
+        raise MetricError(
+            f"relevance_level must be 0 or more (trec_eval's -l), got {relevance_level}; "
+            "negative grades (pooled but not judged) are never relevant"
+        )
 
 
 def _coverage_notes(rj: RankedJudgments, relevance_level: int) -> list[str]:
