@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 from pytest_ragmetrics._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from pytest_ragmetrics.data.arrays import Entries
     from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, read_assessments
     from pytest_ragmetrics.data.corpus import Corpus, Dataset, Document, Queries
     from pytest_ragmetrics.data.judged import JudgedRankings, read_judged_rankings
@@ -41,6 +42,7 @@ _EXPORTS = {
     "Corpus": "pytest_ragmetrics.data.corpus",
     "Dataset": "pytest_ragmetrics.data.corpus",
     "Document": "pytest_ragmetrics.data.corpus",
+    "Entries": "pytest_ragmetrics.data.arrays",
     "Qrels": "pytest_ragmetrics.data.qrels",
     "Queries": "pytest_ragmetrics.data.corpus",
     "Run": "pytest_ragmetrics.data.run",
@@ -55,6 +57,7 @@ __all__ = [
     "Corpus",
     "Dataset",
     "Document",
+    "Entries",
     "JudgedRankings",
     "Manifest",
     "Qrels",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TypeAlias, cast
+from typing import NamedTuple, TypeAlias, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -14,6 +14,17 @@ from pytest_ragmetrics.errors import DataFormatError
 IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
 StrArray: TypeAlias = npt.NDArray[np.str_]
+
+
+class Entries(NamedTuple):
+    """Per query, a segment of document entries, in CSR arrays: the entries of
+    ``query_ids[i]`` are ``offsets[i]:offsets[i + 1]``, and ``doc_codes`` index ``doc_ids``
+    (the vocabulary). What :class:`Qrels` and :class:`Run` are built from."""
+
+    query_ids: StrArray
+    offsets: IntArray
+    doc_ids: StrArray
+    doc_codes: IntArray
 
 
 def as_str_array(values: Iterable[str]) -> StrArray:
@@ -102,10 +113,9 @@ def canonical_positions(vocab: StrArray, codes: IntArray) -> IntArray | None:
     return canonical
 
 
-def check_no_duplicate_docs(
-    query_ids: StrArray, offsets: IntArray, doc_ids: StrArray, codes: IntArray, what: str
-) -> None:
+def check_no_duplicate_docs(entries: Entries, what: str) -> None:
     """Raise naming query and doc when a doc appears twice within one query."""
+    query_ids, offsets, doc_ids, codes = entries
     if len(codes) < 2:
         return
     seg = segment_ids(offsets)

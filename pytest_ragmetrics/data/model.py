@@ -7,6 +7,7 @@ queries and dataset); every name is importable from here too, as it always was.
 """
 
 from pytest_ragmetrics.data.arrays import (
+    Entries,
     FloatArray,
     IntArray,
     StrArray,
@@ -26,6 +27,7 @@ __all__ = [
     "Corpus",
     "Dataset",
     "Document",
+    "Entries",
     "FloatArray",
     "IntArray",
     "Qrels",

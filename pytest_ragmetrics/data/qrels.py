@@ -8,8 +8,8 @@ from functools import cached_property
 import numpy as np
 
 from pytest_ragmetrics.data.arrays import (
+    Entries,
     IntArray,
-    StrArray,
     as_str_array,
     check_no_duplicate_docs,
     check_unique_ids,
@@ -29,21 +29,12 @@ class Qrels(QuerySegments):
 
     __slots__ = ("grades",)
 
-    def __init__(
-        self,
-        query_ids: StrArray,
-        offsets: IntArray,
-        doc_ids: StrArray,
-        doc_codes: IntArray,
-        grades: IntArray,
-        *,
-        validate: bool = True,
-    ) -> None:
-        super().__init__(query_ids, offsets, doc_ids, doc_codes)
+    def __init__(self, entries: Entries, grades: IntArray, *, validate: bool = True) -> None:
+        super().__init__(entries)
         self.grades = grades
         if validate:
-            check_unique_ids(query_ids, "qrels")
-            check_no_duplicate_docs(query_ids, offsets, doc_ids, doc_codes, "qrels")
+            check_unique_ids(entries.query_ids, "qrels")
+            check_no_duplicate_docs(entries, "qrels")
 
     @classmethod
     def from_dict(cls, judgments: Qrels | Mapping[str, Mapping[str, int]]) -> Qrels:
@@ -53,7 +44,7 @@ class Qrels(QuerySegments):
             return judgments
         if same_class(judgments, Qrels):  # from another import of this module: a copy of ours
             j = judgments
-            return cls(j.query_ids, j.offsets, j.doc_ids, j.doc_codes, j.grades, validate=False)
+            return cls(j.entries, j.grades, validate=False)
         require_nested_mapping(judgments, "qrels", "{query_id: {doc_id: grade}}")
         query_ids = [str(q) for q in judgments]
         groups = [[str(d) for d in docs] for docs in judgments.values()]
@@ -65,7 +56,7 @@ class Qrels(QuerySegments):
                 grades[position] = _as_grade(grade, qid, str(doc))
                 position += 1
         # Validation catches ids that collide once converted to strings (5 and "5").
-        return cls(as_str_array(query_ids), offsets, vocab, codes, grades)
+        return cls(Entries(as_str_array(query_ids), offsets, vocab, codes), grades)
 
     @classmethod
     def from_triples(
@@ -113,9 +104,8 @@ class Qrels(QuerySegments):
         rows, offsets, take = self._select(dict.fromkeys(query_ids))
         # A vocabulary of the documents kept, in order of first use, as from_dict makes it.
         vocab, codes, _ = encode_ids([self.doc_ids[self.doc_codes[take]].tolist()])
-        return Qrels(
-            as_str_array(self.query_ids[rows].tolist()), offsets, vocab, codes, self.grades[take]
-        )
+        kept = Entries(as_str_array(self.query_ids[rows].tolist()), offsets, vocab, codes)
+        return Qrels(kept, self.grades[take])
 
     @cached_property
     def fingerprint(self) -> str:

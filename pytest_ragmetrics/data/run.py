@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_ragmetrics.data.arrays import (
+    Entries,
     FloatArray,
     IntArray,
     StrArray,
@@ -68,16 +69,14 @@ class Run(QuerySegments):
 
     def __init__(
         self,
-        query_ids: StrArray,
-        offsets: IntArray,
-        doc_ids: StrArray,
-        doc_codes: IntArray,
+        entries: Entries,
         scores: FloatArray,
         *,
         check_duplicates: bool = True,
         canonical: bool = False,
         source: str = "run",
     ) -> None:
+        query_ids, offsets, doc_ids, doc_codes = entries
         check_unique_ids(query_ids, source)
         if len(scores) and not np.isfinite(scores).all():
             bad = int(np.flatnonzero(~np.isfinite(scores))[0])
@@ -88,10 +87,10 @@ class Run(QuerySegments):
                 "finite number"
             )
         if check_duplicates:
-            check_no_duplicate_docs(query_ids, offsets, doc_ids, doc_codes, source)
+            check_no_duplicate_docs(entries, source)
         if not canonical:
             doc_codes, scores = in_canonical_order(offsets, doc_ids, doc_codes, scores)
-        super().__init__(query_ids, offsets, doc_ids, doc_codes)
+        super().__init__(entries._replace(doc_codes=doc_codes))
         self.scores = scores
         # Where the run came from, when known: the retriever's identity and the k it was
         # asked for (kept by truncate, restrict and without_identical_ids).
@@ -218,7 +217,7 @@ class Run(QuerySegments):
         if idx.shape[1] > 1:
             _check_rows_unique(qids, vocab, idx, valid, codes)
         # faiss rows come sorted by score: the Run then only reorders tied entries.
-        return cls(qids, offsets, vocab, codes, flat_scores, check_duplicates=False)
+        return cls(Entries(qids, offsets, vocab, codes), flat_scores, check_duplicates=False)
 
     def __repr__(self) -> str:
         return f"Run({len(self)} queries, {len(self.scores)} entries)"
@@ -259,14 +258,11 @@ class Run(QuerySegments):
         seg = segment_ids(self.offsets)
         rank = np.arange(len(self.scores)) - self.offsets[seg]
         keep = rank < k
-        truncated = Run(
-            self.query_ids,
-            offsets_from_counts(np.bincount(seg[keep], minlength=len(self))),
-            self.doc_ids,
-            self.doc_codes[keep],
-            self.scores[keep],
-            check_duplicates=False,
+        counts = np.bincount(seg[keep], minlength=len(self))
+        entries = self.entries._replace(
+            offsets=offsets_from_counts(counts), doc_codes=self.doc_codes[keep]
         )
+        truncated = Run(entries, self.scores[keep], check_duplicates=False)
         return self._keep_source(truncated, k)
 
     def without_identical_ids(self) -> Run:
@@ -297,10 +293,7 @@ class Run(QuerySegments):
         removed = np.bincount(seg[same], minlength=len(self))
         offsets = self.offsets - offsets_from_counts(removed)
         kept = Run(
-            self.query_ids,
-            offsets,
-            self.doc_ids,
-            self.doc_codes[keep],
+            self.entries._replace(offsets=offsets, doc_codes=self.doc_codes[keep]),
             self.scores[keep],
             check_duplicates=False,
             canonical=True,  # removing entries keeps the remaining ones in order
@@ -310,14 +303,8 @@ class Run(QuerySegments):
     def restrict(self, query_ids: Iterable[str]) -> Run:
         """The results of the given queries only, in the given order (unknown ids are ignored)."""
         keep, offsets, take = self._select(query_ids)
-        restricted = Run(
-            self.query_ids[keep],
-            offsets,
-            self.doc_ids,
-            self.doc_codes[take],
-            self.scores[take],
-            check_duplicates=False,
-        )
+        entries = Entries(self.query_ids[keep], offsets, self.doc_ids, self.doc_codes[take])
+        restricted = Run(entries, self.scores[take], check_duplicates=False)
         return self._keep_source(restricted)
 
     @cached_property
@@ -361,7 +348,7 @@ def _check_rows_unique(
 def _own(run: Run) -> Run:
     """A copy of ours of a Run from another import of this module (see
     :mod:`pytest_ragmetrics.twins`)."""
-    own = Run(run.query_ids, run.offsets, run.doc_ids, run.doc_codes, run.scores, canonical=True)
+    own = Run(run.entries, run.scores, canonical=True)
     own.retriever, own.k = run.retriever, run.k
     return own
 
@@ -389,7 +376,8 @@ def run_from_dict(
     else:
         values = oriented(values, kind)
     # Distinct keys are distinct ids unless str() made two of them equal (5 and "5").
-    return Run(as_str_array(query_ids), offsets, vocab, codes, values, check_duplicates=converted)
+    entries = Entries(as_str_array(query_ids), offsets, vocab, codes)
+    return Run(entries, values, check_duplicates=converted)
 
 
 def _scores_of(results: Mapping[str, Mapping[str, float]]) -> FloatArray:

@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from pytest_ragmetrics.data.arrays import IntArray, StrArray, offsets_from_counts, segment_ids
+from pytest_ragmetrics.data.arrays import (
+    Entries,
+    IntArray,
+    StrArray,
+    offsets_from_counts,
+    segment_ids,
+)
 
 
 class QueryKeyed:
@@ -35,12 +41,8 @@ class QueryKeyed:
 
 
 class QuerySegments(QueryKeyed):
-    """Per query, a segment of document entries, in CSR arrays: the entries of ``query_ids[i]``
-    are ``offsets[i]:offsets[i + 1]``, and ``doc_codes`` index ``doc_ids`` (the vocabulary).
-
-    The storage, lookups and selections :class:`Qrels` and :class:`Run` share; each adds one
-    value per entry (grades, scores).
-    """
+    """Stored :class:`~pytest_ragmetrics.data.arrays.Entries`, with the lookups and selections
+    :class:`Qrels` and :class:`Run` share; each adds one value per entry (grades, scores)."""
 
     __slots__ = ("doc_codes", "doc_ids", "offsets")
 
@@ -48,13 +50,13 @@ class QuerySegments(QueryKeyed):
     doc_ids: StrArray
     doc_codes: IntArray
 
-    def __init__(
-        self, query_ids: StrArray, offsets: IntArray, doc_ids: StrArray, doc_codes: IntArray
-    ) -> None:
-        self.query_ids = query_ids
-        self.offsets = offsets
-        self.doc_ids = doc_ids
-        self.doc_codes = doc_codes
+    def __init__(self, entries: Entries) -> None:
+        self.query_ids, self.offsets, self.doc_ids, self.doc_codes = entries
+
+    @property
+    def entries(self) -> Entries:
+        """The four CSR arrays, to build another Qrels or Run from (shared, not copied)."""
+        return Entries(self.query_ids, self.offsets, self.doc_ids, self.doc_codes)
 
     def _entries(self, query_id: str, values: npt.NDArray[Any]) -> Iterator[tuple[str, Any]]:
         """(doc id, value) of one query's entries in stored order; none for an unknown query."""

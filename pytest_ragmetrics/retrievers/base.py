@@ -19,7 +19,7 @@ from pytest_ragmetrics.code_identity import (
     refuse_uncacheable,
     settle,
 )
-from pytest_ragmetrics.data.model import Corpus, Queries, Run, as_str_array
+from pytest_ragmetrics.data.model import Corpus, Entries, Queries, Run, as_str_array
 from pytest_ragmetrics.data.scores import (
     ScoreKind,
     check_score_kind,
@@ -578,10 +578,7 @@ def _run_from_groups(
     vocab, codes, offsets = encode_ids(groups)
     try:
         return Run(
-            as_str_array(query_ids),
-            offsets,
-            vocab,
-            codes,
+            Entries(as_str_array(query_ids), offsets, vocab, codes),
             np.asarray(scores, dtype=np.float64),
             check_duplicates=False,
             source=f"retriever {retriever!r}",
@@ -649,15 +646,8 @@ def cached_search(
         }
 
     found = cache.arrays("run", key, arrays, meta={"queries": len(queries), "k": k})
-    return Run(
-        found["query_ids"],
-        found["offsets"],
-        found["doc_ids"],
-        found["doc_codes"],
-        found["scores"],
-        check_duplicates=False,
-        canonical=True,
-    )
+    stored = Entries(found["query_ids"], found["offsets"], found["doc_ids"], found["doc_codes"])
+    return Run(stored, found["scores"], check_duplicates=False, canonical=True)
 
 
 class CorpusRetriever(Named):

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, TypedDict, Unpack
 import numpy as np
 
 from pytest_ragmetrics.cache import identity_of
-from pytest_ragmetrics.data.model import Corpus, Queries, Run, as_str_array
+from pytest_ragmetrics.data.model import Corpus, Entries, Queries, Run, as_str_array
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.retrievers.base import Named, ShortRankingWarning, check_k, check_run
 from pytest_ragmetrics.twins import same_class
@@ -107,10 +107,7 @@ def max_passage(run: Run, chunk_to_doc: ChunkToDoc, *, retriever: str = "chunks"
     counts = np.bincount(kept_segment, minlength=len(run.query_ids))
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     result = Run(
-        run.query_ids,
-        offsets,
-        vocab,
-        docs[first[order]].astype(np.int64),
+        Entries(run.query_ids, offsets, vocab, docs[first[order]].astype(np.int64)),
         best[order],
         check_duplicates=False,
         source=f"retriever {retriever!r}",

@@ -290,14 +290,7 @@ def _merge(first: Run, candidates: Run, scores: npt.NDArray[np.float64], k: int)
         floor[~np.isfinite(floor)] = 0.0
         tail_rank = first_rank[tail] - candidate_count[first_seg[tail]]
         final[tail] = floor[first_seg[tail]] - 1.0 - tail_rank
-    merged = Run(
-        first.query_ids,
-        first.offsets,
-        first.doc_ids,
-        first.doc_codes,
-        final,
-        check_duplicates=False,
-    )
+    merged = Run(first.entries, final, check_duplicates=False)
     return merged.truncate(k) if int(merged.depths().max(initial=0)) > k else merged
 
 

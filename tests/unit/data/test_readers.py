@@ -28,7 +28,7 @@ from pytest_ragmetrics import (
     write_qrels,
     write_run,
 )
-from pytest_ragmetrics.data import read_corpus, read_qrels_jsonl, read_queries
+from pytest_ragmetrics.data import Entries, read_corpus, read_qrels_jsonl, read_queries
 from pytest_ragmetrics.errors import ScoreOrderWarning, StaleLabelsWarning
 from tests.helpers.paths import TEST_DATA
 
@@ -333,6 +333,21 @@ def test_run_from_rankings() -> None:
         Run.from_rankings({"q": [("x", "high")]})  # type: ignore[dict-item]
     with pytest.raises(DataFormatError, match="rankings must be a dict"):
         Run.from_rankings([["a"]])  # type: ignore[arg-type]
+
+
+def test_run_and_qrels_are_built_from_entries_and_give_them_back() -> None:
+    ids = np.asarray(["a", "b", "c"])
+    entries = Entries(np.asarray(["q1", "q2"]), np.array([0, 2, 3]), ids, np.array([0, 1, 2]))
+    run = Run(entries, np.array([0.1, 0.5, 0.3]))
+    assert run.to_dict() == {"q1": {"b": 0.5, "a": 0.1}, "q2": {"c": 0.3}}
+    assert run.entries.doc_codes.tolist() == [1, 0, 2]  # in canonical order
+    assert Run(run.entries, run.scores, canonical=True).fingerprint == run.fingerprint
+    qrels = Qrels(entries, np.array([1, 0, 2]))
+    assert qrels.to_dict() == {"q1": {"a": 1, "b": 0}, "q2": {"c": 2}}
+    twice = entries._replace(doc_codes=np.array([0, 0, 2]))
+    for build in (lambda: Run(twice, np.zeros(3)), lambda: Qrels(twice, np.ones(3, np.int64))):
+        with pytest.raises(DataFormatError, match="document 'a' appears twice for query 'q1'"):
+            build()
 
 
 def test_run_from_arrays_matches_from_dict() -> None:
