@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.data.arrays import Entries
     from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, read_assessments
     from pytest_ragmetrics.data.corpus import Corpus, Dataset, Document, Queries
+    from pytest_ragmetrics.data.documents import read_documents
     from pytest_ragmetrics.data.judged import JudgedRankings, read_judged_rankings
     from pytest_ragmetrics.data.layouts import (
         load_dataset,
@@ -19,8 +20,8 @@ if TYPE_CHECKING:
     from pytest_ragmetrics.data.manifest import Manifest, read_manifest
     from pytest_ragmetrics.data.qrels import Qrels
     from pytest_ragmetrics.data.run import Run
-    from pytest_ragmetrics.data.sgml import read_trec_documents, read_trec_topics
-    from pytest_ragmetrics.data.smart import read_smart_documents, read_smart_queries
+    from pytest_ragmetrics.data.sgml import read_trec_topics
+    from pytest_ragmetrics.data.smart import read_smart_queries
     from pytest_ragmetrics.data.trec import read_qrels, read_run, write_qrels, write_run
 
 _EXPORTS = {
@@ -35,9 +36,8 @@ _EXPORTS = {
     "read_queries": "pytest_ragmetrics.data.layouts",
     "Manifest": "pytest_ragmetrics.data.manifest",
     "read_manifest": "pytest_ragmetrics.data.manifest",
-    "read_smart_documents": "pytest_ragmetrics.data.smart",
+    "read_documents": "pytest_ragmetrics.data.documents",
     "read_smart_queries": "pytest_ragmetrics.data.smart",
-    "read_trec_documents": "pytest_ragmetrics.data.sgml",
     "read_trec_topics": "pytest_ragmetrics.data.sgml",
     "Corpus": "pytest_ragmetrics.data.corpus",
     "Dataset": "pytest_ragmetrics.data.corpus",
@@ -66,15 +66,14 @@ __all__ = [
     "load_dataset",
     "read_assessments",
     "read_corpus",
+    "read_documents",
     "read_judged_rankings",
     "read_manifest",
     "read_qrels",
     "read_qrels_jsonl",
     "read_queries",
     "read_run",
-    "read_smart_documents",
     "read_smart_queries",
-    "read_trec_documents",
     "read_trec_topics",
     "write_qrels",
     "write_run",

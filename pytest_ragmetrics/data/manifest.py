@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from pytest_ragmetrics.data import sgml, smart
+from pytest_ragmetrics.data.documents import read_documents
 from pytest_ragmetrics.data.fields import TextRecord, queries_from_records, shared_names
 from pytest_ragmetrics.data.model import Corpus, Qrels, Queries
 from pytest_ragmetrics.data.textfile import resolve
@@ -323,21 +324,16 @@ def load_manifest_parts(manifest: Manifest, split: str) -> ManifestParts:
     if manifest.format == "beir":
         raise ValueError("a beir manifest is read by the BEIR readers (data.layouts)")
     enc = manifest.encoding
+    corpus = read_documents(
+        manifest.documents,
+        manifest.format,
+        title_fields=manifest.title_fields,
+        text_fields=manifest.text_fields,
+        encoding=enc,
+    )
     if manifest.format == "smart":
-        corpus = smart.read_smart_documents(
-            manifest.documents,
-            title_fields=manifest.title_fields,
-            text_fields=manifest.text_fields,
-            encoding=enc,
-        )
         query_records = smart.parse_smart(manifest.queries, what="query", encoding=enc)
     else:
-        corpus = sgml.read_trec_documents(
-            manifest.documents,
-            title_tags=manifest.title_fields,
-            text_tags=manifest.text_fields,
-            encoding=enc,
-        )
         query_records = sgml.parse_trec_topics(manifest.queries, encoding=enc)
     queries = queries_from_records(query_records, manifest.query_fields, manifest.queries)
     qrels_path = manifest.qrels[split]

@@ -16,16 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_ragmetrics.data.fields import (
-    FieldNames,
     TextRecord,
     clean_block,
-    corpus_from_records,
     note_first,
     one_line,
-    path_list,
     queries_from_records,
 )
-from pytest_ragmetrics.data.model import Corpus, Queries
+from pytest_ragmetrics.data.model import Queries
 from pytest_ragmetrics.data.textfile import PathLike, read_lines, resolve
 from pytest_ragmetrics.errors import DataFormatError
 
@@ -247,34 +244,6 @@ def _docno(value: str, path: PathLike, line: int) -> str:
             f"DOCNO {value!r} contains whitespace; run and qrels files cannot hold it", path, line
         )
     return value
-
-
-def read_trec_documents(
-    paths: PathLike | Sequence[PathLike],
-    *,
-    title_tags: Sequence[str] = DOCUMENT_TITLE_TAGS,
-    text_tags: Sequence[str] = DOCUMENT_TEXT_TAGS,
-    encoding: str = "utf-8",
-) -> Corpus:
-    """Read TREC SGML documents from one file or several (a DOCNO must be unique across all).
-
-    The title joins the title elements (``<HEAD>``, ``<HEADLINE>``, ``<TITLE>``, ``<HL>`` by
-    default), the text the text elements (``<TEXT>``); repeated elements are all kept.
-    """
-    names = FieldNames(
-        title_tags, text_tags, DOCUMENT_TITLE_TAGS, DOCUMENT_TEXT_TAGS, "<{}>", False
-    )
-    names.check_distinct()
-    files = path_list(paths)
-    seen: dict[str, tuple[str, int]] = {}
-    records = [
-        record
-        for f in files
-        for record in parse_trec_documents(
-            f, title_tags=title_tags, text_tags=text_tags, encoding=encoding, first_seen=seen
-        )
-    ]
-    return corpus_from_records(records, names, files[0])
 
 
 @dataclass

@@ -12,15 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_ragmetrics.data.fields import (
-    FieldNames,
     TextRecord,
     clean_block,
-    corpus_from_records,
     note_first,
-    path_list,
     queries_from_records,
 )
-from pytest_ragmetrics.data.model import Corpus, Queries
+from pytest_ragmetrics.data.model import Queries
 from pytest_ragmetrics.data.textfile import PathLike, read_lines, resolve
 from pytest_ragmetrics.errors import DataFormatError
 
@@ -102,27 +99,6 @@ def _record_start(
         raise DataFormatError(f"expected '.I <id>' (one id), got {stripped!r}", path, lineno)
     note_first(seen, parts[1], f"{what} id", path, lineno)
     return TextRecord(parts[1], str(path), lineno)
-
-
-def read_smart_documents(
-    paths: PathLike | Sequence[PathLike],
-    *,
-    title_fields: Sequence[str] = DOCUMENT_TITLE_FIELDS,
-    text_fields: Sequence[str] = DOCUMENT_TEXT_FIELDS,
-    encoding: str = "utf-8",
-) -> Corpus:
-    """Read SMART documents (e.g. Cranfield's ``cran.all.1400``): title ``.T``, text ``.W``.
-
-    Other fields (``.A`` authors, ``.B`` bibliography) are left out unless named.
-    """
-    names = FieldNames(
-        title_fields, text_fields, DOCUMENT_TITLE_FIELDS, DOCUMENT_TEXT_FIELDS, mark=".{}"
-    )
-    names.check_distinct()
-    files = path_list(paths)
-    seen: dict[str, tuple[str, int]] = {}
-    records = [r for f in files for r in parse_smart(f, encoding=encoding, first_seen=seen)]
-    return corpus_from_records(records, names, files[0])
 
 
 def read_smart_queries(

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from pytest_ragmetrics import ConfigError, DataFormatError, evaluate, load_dataset, read_qrels
+from pytest_ragmetrics.data.documents import read_documents
 from pytest_ragmetrics.data.layouts import available_splits
 from pytest_ragmetrics.data.sgml import (
     parse_trec_topics,
-    read_trec_documents,
     read_trec_topics,
 )
-from pytest_ragmetrics.data.smart import read_smart_documents, read_smart_queries
+from pytest_ragmetrics.data.smart import read_smart_queries
 
 
 def write(path: Path, content: str | bytes) -> Path:
@@ -72,7 +72,7 @@ a second abstract, as Cranfield's document 576 has .
 
 
 def test_smart_documents(tmp_path: Path) -> None:
-    corpus = read_smart_documents(write(tmp_path / "docs.all", SMART_DOCS))
+    corpus = read_documents(write(tmp_path / "docs.all", SMART_DOCS), "smart")
     assert list(corpus.doc_ids) == ["1", "2", "3"]
     first = corpus["1"]
     assert first.title == "experimental investigation of the aerodynamics of a wing ."
@@ -88,8 +88,11 @@ def test_smart_documents(tmp_path: Path) -> None:
 
 
 def test_smart_documents_with_other_fields(tmp_path: Path) -> None:
-    corpus = read_smart_documents(
-        write(tmp_path / "docs.all", SMART_DOCS), title_fields=["T"], text_fields=["A", "W"]
+    corpus = read_documents(
+        write(tmp_path / "docs.all", SMART_DOCS),
+        "smart",
+        title_fields=["T"],
+        text_fields=["A", "W"],
     )
     assert corpus["1"].text.startswith("brenckman,m.\nexperimental investigation")
 
@@ -105,9 +108,9 @@ def test_smart_gzip_and_crlf(tmp_path: Path) -> None:
 def test_smart_documents_from_several_files(tmp_path: Path) -> None:
     a = write(tmp_path / "a.all", ".I 1\n.W\none\n")
     b = write(tmp_path / "b.all", ".I 2\n.W\ntwo\n")
-    assert list(read_smart_documents([a, b]).doc_ids) == ["1", "2"]
+    assert list(read_documents([a, b], "smart").doc_ids) == ["1", "2"]
     c = write(tmp_path / "c.all", ".I 3\n.W\nthree\n.I 1\n.W\nagain\n")
-    fails(lambda: read_smart_documents([a, c]), c, 4, f"appears twice (first at {a}:1)")
+    fails(lambda: read_documents([a, c], "smart"), c, 4, f"appears twice (first at {a}:1)")
 
 
 @pytest.mark.parametrize(
@@ -129,12 +132,12 @@ def test_smart_documents_from_several_files(tmp_path: Path) -> None:
 )
 def test_smart_malformed(tmp_path: Path, content: str | bytes, line: int, reason: str) -> None:
     path = write(tmp_path / "docs.all", content)
-    fails(lambda: read_smart_documents(path), path, line, reason)
+    fails(lambda: read_documents(path, "smart"), path, line, reason)
 
 
 def test_smart_empty_file(tmp_path: Path) -> None:
     path = write(tmp_path / "docs.all", "\n\n")
-    fails(lambda: read_smart_documents(path), path, None, "no '.I <id>' document records")
+    fails(lambda: read_documents(path, "smart"), path, None, "no '.I <id>' document records")
 
 
 def test_smart_query_without_text(tmp_path: Path) -> None:
@@ -174,7 +177,7 @@ on two lines</P></headline><text type="body"><p>one</p> line</text></doc>
 
 
 def test_trec_documents(tmp_path: Path) -> None:
-    corpus = read_trec_documents(write(tmp_path / "ap.txt.gz", TREC_DOCS))
+    corpus = read_documents(write(tmp_path / "ap.txt.gz", TREC_DOCS), "trec")
     assert list(corpus.doc_ids) == ["AP880212-0001", "LA010189-0001", "FR-1"]
     ap = corpus["AP880212-0001"]
     assert ap.title == "Reports Former Saigon Prisoners Liberated Eds: Also in Monday AMs"
@@ -188,7 +191,7 @@ def test_trec_documents(tmp_path: Path) -> None:
 
 def test_trec_documents_choose_elements(tmp_path: Path) -> None:
     path = write(tmp_path / "ap.txt", TREC_DOCS)
-    corpus = read_trec_documents(path, title_tags=["fileid"], text_tags=["TEXT", "BYLINE"])
+    corpus = read_documents(path, "trec", title_fields=["fileid"], text_fields=["TEXT", "BYLINE"])
     assert corpus["AP880212-0001"].title == "AP-NR-02-12-88 2344EST"
     assert corpus["FR-1"].text == "ignored"
 
@@ -196,8 +199,10 @@ def test_trec_documents_choose_elements(tmp_path: Path) -> None:
 def test_trec_documents_inside_a_wrapper_and_across_files(tmp_path: Path) -> None:
     a = write(tmp_path / "a", "<DOCS>\n<DOC><DOCNO>a1</DOCNO><TEXT>x</TEXT></DOC>\n</DOCS>\n")
     b = write(tmp_path / "b", "<DOC>\n<DOCNO>a1</DOCNO>\n</DOC>\n")
-    assert list(read_trec_documents(a).doc_ids) == ["a1"]
-    fails(lambda: read_trec_documents([a, b]), b, 2, f"DOCNO 'a1' appears twice (first at {a}:2)")
+    assert list(read_documents(a, "trec").doc_ids) == ["a1"]
+    fails(
+        lambda: read_documents([a, b], "trec"), b, 2, f"DOCNO 'a1' appears twice (first at {a}:2)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -271,7 +276,7 @@ def test_trec_documents_inside_a_wrapper_and_across_files(tmp_path: Path) -> Non
 )
 def test_trec_documents_malformed(tmp_path: Path, content: str, line: int, reason: str) -> None:
     path = write(tmp_path / "docs.sgml", content)
-    fails(lambda: read_trec_documents(path), path, line, reason)
+    fails(lambda: read_documents(path, "trec"), path, line, reason)
 
 
 def test_what_a_comment_holds_is_not_read(tmp_path: Path) -> None:
@@ -284,7 +289,7 @@ def test_what_a_comment_holds_is_not_read(tmp_path: Path) -> None:
         "<!-- <DOC><DOCNO>3</DOCNO></DOC> -->\n</DOC>\n"
         "<!-- PJG FTAG 4700 --><DOC><DOCNO>4</DOCNO><TEXT>a <![CDATA[x < y]]> b</TEXT></DOC>\n",
     )
-    corpus = read_trec_documents(path)
+    corpus = read_documents(path, "trec")
     assert list(corpus.doc_ids) == ["1", "2", "4"]
     assert [corpus[d].text for d in ("1", "2", "4")] == ["new", "kept\ntoo", "a x < y b"]
 
@@ -296,12 +301,12 @@ def test_a_cdata_section_is_text_over_any_number_of_lines(tmp_path: Path) -> Non
         "<DOC><DOCNO>1</DOCNO><TEXT>before <![CDATA[x < y &amp;\n<b>bold</b>\n]]> after"
         "</TEXT></DOC>\n",
     )
-    assert read_trec_documents(path)["1"].text == "before x < y &amp;\n<b>bold</b>\nafter"
+    assert read_documents(path, "trec")["1"].text == "before x < y &amp;\n<b>bold</b>\nafter"
 
 
 def test_trec_documents_none_in_file(tmp_path: Path) -> None:
     path = write(tmp_path / "docs.sgml", "<DOCS>\n</DOCS>\n")
-    fails(lambda: read_trec_documents(path), path, None, "no <DOC> elements in this file")
+    fails(lambda: read_documents(path, "trec"), path, None, "no <DOC> elements in this file")
 
 
 # --- TREC topics ------------------------------------------------------------------------------
@@ -704,47 +709,51 @@ def test_a_field_named_that_no_document_holds_is_an_error(tmp_path: Path) -> Non
     """A typo in a field name made every document's text (or title) empty, silently."""
     smart = write(tmp_path / "docs.all", SMART_DOCS)
     fails(
-        lambda: read_smart_documents(smart, text_fields=["X"]),
+        lambda: read_documents(smart, "smart", text_fields=["X"]),
         smart,
         None,
         "no document holds .X (named as a text field); the documents hold .A, .B, .T, .W",
     )
     fails(
-        lambda: read_smart_documents(smart, title_fields=["T", "K"]),
+        lambda: read_documents(smart, "smart", title_fields=["T", "K"]),
         smart,
         None,
         "no document holds .K (named as a title field)",
     )
     trec = write(tmp_path / "ap.txt", TREC_DOCS)
     fails(
-        lambda: read_trec_documents(trec, title_tags=["HEAD", "TTL"]),
+        lambda: read_documents(trec, "trec", title_fields=["HEAD", "TTL"]),
         trec,
         None,
         "no document holds <TTL> (named as a title field); of the fields named, the "
         "documents hold <HEAD>, <TEXT>",
     )
-    fails(lambda: read_trec_documents(trec, text_tags=["txt"]), trec, None, "holds <TXT>")
+    fails(lambda: read_documents(trec, "trec", text_fields=["txt"]), trec, None, "holds <TXT>")
 
 
 def test_the_default_fields_are_alternatives_but_some_text_must_be_there(tmp_path: Path) -> None:
     # MED has no titles; FR has none of the default title elements: both read as before.
     med = write(tmp_path / "med.all", ".I 1\n.W\ncorrelation of blood\n")
-    assert read_smart_documents(med)["1"].text == "correlation of blood"
+    assert read_documents(med, "smart")["1"].text == "correlation of blood"
     fr = write(tmp_path / "fr", "<DOC><DOCNO>FR-1</DOCNO><TEXT>rule</TEXT></DOC>\n")
-    assert read_trec_documents(fr)["FR-1"].title == ""
+    assert read_documents(fr, "trec")["FR-1"].title == ""
     # No document with any text element: every text would be empty.
     bare = write(tmp_path / "bare.all", ".I 1\n.T\nonly a title\n")
-    fails(lambda: read_smart_documents(bare), bare, None, "no document holds .W (named as a text")
+    fails(
+        lambda: read_documents(bare, "smart"), bare, None, "no document holds .W (named as a text"
+    )
     wsj = write(tmp_path / "wsj", "<DOC><DOCNO>W-1</DOCNO><LP>lead</LP></DOC>\n")
-    fails(lambda: read_trec_documents(wsj), wsj, None, "no document holds <TEXT> (named as a text")
+    fails(
+        lambda: read_documents(wsj, "trec"), wsj, None, "no document holds <TEXT> (named as a text"
+    )
 
 
 def test_a_field_both_title_and_text_is_refused(tmp_path: Path) -> None:
     smart = write(tmp_path / "docs.all", SMART_DOCS)
     with pytest.raises(ConfigError, match=r"\.W is named both as a title field and as a text"):
-        read_smart_documents(smart, title_fields=["T", "w"])
+        read_documents(smart, "smart", title_fields=["T", "w"])
     with pytest.raises(ConfigError, match="<TEXT> is named both as a title field and as a text"):
-        read_trec_documents(write(tmp_path / "ap.txt", TREC_DOCS), title_tags=["text"])
+        read_documents(write(tmp_path / "ap.txt", TREC_DOCS), "trec", title_fields=["text"])
 
 
 def test_a_query_field_no_query_holds_is_an_error(tmp_path: Path) -> None:
@@ -837,3 +846,16 @@ def test_a_folder_without_a_layout_mentions_dataset_json(tmp_path: Path) -> None
     fails(
         lambda: load_dataset(tmp_path), tmp_path, None, "or a dataset.json describing other files"
     )
+
+
+def test_an_unknown_document_format_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path / "corpus.jsonl", '{"_id": "d1", "text": "x"}\n')
+    with pytest.raises(ConfigError, match="document format 'beir' is not one of smart, trec"):
+        read_documents(path, "beir")
+
+
+def test_an_empty_list_of_title_fields_means_no_title(tmp_path: Path) -> None:
+    # None takes the format's defaults; an empty list is a choice of none.
+    corpus = read_documents(write(tmp_path / "docs.all", SMART_DOCS), "smart", title_fields=[])
+    assert corpus["1"].title == ""
+    assert read_documents(tmp_path / "docs.all", "smart")["1"].title != ""
