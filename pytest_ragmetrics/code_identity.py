@@ -29,10 +29,11 @@ counts by its path relative to the project, so a checkout elsewhere has the same
 An object's values and a function's defaults, closure values and globals are read once per
 process, when first hashed, and again when a name was rebound since (to another object, number
 or text: a model swapped or a setting changed by ``monkeypatch.setattr``); a memo filled in
-place is not seen by :func:`code_digest`. A function retriever goes further
-(:func:`current_digest`): each search reads every value again, in place changes included, and
-what the function changed itself while it ran (its counter, its memo) is forgiven by
-:func:`settle`, so it keeps the key of its last search. A global
+place is not seen by :func:`code_digest`. A function retriever, generator or pipeline, and an
+embedding judge's encoder, go further (:func:`current_digest`): each search, batch of answers
+or judging reads every value again, in place changes included, and what the function changed
+itself while it ran (its counter, its memo) is forgiven by :func:`settle`, so it keeps the
+key of its last call. A global
 counts by what its name held then: a module by its name, code of the module by its parts, a
 library's function or class by its name, any other value (a model, an index, an array or a
 dict loaded at import) by its content. Objects that describe themselves count by that
@@ -46,7 +47,7 @@ the process, a lock, a logger, a stream, a thread, count by their type and are n
 :func:`refuse_uncacheable` makes caching a function that reaches one an error unless
 ``parameters=`` or ``version=`` tell its retrievers apart (a ``name=`` is a label: it does
 not). Nor can it see data the function reads (files, the network, a database), code in other
-modules or packages, or (outside a function retriever's searches) an object changed in place
+modules or packages, or (outside those calls) an object changed in place
 after it was first hashed: pass ``version=`` when one of those changes.
 """
 

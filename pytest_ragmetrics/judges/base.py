@@ -214,6 +214,12 @@ class VerdictCache:
 
     def __init__(self, cache: CacheLike, identity: Mapping[str, Any]) -> None:
         self.cache = cache if isinstance(cache, Cache) else Cache(cache)
+        self.rekey(identity)
+
+    def rekey(self, identity: Mapping[str, Any]) -> None:
+        """Key the verdicts asked from now on by ``identity`` (a judge's, as of this judging:
+        an embedding judge's encoder is read again at each, see
+        :meth:`~pytest_ragmetrics.judges.embedder.Embedder.judging`)."""
         self._judge = {
             "judge_sha256": identity_hash(identity),
             "rubric_sha256": identity.get("rubric_sha256"),

@@ -3,12 +3,15 @@ encoder), texts in, finite L2-normalised rows out, with a progress bar for large
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import numpy as np
 
-from pytest_ragmetrics.code_identity import code_digest
+from pytest_ragmetrics.code_identity import current_digest, settle
 from pytest_ragmetrics.data.model import FloatArray
 from pytest_ragmetrics.encoders import (
     ModelSource,
@@ -21,9 +24,40 @@ from pytest_ragmetrics.errors import JudgeError, RetrieverError
 from pytest_ragmetrics.progress import progress
 from pytest_ragmetrics.values import finite_number
 
+if TYPE_CHECKING:
+    from pytest_ragmetrics.judges.base import VerdictCache
+
 #: A judging that embeds more texts than this at once shows a progress bar.
 PROGRESS_AFTER = 256
 Encoder = Callable[[list[str]], Any]
+
+#: Guards the count of judgings under way (:meth:`Embedder.judging`); a lock of the module, not
+#: of each embedder, which is pickled with its judge for Ray's workers.
+_JUDGING = threading.Lock()
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _Judging(Protocol):
+    """A judge with an embedder: :meth:`_judging` is one :meth:`Embedder.judging` of it."""
+
+    def _judging(self) -> contextlib.AbstractContextManager[None]: ...
+
+
+J = TypeVar("J", bound=_Judging)
+
+
+def judging(method: Callable[Concatenate[J, P], R]) -> Callable[Concatenate[J, P], R]:
+    """A judge's method as one judging of its embedder (``self._judging()``): what it embeds
+    and caches is keyed by the encoder's code as the judging began."""
+
+    @functools.wraps(method)
+    def judged(self: J, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._judging():
+            return method(self, *args, **kwargs)
+
+    return judged
 
 
 class _LazyModel:
@@ -60,7 +94,8 @@ class Embedder:
     nothing is downloaded), or with ``encoder``, any function mapping texts to embeddings,
     which ``model_name`` then names. sentence-transformers is imported on the first
     :meth:`embed`. ``digest`` (of the model's files; None for an encoder) identifies the
-    model wherever it lives; ``code`` (an encoder's code digest, see
+    model wherever it lives; ``code`` (an encoder's code digest as of the last
+    :meth:`judging`, which reads the encoder again; see
     :mod:`~pytest_ragmetrics.code_identity`) identifies an encoder's code, while the weights
     it holds in C are named by ``model_name``."""
 
@@ -77,12 +112,14 @@ class Embedder:
             if not model_name:
                 raise JudgeError("embedding judge: pass model_name= to identify a custom encoder")
             self._encode: Encoder = encoder
+            self._encoder: Encoder | None = encoder
             self._lazy: _LazyModel | None = None
             self.model_name = model_name
             self.digest: str | None = None
             # The encoder's code (and what it reaches that can be hashed): an edited encoder
             # under the same model_name is another model, not the cached one.
-            self.code: str | None = code_digest(encoder)[:20]
+            self.code: str | None = current_digest(encoder)[:20]
+            self._judgings = 0
             return
         try:
             source = resolve_model(model)
@@ -90,9 +127,11 @@ class Embedder:
             raise JudgeError(f"embedding judge: {exc}") from None
         self._lazy = _LazyModel(source, device, batch_size)
         self._encode = self._lazy.encode
+        self._encoder = None
         self.model_name = model_name or source.label
         self.digest = source.digest
         self.code = None
+        self._judgings = 0
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -102,6 +141,34 @@ class Embedder:
         if self.code is not None:
             found["encoder_code"] = self.code
         return found
+
+    @contextlib.contextmanager
+    def judging(
+        self, similarities: VerdictCache, identity: Callable[[], Mapping[str, Any]]
+    ) -> Iterator[None]:
+        """A judging with this model, its ``similarities`` keyed by ``identity()`` (the
+        judge's model identity, holding :attr:`parameters`) as it starts. An encoder's code is
+        read again then (:func:`~pytest_ragmetrics.code_identity.current_digest`), so a value
+        it reads changed since, in place or rebound (a setting dict edited, an attribute of a
+        callable encoder), is another :attr:`code` and misses the cache; what the encoder
+        changed itself as it ran (a counter, a memo) keeps it, once the judging ended well
+        (:func:`~pytest_ragmetrics.code_identity.settle`). Judgings that overlap (one within
+        another, or in threads) are one: they run under the code read as the first began."""
+        encoder = self._encoder
+        with _JUDGING:
+            if encoder is not None and self._judgings == 0:
+                self.code = current_digest(encoder)[:20]
+            self._judgings += 1
+        ended_well = False
+        try:
+            similarities.rekey(identity())
+            yield
+            ended_well = True
+        finally:
+            with _JUDGING:
+                self._judgings -= 1
+                if encoder is not None and ended_well and self._judgings == 0:
+                    settle(encoder)
 
     def embed(self, texts: list[str]) -> FloatArray:
         """L2-normalised embeddings of ``texts`` (one row each), checked to be finite.
@@ -147,4 +214,4 @@ def check_cosine(value: object, what: str) -> float:
     return number
 
 
-__all__ = ["PROGRESS_AFTER", "Embedder", "check_cosine"]
+__all__ = ["PROGRESS_AFTER", "Embedder", "check_cosine", "judging"]

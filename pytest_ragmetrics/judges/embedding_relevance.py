@@ -4,12 +4,13 @@ Similarities are cached, so a new threshold re-uses them."""
 
 from __future__ import annotations
 
+import contextlib
 import copy as copy_module
 from collections.abc import Sequence
 from typing import Any
 
 from pytest_ragmetrics.judges.base import CacheLike, VerdictCache, make_identity
-from pytest_ragmetrics.judges.embedder import Embedder, Encoder, check_cosine
+from pytest_ragmetrics.judges.embedder import Embedder, Encoder, check_cosine, judging
 from pytest_ragmetrics.judges.relevance import RelevancePair, RelevanceVerdict, relevance_pairs
 from pytest_ragmetrics.values import finite_number
 
@@ -54,10 +55,7 @@ class EmbeddingRelevanceJudge:
             model, device=device, batch_size=batch_size, encoder=encoder, model_name=model_name
         )
         self.model_name = self._embedder.model_name
-        self._base = self._embedder.parameters
-        self._similarities = VerdictCache(
-            cache, make_identity(self.name, self.model_name, EMBEDDING_RUBRIC, self._base)
-        )
+        self._similarities = VerdictCache(cache, self._model_identity())
 
     def __repr__(self) -> str:
         return f"EmbeddingRelevanceJudge(model={self.model_name!r}, threshold={self._threshold})"
@@ -77,9 +75,19 @@ class EmbeddingRelevanceJudge:
             self.name,
             self.model_name,
             EMBEDDING_RUBRIC,
-            {**self._base, "threshold": self._threshold},
+            {**self._embedder.parameters, "threshold": self._threshold},
         )
 
+    def _model_identity(self) -> dict[str, Any]:
+        """What the similarities depend on (the model, not the threshold): their cache key."""
+        return make_identity(
+            self.name, self.model_name, EMBEDDING_RUBRIC, self._embedder.parameters
+        )
+
+    def _judging(self) -> contextlib.AbstractContextManager[None]:
+        return self._embedder.judging(self._similarities, self._model_identity)
+
+    @judging
     def judge_relevance(self, pairs: Sequence[RelevancePair]) -> list[RelevanceVerdict]:
         """Similarities from the cache, the missing ones embedded in one batch (each distinct
         text once)."""

@@ -1,0 +1,117 @@
+"""An embedding judge's encoder, a function of the user's, is read again at each judging: a
+value it reads changed in place since (a setting dict edited, an attribute of a callable
+encoder) is judged anew, not served the similarities cached under the old values; what it
+changes itself as it runs (a counter, a memo) keeps its identity, so a rerun reads the
+cache."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_ragmetrics.judges import EmbeddingJudge
+from pytest_ragmetrics.judges.embedding_relevance import EmbeddingRelevanceJudge
+from pytest_ragmetrics.judges.relevance import RelevancePair
+
+#: What :func:`words` reads: the weight of a component every text shares (a large one makes
+#: every two texts alike).
+SETTINGS = {"shared": 0.0}
+
+CONTEXTS = {"d1": "The Eiffel Tower stands in Paris.", "d2": "Bananas are yellow when ripe."}
+CLAIM = "Bananas are blue."
+
+
+def _vectors(texts: list[str], shared: float) -> np.ndarray:
+    out = np.zeros((len(texts), 65))
+    for i, text in enumerate(texts):
+        for word in text.lower().replace(".", " ").split():
+            out[i, zlib.crc32(word.encode()) % 64] += 1.0
+    out[:, 64] = shared
+    return out
+
+
+def words(texts: list[str]) -> np.ndarray:
+    """A bag of words with the shared component of ``SETTINGS["shared"]``."""
+    return _vectors(texts, SETTINGS["shared"])
+
+
+class Words:
+    """:func:`words` as a callable object: its setting in an attribute, and a counter of its
+    calls (what it changes itself as it runs)."""
+
+    def __init__(self) -> None:
+        self.settings = {"shared": 0.0}
+        self.calls = 0
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        return _vectors(texts, self.settings["shared"])
+
+
+# Each way of judging with the embedding judge: what it says of CLAIM against CONTEXTS.
+JUDGINGS: dict[str, Callable[[EmbeddingJudge], object]] = {
+    "judge_claims": lambda j: j.judge_claims([CLAIM], CONTEXTS)[0].supported,
+    "assess": lambda j: j.assess("q", CLAIM, CONTEXTS).claims[0].supported,
+    "assess_batch": lambda j: j.assess_batch([("q", "q", CLAIM, CONTEXTS)])[0].claims[0].supported,
+    "judge_agreement": lambda j: j.judge_agreement([("q", CLAIM, CONTEXTS["d1"])])[0].value,
+    "judge_contexts": lambda j: [v.value for v in j.judge_contexts([(CLAIM, CONTEXTS)])[0]],
+}
+
+
+@pytest.mark.parametrize("judging", JUDGINGS.values(), ids=JUDGINGS.keys())
+def test_an_encoder_setting_edited_in_place_is_judged_anew(
+    judging: Callable[[EmbeddingJudge], object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The encoder's code digest was taken when the judge was built: a dict it reads edited
+    in place since was served the similarities cached under the old setting, by the same
+    judge and by a new one, and recorded under the old identity."""
+    judge = EmbeddingJudge(encoder=words, model_name="words", cache=tmp_path)
+    before = judging(judge)
+    identity = judge.identity()
+    assert before in (False, [False, False])
+    monkeypatch.setitem(SETTINGS, "shared", 100.0)  # in place: SETTINGS is the same dict
+    assert judging(judge) in (True, [True, True])
+    assert judge.identity() != identity
+    fresh = EmbeddingJudge(encoder=words, model_name="words", cache=tmp_path)
+    assert judging(fresh) in (True, [True, True])
+    monkeypatch.setitem(SETTINGS, "shared", 0.0)  # back: the first similarities, cached
+    assert judging(judge) == before
+    assert judge.identity() == identity
+
+
+def test_a_callable_encoder_whose_attribute_changes_is_judged_anew(tmp_path: Path) -> None:
+    encoder = Words()
+    judge = EmbeddingRelevanceJudge(encoder=encoder, model_name="words", cache=tmp_path)
+    pairs = [RelevancePair("Bananas are blue.", CONTEXTS["d1"], "q", "d1")]
+    first = judge.judge_relevance(pairs)[0]
+    identity = judge.identity()
+    assert (first.relevant, first.cached) == (False, False)
+    encoder.settings["shared"] = 100.0
+    second = judge.judge_relevance(pairs)[0]
+    assert (second.relevant, second.cached) == (True, False)
+    assert judge.identity() != identity
+    assert judge.identity()["parameters"]["threshold"] == identity["parameters"]["threshold"]
+
+
+def test_what_an_encoder_changes_itself_keeps_its_identity(tmp_path: Path) -> None:
+    """Its counter moves with every call: judged again (by the same judge, a copy with another
+    threshold, or its context judge) the similarities come from the cache."""
+    encoder = Words()
+    judge = EmbeddingJudge(encoder=encoder, model_name="words", cache=tmp_path)
+    identity = judge.identity()
+    for judging in JUDGINGS.values():
+        judging(judge)
+    calls = encoder.calls
+    assert calls == len(JUDGINGS) - 1  # assess_batch reads judge_claims' similarities
+    for judging in JUDGINGS.values():
+        judging(judge)
+        judging(judge.with_threshold(0.5))
+    relevance = judge.context_judge.judge_relevance([RelevancePair("q", CLAIM, "q", "d")])
+    assert encoder.calls == calls + 1 and not relevance[0].cached  # a new pair, then cached
+    assert judge.context_judge.judge_relevance([RelevancePair("q", CLAIM, "q", "d")])[0].cached
+    assert encoder.calls == calls + 1
+    assert judge.identity() == identity
