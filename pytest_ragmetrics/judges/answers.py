@@ -379,13 +379,35 @@ def _own_meter(context_judge: Any, judge: Any) -> bool:
 
 
 def _function_name(fn: Callable[..., Any] | None) -> str | None:
-    """``module.qualname@digest``: an edit of the function's code changes it."""
+    """``module.qualname@digest``, the function read as it is now
+    (:func:`~pytest_ragmetrics.code_identity.current_digest`): an edit of its code, or of a
+    value it reads (in place too: a setting dict edited since the last judging), changes it;
+    what it changed itself as it ran last (a memo) does not, once :func:`_settle` noted it."""
     if fn is None:
         return None
-    from pytest_ragmetrics.code_identity import function_identity
+    from pytest_ragmetrics.code_identity import current_digest, function_identity
 
-    described = function_identity(fn)
+    described = function_identity(fn, digest=current_digest(fn))
     return f"{described['function']}@{described['code']}"
+
+
+def _settle(fn: Callable[..., Any] | None) -> None:
+    """After judging: what ``fn`` changed itself as it ran keeps its :func:`_function_name`
+    (:func:`~pytest_ragmetrics.code_identity.settle`)."""
+    if fn is not None:
+        from pytest_ragmetrics.code_identity import settle
+
+        settle(fn)
+
+
+def _refuse_in_dry_run(
+    judge: Judge, items: list[GeneratedAnswer], repeats: int, asked: Mapping[str, Any]
+) -> None:
+    """In a dry run, a DryRun saying what judging would send, unless it would send nothing."""
+    if dryrun.active():
+        plan = plan_judging(judge, items, repeats=repeats, **asked)
+        if not plan.local and plan.requests != 0:
+            raise DryRun(f"dry run: {plan.describe()}; nothing was sent")
 
 
 def judge_answers(
@@ -410,16 +432,14 @@ def judge_answers(
     judges here, or finds every question in its cache, judges as usual."""
     items, metrics = checked_arguments(answers, references, metrics)
     repeats = configured_repeats(judge, repeats)
+    claims_name = _function_name(claims_of)  # as it is now, before it runs
     asked: dict[str, Any] = {
         "references": references,
         "metrics": metrics,
         "claims_of": claims_of,
         "context_judge": context_judge,
     }
-    if dryrun.active():
-        plan = plan_judging(judge, items, repeats=repeats, **asked)
-        if not plan.local and plan.requests != 0:
-            raise DryRun(f"dry run: {plan.describe()}; nothing was sent")
+    _refuse_in_dry_run(judge, items, repeats, asked)
     judges, seeds = repeat_judges(judge, repeats)
     # A context judge of its own varies with its seeds too (else its verdicts would count
     # as perfectly stable, from its cache).
@@ -433,6 +453,7 @@ def judge_answers(
         assess_answers(j, items, **{**asked, "context_judge": c})
         for j, c in zip(judges, context_judges, strict=True)
     ]
+    _settle(claims_of)
     noise = measure_noise(runs, list(metrics), seeds or context_seeds) if repeats > 1 else None
     questions = question_identities(
         judge, items, references=references, metrics=metrics, context_judge=context_judge
@@ -444,6 +465,6 @@ def judge_answers(
         _cost_of(judge) + _cost_of(extra) - before,
         noise,
         questions,
-        _function_name(claims_of),
+        claims_name,
         dict(pipeline) if isinstance(pipeline, Mapping) else {},
     )

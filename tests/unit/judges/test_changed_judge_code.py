@@ -1,8 +1,9 @@
-"""An embedding judge's encoder, a function of the user's, is read again at each judging: a
-value it reads changed in place since (a setting dict edited, an attribute of a callable
-encoder) is judged anew, not served the similarities cached under the old values; what it
-changes itself as it runs (a counter, a memo) keeps its identity, so a rerun reads the
-cache."""
+"""The functions of the user's that judging runs are read again at each judging. An embedding
+judge's encoder: a value it reads changed in place since (a setting dict edited, an attribute
+of a callable encoder) is judged anew, not served the similarities cached under the old
+values. judge_answers' ``claims_of``: such a change is another ``claims_of`` in the recorded
+identity. What they change themselves as they run (a counter, a memo) keeps their identity,
+so a rerun reads the cache."""
 
 from __future__ import annotations
 
@@ -13,13 +14,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pytest_ragmetrics.data.answers import GeneratedAnswer
 from pytest_ragmetrics.judges import EmbeddingJudge
+from pytest_ragmetrics.judges.answers import judge_answers
 from pytest_ragmetrics.judges.embedding_relevance import EmbeddingRelevanceJudge
 from pytest_ragmetrics.judges.relevance import RelevancePair
 
 #: What :func:`words` reads: the weight of a component every text shares (a large one makes
 #: every two texts alike).
 SETTINGS = {"shared": 0.0}
+#: What :func:`claims_after` reads: the marker after which an answer's claims start.
+CLAIMS = {"after": "Verdict:"}
+#: What :func:`remembering_claims` fills as it runs.
+SEEN: dict[str, int] = {}
 
 CONTEXTS = {"d1": "The Eiffel Tower stands in Paris.", "d2": "Bananas are yellow when ripe."}
 CLAIM = "Bananas are blue."
@@ -115,3 +122,42 @@ def test_what_an_encoder_changes_itself_keeps_its_identity(tmp_path: Path) -> No
     assert judge.context_judge.judge_relevance([RelevancePair("q", CLAIM, "q", "d")])[0].cached
     assert encoder.calls == calls + 1
     assert judge.identity() == identity
+
+
+def claims_after(answer: str) -> str:
+    """The part of ``answer`` after the marker ``CLAIMS["after"]``."""
+    return answer.partition(CLAIMS["after"])[2] or answer
+
+
+def remembering_claims(answer: str) -> str:
+    """All of ``answer``, counting the answers seen in a memo of its own."""
+    SEEN[answer] = SEEN.get(answer, 0) + 1
+    return answer
+
+
+ANSWERS = [GeneratedAnswer("q", "q", "Verdict: Bananas are blue.", (("d2", CONTEXTS["d2"]),))]
+
+
+def _claims_of(claims_of: Callable[[str], str]) -> str | None:
+    judge = EmbeddingJudge(encoder=words, model_name="words")
+    return judge_answers(judge, ANSWERS, metrics=["groundedness"], claims_of=claims_of).claims_of
+
+
+def test_a_claims_of_setting_edited_in_place_is_another_claims_of(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The function that picks what groundedness judges is recorded by its digest: a setting
+    it reads edited in place kept the digest, so a baseline saw no configuration change."""
+    first = _claims_of(claims_after)
+    assert first is not None and first.startswith(f"{__name__}.claims_after@")
+    monkeypatch.setitem(CLAIMS, "after", "Answer:")
+    assert _claims_of(claims_after) != first
+    monkeypatch.setitem(CLAIMS, "after", "Verdict:")
+    assert _claims_of(claims_after) == first
+
+
+def test_a_claims_of_memo_keeps_its_name() -> None:
+    first = _claims_of(remembering_claims)
+    seen = dict(SEEN)
+    assert _claims_of(remembering_claims) == first
+    assert sum(SEEN.values()) > sum(seen.values())  # it ran again, filling its memo
