@@ -373,7 +373,6 @@ def judge_pool(
     Rows need their query and document text; a row without is a DataFormatError naming the
     pool file and line. ``advance(n)`` is told of progress.
     """
-    identity = judge.identity()
     todo = [i for i, e in enumerate(entries) if rejudge or e.relevant is None]
     for i in todo:
         entry = entries[i]
@@ -390,7 +389,7 @@ def judge_pool(
     size = max(1, batch)
     for start in range(0, len(todo), size):
         chunk = todo[start : start + size]
-        verdicts += _judge_rows(judge, identity, entries, chunk, out)
+        verdicts += _judge_rows(judge, entries, chunk, out)
         if advance is not None:
             advance(len(chunk))
     fresh = [v for v in verdicts if not v.cached]
@@ -406,14 +405,11 @@ def judge_pool(
 
 
 def _judge_rows(
-    judge: RelevanceJudge,
-    identity: dict[str, Any],
-    entries: Sequence[PoolEntry],
-    rows: list[int],
-    out: list[PoolEntry],
+    judge: RelevanceJudge, entries: Sequence[PoolEntry], rows: list[int], out: list[PoolEntry]
 ) -> list[RelevanceVerdict]:
     """Judge the ``rows`` of ``entries`` in one call; each row, labelled with the verdict and
-    the judge's ``identity``, goes into ``out``."""
+    the judge's identity as of that judging (an embedding judge's encoder is read again at
+    each), goes into ``out``."""
     from pytest_ragmetrics.judges.relevance import RelevancePair
 
     pairs = [
@@ -423,6 +419,7 @@ def _judge_rows(
         for i in rows
     ]
     found = judge.judge_relevance(pairs)
+    identity = judge.identity()
     for i, verdict in zip(rows, found, strict=True):
         out[i] = replace(
             entries[i],
