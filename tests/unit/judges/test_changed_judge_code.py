@@ -124,6 +124,23 @@ def test_what_an_encoder_changes_itself_keeps_its_identity(tmp_path: Path) -> No
     assert judge.identity() == identity
 
 
+def test_a_calibration_names_the_encoder_it_judged_with() -> None:
+    """The κ gate looks a calibration up by the judge's identity: one measured after a setting
+    of the encoder was edited in place names the encoder as it judged, not as it was built."""
+    from pytest_ragmetrics.judges.calibration import LabelledPair, calibrate_relevance
+
+    encoder = Words()
+    judge = EmbeddingRelevanceJudge(encoder=encoder, model_name="words")
+    built = judge.identity()
+    encoder.settings["shared"] = 1.0
+    pairs = [
+        LabelledPair("q1", "d1", "bananas", "Bananas are yellow.", True, "R"),
+        LabelledPair("q1", "d2", "bananas", "The Eiffel Tower.", False, "N"),
+    ]
+    result = calibrate_relevance(judge, pairs, tune=False)
+    assert result.judge == judge.identity() != built
+
+
 def claims_after(answer: str) -> str:
     """The part of ``answer`` after the marker ``CLAIMS["after"]``."""
     return answer.partition(CLAIMS["after"])[2] or answer
