@@ -124,6 +124,21 @@ def test_what_an_encoder_changes_itself_keeps_its_identity(tmp_path: Path) -> No
     assert judge.identity() == identity
 
 
+def test_judgings_in_threads_share_one_identity(tmp_path: Path) -> None:
+    """assess_many judges answers in threads, each a judging of its own: those that overlap
+    run under one digest of the encoder, and its counter, moved by all of them, keeps it."""
+    from pytest_ragmetrics.judges.many import assess_many
+
+    encoder = Words()
+    judge = EmbeddingJudge(encoder=encoder, model_name="words", cache=tmp_path)
+    answers = [("q", f"Bananas are blue {i}.", CONTEXTS, f"q{i}") for i in range(16)]
+    first = assess_many(judge, answers, concurrency=4)
+    calls = encoder.calls
+    again = assess_many(judge, answers, concurrency=4)
+    assert calls == 16 and encoder.calls == calls  # the second time, all from the cache
+    assert {str(a.judge) for a in [*first, *again]} == {str(judge.identity())}
+
+
 def test_a_calibration_names_the_encoder_it_judged_with() -> None:
     """The κ gate looks a calibration up by the judge's identity: one measured after a setting
     of the encoder was edited in place names the encoder as it judged, not as it was built."""
