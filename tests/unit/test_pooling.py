@@ -685,28 +685,3 @@ def test_supplementary_qrels_sections_are_checked(tmp_path: Path) -> None:
     )
     with pytest.raises(DataFormatError, match=r"s\.qrels:2: the labeller in the line"):
         read_supplementary_qrels(labels)
-
-
-class _Shared:
-    """An encoder of the user's: every text one vector, its second component a setting."""
-
-    def __init__(self) -> None:
-        self.settings = {"shared": 0.0}
-
-    def __call__(self, texts: list[str]) -> list[list[float]]:
-        return [[1.0, self.settings["shared"]] for _ in texts]
-
-
-def test_judged_rows_carry_the_identity_they_were_judged_under() -> None:
-    """The rows were labelled with the judge's identity read before judging: an encoder
-    setting edited in place since the judge was built judged them under another identity
-    than the one they name."""
-    from pytest_ragmetrics.judges.embedding_relevance import EmbeddingRelevanceJudge
-    from pytest_ragmetrics.pooling import PoolEntry, judge_pool
-
-    encoder = _Shared()
-    judge = EmbeddingRelevanceJudge(encoder=encoder, model_name="shared")
-    built = judge.identity()
-    encoder.settings["shared"] = 1.0
-    pool = judge_pool([PoolEntry("q1", "d1", query="a question", text="a passage")], judge)
-    assert pool.entries[0].judge == judge.identity() != built

@@ -124,6 +124,20 @@ def test_what_an_encoder_changes_itself_keeps_its_identity(tmp_path: Path) -> No
     assert judge.identity() == identity
 
 
+def test_judged_pool_rows_carry_the_identity_they_were_judged_under() -> None:
+    """judge_pool labelled the rows with the judge's identity read before judging: an encoder
+    setting edited in place since the judge was built judged them under another identity
+    than the one they name (and the κ gate looks their calibration up by it)."""
+    from pytest_ragmetrics.pooling import PoolEntry, judge_pool
+
+    encoder = Words()
+    judge = EmbeddingRelevanceJudge(encoder=encoder, model_name="words")
+    built = judge.identity()
+    encoder.settings["shared"] = 1.0
+    pool = judge_pool([PoolEntry("q1", "d1", query="a question", text="a passage")], judge)
+    assert pool.entries[0].judge == judge.identity() != built
+
+
 def test_judgings_in_threads_share_one_identity(tmp_path: Path) -> None:
     """assess_many judges answers in threads, each a judging of its own: those that overlap
     run under one digest of the encoder, and its counter, moved by all of them, keeps it."""
