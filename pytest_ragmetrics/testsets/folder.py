@@ -6,6 +6,7 @@
     qrels/<split>.tsv   query-id, corpus-id, score (each query's source document(s), grade 1)
     answers.jsonl       reference answers, where the generator gave them
     review.jsonl        one row per query for a person to accept, reject or edit
+    generated.jsonl     each query as generated, which a review is checked against
     dataset.json        {"format": "beir", ..., "provenance": {generator, seed, corpus, filters}}
 
 ``load_dataset(folder)``, ``ragmetrics_dataset`` and every command read it as it is. The files
@@ -31,7 +32,7 @@ from pytest_ragmetrics.errors import ConfigError, DataFormatError
 from pytest_ragmetrics.fileio import exclusive_lock, writing
 from pytest_ragmetrics.testsets.model import Candidate, TestSet, check_candidates, tsv_id_problem
 from pytest_ragmetrics.testsets.replace import replace_files
-from pytest_ragmetrics.testsets.review import apply_review, read_review
+from pytest_ragmetrics.testsets.review import GENERATED, apply_review, read_generated, read_review
 
 CREATED_BY = "ragmetrics generate"
 REVIEW = "review.jsonl"
@@ -222,6 +223,7 @@ def folder_texts(
         fingerprint = testset_fingerprint(corpus_text, queries_text, qrels_text)
         provenance[PROVENANCE_FINGERPRINT] = fingerprint
         files[REVIEW] = _jsonl(review_rows(testset.queries, corpus, fingerprint))
+        files[GENERATED] = _jsonl([c.to_dict() for c in testset.queries])
     manifest = {
         "format": "beir",
         "name": testset.provenance.get("name") or out.name,
@@ -259,7 +261,8 @@ def rebuild_from_review(
         fingerprint=fingerprint if isinstance(fingerprint, str) else None,
         where=str(target / "corpus.jsonl"),
     )
-    kept, summary = apply_review(rows, review, accepted_only=accepted_only)
+    generated = read_generated(target / GENERATED) if (target / GENERATED).is_file() else None
+    kept, summary = apply_review(rows, review, accepted_only=accepted_only, generated=generated)
     if not kept:
         raise ConfigError(
             f"--apply-review {review}: the review keeps no query (rejected "

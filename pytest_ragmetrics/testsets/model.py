@@ -161,6 +161,7 @@ class TestSet:
                 f"  review: {review['accept']} accepted, {review['edit']} edited, "
                 f"{review['reject']} rejected, {review['undecided']} undecided"
             )
+            lines += [f"  note: {notice}" for notice in review.get("notices") or []]
         cost = provenance.get("cost") or {}
         if cost.get("calls") or cost.get("cache_hits"):
             lines.append(

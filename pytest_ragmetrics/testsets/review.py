@@ -8,13 +8,18 @@
 go, and with ``--accepted-only`` so do rows without a decision. The rows' ``documents`` (and the
 ``testset`` fingerprint that new rows carry) tie the file to its test set: a review
 made for another set (another corpus, another seed) is refused.
-"""
+
+What a person writes is applied or refused, never dropped without a word: each row is checked
+against the query as generated (the folder's ``generated.jsonl``), so a change in a row without
+a decision, a change to a column recording what the generator made (``style``, the text cut
+from the source document), a deleted row and a row of a query the set did not generate are
+each a DataFormatError naming the file, the line and the query."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +29,13 @@ from pytest_ragmetrics.errors import DataFormatError
 from pytest_ragmetrics.testsets.model import Candidate, normalised, tsv_id_problem
 
 DECISIONS = ("accept", "reject", "edit")
+# The columns of a review row: those a person may change (with a decision), those recording what
+# the generator made (a change is refused: --apply-review cannot apply it), and the rest.
+EDITABLE = ("query", "answer", "relevant")
+RECORDED = ("style", "removed_from_source", "echoes_removed_from_source")
+# The folder's file of the queries as generated, one row each (Candidate.to_dict()), that a
+# review is checked against.
+GENERATED = "generated.jsonl"
 
 
 @dataclass(frozen=True)
@@ -31,6 +43,7 @@ class ReviewRow:
     candidate: Candidate
     decision: str | None
     line: int
+    columns: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 def _text(row: Mapping[str, Any], key: str, path: Path, line: int, *, required: bool) -> str | None:
@@ -93,7 +106,7 @@ def read_review(
         answer = _text(row, "answer", p, line, required=False)
         style = _text(row, "style", p, line, required=False) or "reviewed"
         candidate = Candidate(qid, text or "", relevant, style, answer or None)
-        rows.append(ReviewRow(candidate, decision, line))
+        rows.append(ReviewRow(candidate, decision, line, row))
     if not rows:
         raise DataFormatError("the review file is empty", p)
     return rows
@@ -159,10 +172,121 @@ def _check_same_set(
             )
 
 
+@dataclass(frozen=True)
+class Generated:
+    """The queries of a test set as generated (its folder's generated.jsonl), by id."""
+
+    path: Path
+    rows: Mapping[str, Mapping[str, Any]]
+
+
+def read_generated(path: Path) -> Generated:
+    """The rows of a folder's generated.jsonl; one without an id of its own is a
+    DataFormatError naming the file and line."""
+    rows: dict[str, Mapping[str, Any]] = {}
+    for line, row in read_jsonl(path):
+        qid = row.get("query_id")
+        if not isinstance(qid, str) or qid in rows:
+            raise DataFormatError(
+                "each row needs a 'query_id' string of its own; ragmetrics generate writes "
+                "this file: generate again rather than edit it",
+                path,
+                line,
+            )
+        rows[qid] = row
+    return Generated(path, rows)
+
+
+_RECORDS = {
+    "style": "the style that made the query",
+    "removed_from_source": "the text cut from its document in the folder's corpus copy",
+    "echoes_removed_from_source": "the sentences cut besides from that document",
+}
+_UNCHECKED = (
+    f"no {GENERATED} (a folder an earlier version wrote): deleted rows, and changes to rows "
+    "without a decision or to recorded columns, could not be told; generate again to have "
+    "a review checked"
+)
+
+
+def check_generated(rows: Sequence[ReviewRow], generated: Generated, path: Path) -> list[str]:
+    """Refuse what applying the review would lose without a word: a row of a query the set
+    did not generate, a change to a recorded column, a change without a decision, a deleted
+    row (each a DataFormatError naming the file, line and query). Return notices: rows set to
+    ``edit`` that change nothing."""
+    notices = []
+    for row in rows:
+        changed = _changes(row, generated, path)
+        if row.decision == "edit" and not changed:
+            notices.append(
+                f"query {row.candidate.query_id!r} (line {row.line}): decision 'edit' but the "
+                "row changes nothing; kept as generated"
+            )
+    seen = {row.candidate.query_id for row in rows}
+    missing = [qid for qid in generated.rows if qid not in seen]
+    if missing:
+        raise DataFormatError(_deleted(missing, generated.path), path)
+    return notices
+
+
+def _deleted(missing: Sequence[str], source: Path) -> str:
+    """What a review without the rows of the generated queries ``missing`` is told."""
+    what = "query" if len(missing) == 1 else "queries"
+    more = ", ..." if len(missing) > 10 else ""
+    return (
+        f"the review has no row for {len(missing)} generated {what} "
+        f"({', '.join(map(repr, missing[:10]))}{more}): a deleted row decides nothing. Put "
+        f'each back ({source} holds the queries as generated) with a decision: "decision": '
+        '"reject" drops its query'
+    )
+
+
+def _changes(row: ReviewRow, generated: Generated, path: Path) -> list[str]:
+    """The editable columns ``row`` changes from the query as generated; refuses a row the
+    set did not generate, a change to a recorded column, and a change without a decision."""
+    qid = row.candidate.query_id
+    made = generated.rows.get(qid)
+    if made is None:
+        raise DataFormatError(
+            f"query id {qid!r} is not one of this test set's queries ({generated.path}): a "
+            "review accepts, rejects or edits the generated queries and adds none; give the row "
+            "its generated id back, or remove it",
+            path,
+            row.line,
+        )
+    for column in RECORDED:
+        if row.columns.get(column) != made.get(column):
+            raise DataFormatError(
+                f"query {qid!r}: {column!r} records what the generator made "
+                f"({_RECORDS[column]}) and --apply-review does not apply it; the row changes it "
+                f"from {made.get(column)!r}: restore it (generate again to change it)",
+                path,
+                row.line,
+            )
+    changed = [c for c in EDITABLE if row.columns.get(c) != made.get(c)]
+    if changed and row.decision is None:
+        raise DataFormatError(
+            f"query {qid!r}: the row changes {', '.join(map(repr, changed))} but has no "
+            'decision: set "decision": "edit" to apply the change, or restore the row as '
+            f"generated ({generated.path}) to leave it undecided",
+            path,
+            row.line,
+        )
+    return changed
+
+
 def apply_review(
-    rows: Sequence[ReviewRow], path: str | Path, *, accepted_only: bool = False
+    rows: Sequence[ReviewRow],
+    path: str | Path,
+    *,
+    accepted_only: bool = False,
+    generated: Generated | None = None,
 ) -> tuple[list[Candidate], dict[str, Any]]:
-    """The queries the review keeps, in file order, and what it decided (for provenance)."""
+    """The queries the review keeps, in file order, and what it decided (for provenance).
+    Checked against ``generated`` (:func:`check_generated`) when given; the summary's
+    ``notices`` say what a person may want to know (and, without ``generated``, what could
+    not be checked)."""
+    notices = check_generated(rows, generated, Path(path)) if generated else [_UNCHECKED]
     counts = {d: sum(1 for r in rows if r.decision == d) for d in DECISIONS}
     counts["undecided"] = sum(1 for r in rows if r.decision is None)
     kept_rows = [
@@ -177,6 +301,8 @@ def apply_review(
         **counts,
         "kept": len(keep),
     }
+    if notices:
+        summary["notices"] = notices
     return keep, summary
 
 

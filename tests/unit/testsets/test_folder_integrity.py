@@ -142,8 +142,8 @@ def _set(qids: list[str], docs: list[str], seed: int, *, answers: bool) -> TestS
     return TestSet(queries, {"created_by": "ragmetrics generate", "seed": seed})
 
 
-# Files staged (corpus, queries, qrels, review, dataset.json; answers.jsonl is removed)
-STAGED = 5
+# Files staged (corpus, queries, qrels, review, generated, dataset.json; answers.jsonl is removed)
+STAGED = 6
 
 
 @pytest.mark.parametrize("failing", range(STAGED))
