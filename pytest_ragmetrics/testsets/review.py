@@ -12,8 +12,8 @@ made for another set (another corpus, another seed) is refused.
 What a person writes is applied or refused, never dropped without a word: each row is checked
 against the query as generated (the folder's ``generated.jsonl``), so a change in a row without
 a decision, a change to a column recording what the generator made (``style``, the text cut
-from the source document), a deleted row and a row of a query the set did not generate are
-each a DataFormatError naming the file, the line and the query."""
+from the source document), a deleted row, a row of a query the set did not generate and a
+column no row has are each a DataFormatError naming the file, the line and the query."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ DECISIONS = ("accept", "reject", "edit")
 # the generator made (a change is refused: --apply-review cannot apply it), and the rest.
 EDITABLE = ("query", "answer", "relevant")
 RECORDED = ("style", "removed_from_source", "echoes_removed_from_source")
+COLUMNS = ("query_id", *EDITABLE, *RECORDED, "decision", "note", "documents", "testset")
 # The folder's file of the queries as generated, one row each (Candidate.to_dict()), that a
 # review is checked against.
 GENERATED = "generated.jsonl"
@@ -91,6 +92,14 @@ def read_review(
         if qid in first:
             raise DataFormatError(f"query id {qid!r} already on line {first[qid]}", p, line)
         first[qid] = line
+        unknown = [key for key in row if key not in COLUMNS]
+        if unknown:
+            raise DataFormatError(
+                f"query {qid!r}: unknown column {unknown[0]!r}; a review row has the columns "
+                f"{', '.join(map(repr, COLUMNS))}: rename it (a misspelt column decides nothing)",
+                p,
+                line,
+            )
         decision = row.get("decision")
         if decision is not None and decision not in DECISIONS:
             raise DataFormatError(

@@ -146,6 +146,15 @@ def test_a_change_to_a_recorded_column_is_refused(
     assert "--apply-review does not apply it" in err
 
 
+def test_a_misspelt_column_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A row with "decison": "reject" kept its query: it read as undecided."""
+    out = generated_set(tmp_path)
+    review = edit_review(out, lambda rows: rows[3].update(decison="reject"))
+    err = refused(out, review, capsys)
+    assert f"{review}:4: query 'gen-4': unknown column 'decison'" in err
+    assert "'decision'" in err
+
+
 def test_a_row_of_a_query_the_set_did_not_generate_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
