@@ -114,7 +114,9 @@ def read_review(
         text = _text(row, "query", p, line, required=decision != "reject")
         answer = _text(row, "answer", p, line, required=False)
         style = _text(row, "style", p, line, required=False) or "reviewed"
-        candidate = Candidate(qid, text or "", relevant, style, answer or None)
+        # A blank answer is no answer (answers.jsonl gets none for the query).
+        answer = answer if answer and answer.strip() else None
+        candidate = Candidate(qid, text or "", relevant, style, answer)
         rows.append(ReviewRow(candidate, decision, line, row))
     if not rows:
         raise DataFormatError("the review file is empty", p)

@@ -165,6 +165,20 @@ def test_a_row_of_a_query_the_set_did_not_generate_is_refused(
     assert f"{review}:2: query id 'gen-99' is not one of this test set's queries" in err
 
 
+def test_a_blank_answer_removes_the_answer(tmp_path: Path) -> None:
+    """A whitespace-only answer was written to answers.jsonl as the reference answer."""
+    out = generated_set(tmp_path)
+
+    def change(rows: Rows) -> None:
+        rows[0].update(decision="edit", answer="Lava flows.")
+        rows[1].update(decision="edit", answer="   ")
+
+    review = edit_review(out, change)
+    assert run("generate", "--out", str(out), "--apply-review", str(review))[0] == 0
+    answers = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
+    assert answers == [{"query_id": "gen-1", "answer": "Lava flows."}]
+
+
 def test_an_edit_that_changes_nothing_is_reported(tmp_path: Path) -> None:
     out = generated_set(tmp_path)
     review = edit_review(out, lambda rows: rows[2].update(decision="edit"))
