@@ -177,7 +177,9 @@ def _check_same_set(
         if (shown.get("title"), shown.get("text")) != (doc.title, doc.text):
             raise DataFormatError(
                 f"query {qid!r}: document {doc_id!r} as the row shows it is not the document "
-                f"{doc_id!r} of {where} (another title or text): {_OTHER_SET}",
+                f"{doc_id!r} of {where} (another title or text): {_OTHER_SET}. Or, if a "
+                "person changed it here: 'documents' is shown for reading and never applied; "
+                "restore the document as generated (a change to the corpus needs a new generate)",
                 path,
                 line,
             )

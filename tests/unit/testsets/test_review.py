@@ -197,3 +197,21 @@ def test_a_folder_without_generated_rows_says_what_it_cannot_check(tmp_path: Pat
     assert code == 0, text
     assert "note: no generated.jsonl" in text and "deleted rows" in text
     assert len(load_dataset(out).queries) == 3
+
+
+def test_an_edited_document_is_refused_as_an_edit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fix to a document's text in 'documents' (shown for reading, never applied) was told
+    only that the review was made for another test set."""
+    out = generated_set(tmp_path)
+
+    def change(rows: Rows) -> None:
+        rows[0]["decision"] = "edit"
+        rows[0]["documents"][0]["text"] += " A typo fixed."
+
+    review = edit_review(out, change)
+    err = refused(out, review, capsys)
+    assert f"{review}:1: query 'gen-1': document " in err
+    assert "'documents' is shown for reading and never applied" in err
+    assert "restore the document as generated" in err
