@@ -16,9 +16,9 @@ from pytest_ragmetrics.report.escaping import for_terminal
 
 if TYPE_CHECKING:
     from pytest_ragmetrics.cache import Cache
-    from pytest_ragmetrics.cli.outputs import OutputKind
     from pytest_ragmetrics.data.selection import DatasetSelection
     from pytest_ragmetrics.metrics.semantics import MetricSemantics
+    from pytest_ragmetrics.outputs import OutputKind
     from pytest_ragmetrics.report.datasets import PairMeans
 
 # Exit codes, the same for every command (README, "Exit codes").
@@ -76,10 +76,10 @@ def refuse_overwriting(
 ) -> None:
     """A ConfigError when ``output`` would overwrite an input file, a file in an input folder,
     a cache entry, or any existing file that is not a ``kind`` ragmetrics wrote (see
-    :mod:`~pytest_ragmetrics.cli.outputs`)."""
+    :mod:`~pytest_ragmetrics.outputs`)."""
     from pytest_ragmetrics.cache import inside_cache_entries
-    from pytest_ragmetrics.cli.outputs import refuse_replacing
     from pytest_ragmetrics.fileio import is_within, same_file
+    from pytest_ragmetrics.outputs import refuse_replacing
 
     target = Path(output)
     for other, path in (files or {}).items():

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_ragmetrics.baseline.tolerances import Tolerances
 from pytest_ragmetrics.cache import inside_cache_entries
@@ -23,6 +23,9 @@ from pytest_ragmetrics.metrics.semantics import MetricSemantics
 from pytest_ragmetrics.options import OPTION, OPTIONS, Option
 from pytest_ragmetrics.values import as_bool
 from pytest_ragmetrics.vocabulary import DEFAULT_PLUGIN_METRICS
+
+if TYPE_CHECKING:
+    from pytest_ragmetrics.outputs import OutputKind
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,14 @@ _FIELD = {
     "ragmetrics_json": "json_report",
     "ragmetrics_markdown": "markdown_report",
     "ragmetrics_html": "html_report",
+}
+# What each output the plugin writes over an existing file is (outputs.py): the kind it
+# may replace.
+_WRITES: dict[str, OutputKind] = {
+    "ragmetrics_json": "report",
+    "ragmetrics_markdown": "markdown",
+    "ragmetrics_html": "html",
+    "ragmetrics_answers": "answers",
 }
 _SEMANTICS = ("ragmetrics_relevance_level", "ragmetrics_gain", "ragmetrics_query_set")
 # Read together by _datasets, not one by one.
@@ -380,7 +391,8 @@ def _model_value(value: str | None, base: Path, option: str) -> str | None:
 def check_paths_apart(settings: Settings) -> None:
     """Refuse outputs that would overwrite something else the plugin owns or reads.
 
-    The outputs (the baseline, the reports) are distinct files, none of them is a file the
+    The outputs (the baseline, the reports) are distinct files, the reports replace only a
+    file of their own kind (``outputs.py``: never a baseline, qrels, labels), none is a file the
     plugin reads (judged rankings, recorded verdicts, the calibration file), lies in a folder
     it reads (the dataset, a model) or among the cache's entries or the dataset digests; the
     cache folder is neither the project folder (or above it) nor overlaps a folder read. Which
@@ -390,6 +402,8 @@ def check_paths_apart(settings: Settings) -> None:
     paths.check_cache()
     for i, (option, path) in enumerate(paths.outputs):
         paths.check_output(option, path, paths.outputs[:i])
+    for option, path in paths.outputs:  # after: two outputs of one file say so first
+        paths.check_kind(option, path)
 
 
 class _Paths:
@@ -436,6 +450,18 @@ class _Paths:
                     f"ragmetrics_cache_dir: {show(self.cache)} overlaps the folder of {other} "
                     f"({show(folder)}); the cache needs a folder of its own"
                 )
+
+    def check_kind(self, option: str, path: Path) -> None:
+        """A report (or the recorded answers, when recording) replaces only a file of its own
+        kind: not the baseline, qrels, labels or any file it did not write (``outputs.py``)."""
+        kind = _WRITES.get(option)
+        if kind is None or (option == "ragmetrics_answers" and not self.settings.record_answers):
+            return
+        from pytest_ragmetrics.outputs import replacing_problem
+
+        problem = replacing_problem(path, kind)
+        if problem is not None:
+            self.refuse(f"{option}: {self.settings.display(path)}: {problem}")
 
     def check_output(self, option: str, path: Path, earlier: list[tuple[str, Path]]) -> None:
         show = self.settings.display

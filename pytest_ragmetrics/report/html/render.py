@@ -125,7 +125,7 @@ def environment() -> jinja2.Environment:
 
 
 # The first line after the doctype of every page: how `ragmetrics` recognises a page it wrote,
-# which its outputs may replace (cli/outputs.py).
+# which its outputs may replace (outputs.py).
 PAGE_MARKER = "<!-- an HTML report of pytest-ragmetrics -->"
 
 

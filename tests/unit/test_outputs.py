@@ -157,3 +157,39 @@ def test_a_page_of_an_earlier_version_is_replaced(inputs: dict[str, str], tmp_pa
     page.write_text(text.replace(PAGE_MARKER + "\n", ""), encoding="utf-8")
     assert run("report", inputs["rep"], "--html", str(page))[0] == 0
     assert PAGE_MARKER in page.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("content", "allowed"),
+    [
+        (b"## Tests\n\n[log](https://example.org)\n<details>ok</details>\n", True),
+        (b"\xef\xbb\xbfplain words, 1 2 3\n", True),
+        (b"", True),
+        (b'[{"query_id": "q1"}]\n', False),
+        (b'[\n  "a"\n]\n', False),
+        (b"<!DOCTYPE html><p>page</p>\n", False),
+        (b"<?xml version='1.0'?><a/>\n", False),
+        (b"q1 0 d1 1\nq2 0 d2 0\n", False),
+        (b"a\tb\nc\td\n", False),
+        (b"text\x00with a NUL\n", False),
+        (b"\x1f\x8b\x08\x00binary", False),
+    ],
+)
+def test_the_markdown_report_follows_text_but_never_data(
+    tmp_path: Path, content: bytes, allowed: bool
+) -> None:
+    from pytest_ragmetrics.outputs import replacing_problem
+
+    target = tmp_path / "summary.md"
+    target.write_bytes(content)
+    assert (replacing_problem(target, "markdown") is None) is allowed
+
+
+def test_a_json_document_of_another_schema_is_no_report(tmp_path: Path) -> None:
+    from pytest_ragmetrics.outputs import file_kind
+
+    target = tmp_path / "other.json"
+    target.write_text('{"schema": "https://example.org/x", "evaluations": []}')
+    assert file_kind(target) is None
+    target.write_text(json.dumps(report({"q1": 1.0})))
+    assert file_kind(target) == "report"
