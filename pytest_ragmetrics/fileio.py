@@ -446,6 +446,27 @@ def open_input(path: PathLike) -> IO[bytes]:
     return io.BytesIO(_READ_STREAMS[key])
 
 
+# The first two bytes of every gzip stream (RFC 1952).
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzipped(path: PathLike, handle: IO[bytes]) -> bool:
+    """Whether ``handle`` (just opened on ``path`` by :func:`open_input`) reads gzip data: a
+    ``.gz`` name, or the gzip magic bytes for any other name — a pipe (``<(cat a.run.gz)``,
+    ``/dev/stdin``) has no name to go by, nor has a gzipped file named without ``.gz``. The
+    bytes are looked at, not consumed: a stream can be read once only."""
+    if os.fspath(path).endswith(".gz"):
+        return True
+    if handle.seekable():  # a file, or a stream's bytes kept by streams_read_once
+        start = handle.tell()
+        head = handle.read(len(GZIP_MAGIC))
+        handle.seek(start)
+    else:  # a pipe opened by open(): its buffer is peeked at
+        peek = getattr(handle, "peek", None)
+        head = peek(len(GZIP_MAGIC))[: len(GZIP_MAGIC)] if peek is not None else b""
+    return head == GZIP_MAGIC
+
+
 def read_json_file(
     path: Path, *, what: str = "", error: type[RagMetricsError], hint: str = ""
 ) -> Any:

@@ -153,11 +153,12 @@ def read_input(path: str) -> Input:
 
 
 def _sniff(path: Path) -> InputKind:
-    """'json' for a file named .json or opening with { or [; 'run' for a gzipped file or one
-    whose first line has the columns of a TREC run (qid Q0 doc rank score [tag]); else 'text'
-    (a missing file included: its reader says so)."""
+    """'json' for a file named .json or opening with { or [; 'run' for a gzipped file (by its
+    .gz name, or its magic bytes: a pipe has no name to go by) or one whose first line has the
+    columns of a TREC run (qid Q0 doc rank score [tag]); else 'text' (a missing file included:
+    its reader says so)."""
     from pytest_ragmetrics.data.textfile import split_fields
-    from pytest_ragmetrics.fileio import open_input
+    from pytest_ragmetrics.fileio import GZIP_MAGIC, open_input
 
     if path.name.endswith(".json"):
         return "json"
@@ -168,6 +169,8 @@ def _sniff(path: Path) -> InputKind:
             head = handle.read(_SNIFF_BYTES)
     except OSError:
         return "text"
+    if head.startswith(GZIP_MAGIC):
+        return "run"
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
     if text.startswith(("{", "[")):
         return "json"

@@ -1,4 +1,5 @@
-"""Reading text files line by line, gzip-transparent, with file:line in every error."""
+"""Reading text files line by line, gzip-transparent (by name or by the gzip magic bytes,
+which is all a pipe has), with file:line in every error."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from pytest_ragmetrics.errors import DataFormatError
-from pytest_ragmetrics.fileio import json_problem, open_input, unique_keys
+from pytest_ragmetrics.fileio import is_gzipped, json_problem, open_input, unique_keys
 
 PathLike = str | os.PathLike[str]
 
@@ -44,7 +45,7 @@ def read_lines(path: PathLike, encoding: str = "utf-8") -> Iterator[tuple[int, s
         source = open_input(p)
         handle = (
             cast("IO[bytes]", gzip.GzipFile(fileobj=source, mode="rb"))
-            if p.name.endswith(".gz")
+            if is_gzipped(p, source)
             else source
         )
     except FileNotFoundError:

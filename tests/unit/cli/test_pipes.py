@@ -3,6 +3,7 @@ at an input twice (what is it? then read it) must see the same bytes both times.
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -19,13 +20,14 @@ RUN_B = "".join(f"q{i} Q0 x{i} 1 2.0 b\nq{i} Q0 r{i} 2 1.0 b\n" for i in range(1
 
 
 @pytest.fixture
-def piped() -> Iterator[Callable[[str], str]]:
-    """``piped(text)``: a path that reads ``text`` from a pipe, as the shell's ``<(...)``."""
+def piped() -> Iterator[Callable[[str | bytes], str]]:
+    """``piped(text)``: a path that reads ``text`` (str or bytes) from a pipe, as the shell's
+    ``<(...)``."""
     opened: list[int] = []
 
-    def make(text: str) -> str:
+    def make(text: str | bytes) -> str:
         read, write = os.pipe()
-        os.write(write, text.encode())  # small: fits in the pipe's buffer
+        os.write(write, text.encode() if isinstance(text, str) else text)  # fits the buffer
         os.close(write)
         opened.append(read)
         return f"/dev/fd/{read}"
@@ -49,7 +51,7 @@ def run(*args: str) -> tuple[int, str]:
 
 
 def test_compare_reads_a_piped_run(
-    files: dict[str, str], piped: Callable[[str], str], capsys: pytest.CaptureFixture[str]
+    files: dict[str, str], piped: Callable[[str | bytes], str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, text = run("compare", "--qrels", files["qrels"], files["a"], piped(RUN_B), "-m", "map")
     assert code == 1, capsys.readouterr().err  # b is worse: read, not "empty"
@@ -57,7 +59,7 @@ def test_compare_reads_a_piped_run(
 
 
 def test_compare_reads_piped_qrels_and_a_piped_reference(
-    files: dict[str, str], piped: Callable[[str], str], capsys: pytest.CaptureFixture[str]
+    files: dict[str, str], piped: Callable[[str | bytes], str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ("--qrels", piped(QRELS), piped(RUN_A), files["a"], "-m", "map", "--format", "json")
     code, text = run("compare", *args)
@@ -66,7 +68,7 @@ def test_compare_reads_piped_qrels_and_a_piped_reference(
 
 
 def test_compare_reads_piped_evaluate_outputs(
-    files: dict[str, str], piped: Callable[[str], str], capsys: pytest.CaptureFixture[str]
+    files: dict[str, str], piped: Callable[[str | bytes], str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     outputs = []
     for name in ("a", "b"):
@@ -80,7 +82,7 @@ def test_compare_reads_piped_evaluate_outputs(
 
 
 def test_compare_html_of_two_piped_reports(
-    tmp_path: Path, piped: Callable[[str], str], capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, piped: Callable[[str | bytes], str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The page's header is read from the second report again: from the bytes already read."""
     from tests.unit.cli.test_compare import report
@@ -94,7 +96,7 @@ def test_compare_html_of_two_piped_reports(
 
 
 def test_evaluate_of_several_piped_runs_names_them_by_tag(
-    files: dict[str, str], piped: Callable[[str], str], capsys: pytest.CaptureFixture[str]
+    files: dict[str, str], piped: Callable[[str | bytes], str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ("--qrels", files["qrels"], "--run", piped(RUN_A), "--run", piped(RUN_B))
     code, text = run("evaluate", *args, "-m", "map", "--format", "json")
@@ -103,10 +105,35 @@ def test_evaluate_of_several_piped_runs_names_them_by_tag(
 
 
 def test_pool_reads_a_piped_run(
-    files: dict[str, str], piped: Callable[[str], str], tmp_path: Path
+    files: dict[str, str], piped: Callable[[str | bytes], str], tmp_path: Path
 ) -> None:
     pool = tmp_path / "pool.jsonl"
     code, _ = run("pool", "--qrels", files["qrels"], "--run", piped(RUN_B), "--out", str(pool))
     assert code == 0
     rows = [json.loads(line) for line in pool.read_text().splitlines()]
     assert [(r["query_id"], r["doc_id"], r["runs"]) for r in rows][:1] == [("q1", "x1", {"b": 1})]
+
+
+def test_gzipped_inputs_through_pipes_are_recognised_by_their_bytes(
+    files: dict[str, str], piped: Callable[[str | bytes], str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``<(cat b.run.gz)`` has no .gz name: the gzip magic bytes say what it is, for runs and
+    qrels alike (read whole once, looked at, then read)."""
+    code, text = run("compare", "--qrels", piped(gzip.compress(QRELS.encode())), files["a"],
+                     piped(gzip.compress(RUN_B.encode())), "-m", "map")  # fmt: skip
+    assert code == 1, capsys.readouterr().err  # b is worse: read, not refused as text
+    assert "0.5000 (-0.5000 ▼)" in text
+    args = ("--qrels", files["qrels"], "--run", piped(gzip.compress(RUN_B.encode())))
+    code, text = run("evaluate", *args, "-m", "map", "--format", "json")
+    assert code == 0, capsys.readouterr().err
+    assert json.loads(text)["metrics"]["map"] == 0.5
+
+
+def test_a_gzipped_file_without_a_gz_name_is_read(
+    files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    named = tmp_path / "b.run"
+    named.write_bytes(gzip.compress(RUN_B.encode()))
+    code, text = run("compare", "--qrels", files["qrels"], files["a"], str(named), "-m", "map")
+    assert code == 1, capsys.readouterr().err
+    assert "0.5000 (-0.5000 ▼)" in text

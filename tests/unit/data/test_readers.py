@@ -775,3 +775,24 @@ def test_bad_line_inside_a_dataset_folder_names_that_file(tmp_path: Path) -> Non
         load_dataset(folder)
     assert info.value.path == str(folder / "corpus.jsonl")
     assert info.value.line == 4
+
+
+@pytest.mark.parametrize("once", [True, False], ids=["streams-read-once", "open"])
+def test_gzipped_lines_through_a_pipe_are_known_by_their_magic_bytes(once: bool) -> None:
+    """A pipe has no .gz name: its first bytes say it is gzip, looked at without being
+    consumed (peeked at in a pipe's buffer, or read again from the bytes kept for it)."""
+    import contextlib
+    import os
+
+    from pytest_ragmetrics.data.textfile import read_jsonl
+    from pytest_ragmetrics.fileio import streams_read_once
+
+    rows = "".join(json.dumps({"id": str(i)}) + "\n" for i in range(3))
+    read, write = os.pipe()
+    os.write(write, gzip.compress(rows.encode()))
+    os.close(write)
+    try:
+        with streams_read_once() if once else contextlib.nullcontext():
+            assert [r["id"] for _, r in read_jsonl(f"/dev/fd/{read}")] == ["0", "1", "2"]
+    finally:
+        os.close(read)
