@@ -194,3 +194,23 @@ def moved_entries(
                 found.append(((test, name), other))
                 break
     return sorted(found)
+
+
+def foreign_files(
+    keys: Iterable[tuple[str, str]],
+    evaluated: Iterable[tuple[str, str]],
+    rootpath: Path | None,
+) -> list[str]:
+    """The test files a baseline's entries name, when none of its entries is an evaluation of
+    this run and none of those files is in the project under ``rootpath``: a baseline of no
+    test here (test files renamed or moved, a baseline from another project), which would let
+    every evaluation pass as new. Empty when an entry matches, when nothing was evaluated, or
+    when one of its files is still there: a selection (paths, -k, -m, --lf) that leaves the
+    baselined tests out is not told from one that runs new tests only. A file of a non-Python
+    test (not ``.py``) counts as there."""
+    held = set(keys)
+    ran = set(evaluated)
+    if not held or not ran or held & ran:
+        return []
+    files = sorted({test.split("::", 1)[0] for test, _ in held})
+    return files if all(_file_is_gone(rootpath, file) for file in files) else []

@@ -216,6 +216,7 @@ class ControllerPlugin:
         missing = [c.record.key for c in self.evaluations if store.get(*c.record.key) is None]
         moved = moved_entries(keys, missing, self.session.rootpath) if keys and missing else []
         if not moved:
+            self._check_foreign(store)
             return
         settings = self.session.settings
         (test, _), (held, _) = moved[0]
@@ -235,6 +236,32 @@ class ControllerPlugin:
             f"moved, run the whole suite (no paths) with {UPDATE_HINT}, which removes the "
             "entries of the files that are gone"
             + ("; the baseline was not updated" if settings.update_baseline else "")
+        )
+
+    def _check_foreign(self, store: BaselineStore) -> None:
+        """No entry of the baseline matches an evaluation of this run and none of the test
+        files its entries name is in the project: a BaselineError saying so (the run fails,
+        an update is refused), as nothing was compared. Stale entries (removed by an update,
+        failing the run otherwise) are left out: they say it already."""
+        from pytest_ragmetrics.baseline.store import UPDATE_HINT, foreign_files
+
+        stale = set(self.stale)
+        held = [key for key in store.entry_keys() if key not in stale]
+        evaluated = [c.record.key for c in self.evaluations]
+        files = foreign_files(held, evaluated, self.session.rootpath)
+        if not files:
+            return
+        settings = self.session.settings
+        count = f"{len(held)} entr{'y' if len(held) == 1 else 'ies'}"
+        shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        raise BaselineError(
+            f"the baseline {settings.display(settings.baseline)} has {count} and none matches "
+            "an evaluation of this run, and the test files they name are not in the project "
+            f"({self.session.rootpath}): {shown}. Nothing was compared with the baseline (every "
+            "evaluation is new). If the test files were renamed or moved, bless the whole suite "
+            f"(no paths) with {UPDATE_HINT}, which removes the entries of the files that are "
+            "gone; if the baseline is another project's, point ragmetrics_baseline at this "
+            "project's own" + ("; the baseline was not updated" if settings.update_baseline else "")
         )
 
     def session_outcome(self) -> SessionOutcome:
