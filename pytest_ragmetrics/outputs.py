@@ -20,8 +20,8 @@ How a file is recognised (the first 64 KiB, or the whole file for JSON):
 - TREC run: every complete line is ``qid Q0 docno rank score tag`` (an integer rank, a
   number for the score);
 - pool file: its first row is a JSON object with ``query_id``, ``doc_id`` and ``relevant``;
-- recorded answers: its first row is a JSON object with ``query_id``, ``answer`` and
-  ``contexts``;
+- recorded answers: its first row is a JSON object with ``query_id`` and ``answer`` (and no
+  ``label``: a person's labels);
 - supplementary qrels: the header line naming the judge;
 - calibration file, baseline file, JSON report, evaluate output: their schema markers.
 """
@@ -158,8 +158,8 @@ def _json_kind(path: Path, text: str, more: bool) -> str | None:
         row = None
     if isinstance(row, dict) and {"query_id", "doc_id", "relevant"} <= set(row):
         return "pool"
-    if isinstance(row, dict) and {"query_id", "answer", "contexts"} <= set(row):
-        return "answers"
+    if isinstance(row, dict) and {"query_id", "answer"} <= set(row) and "label" not in row:
+        return "answers"  # contexts may be left out of a file written by hand
     try:
         data = json.loads(path.read_bytes().decode("utf-8-sig") if more else text)
     except (ValueError, RecursionError):

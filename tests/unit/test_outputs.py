@@ -193,3 +193,13 @@ def test_a_json_document_of_another_schema_is_no_report(tmp_path: Path) -> None:
     assert file_kind(target) is None
     target.write_text(json.dumps(report({"q1": 1.0})))
     assert file_kind(target) == "report"
+
+
+def test_recorded_answers_replace_answers_but_not_labels(tmp_path: Path) -> None:
+    from pytest_ragmetrics.outputs import replacing_problem
+
+    target = tmp_path / "answers.jsonl"
+    target.write_text('{"query_id": "q1", "answer": "Cats."}\n')  # written by hand
+    assert replacing_problem(target, "answers") is None
+    target.write_text('{"query_id": "q1", "answer": "Cats.", "label": "RELEVANT"}\n')
+    assert "is not recorded answers" in str(replacing_problem(target, "answers"))
