@@ -578,7 +578,7 @@ OPTIONS: tuple[Option, ...] = (
         "ragmetrics_min_judge_kappa",
         "ignore answer-layer thresholds and baselines of "
         "judges whose calibrated Cohen's kappa is below this "
-        "(or was measured on fewer than 20 items)",
+        "(or was measured on fewer than 20 labelled items, or fewer than 5 of a class)",
         parse=_between(-1.0, 1.0),
         metavar="KAPPA",
         cli="--min-kappa",

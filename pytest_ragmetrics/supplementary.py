@@ -210,7 +210,8 @@ class Supplement:
         if kappa is not None and kappa >= self.min_kappa:
             return ""
         name = (judge or {}).get("name", "judge")
-        from pytest_ragmetrics.judges.calibration.store import MIN_GATE_ITEMS, under_bound
+        from pytest_ragmetrics.judges.calibration.figures import TRUST_RULE
+        from pytest_ragmetrics.judges.calibration.store import under_bound
 
         if kappa is not None:
             return f"judge {name!r} {under_bound(kappa, self.min_kappa)}"
@@ -221,7 +222,7 @@ class Supplement:
                 "pool to write one)"
             )
         return (
-            f"judge {name!r} has no calibration on at least {MIN_GATE_ITEMS} items (run "
+            f"judge {name!r} has no calibration on {TRUST_RULE} (run "
             "`ragmetrics calibrate --question relevance --save`) and "
             f"ragmetrics_min_judge_kappa = {self.min_kappa:g}"
         )

@@ -116,10 +116,10 @@ def answer_leaks(candidates: Sequence[Candidate], min_words: int) -> Filtered:
 def gate_reason(name: str, kappa: float | None, min_kappa: float) -> str:
     """Why a judge's filter is not applied ('' when it is)."""
     if kappa is None:
-        from pytest_ragmetrics.judges.calibration.store import MIN_GATE_ITEMS
+        from pytest_ragmetrics.judges.calibration.figures import TRUST_RULE
 
         return (
-            f"judge {name!r} has no calibration on at least {MIN_GATE_ITEMS} items (run "
+            f"judge {name!r} has no calibration on {TRUST_RULE} (run "
             "`ragmetrics calibrate --question relevance --save` and pass the file with "
             "--calibration)"
         )

@@ -21,6 +21,15 @@ from pytest_ragmetrics.judges.base import identity_hash
 BATCH = 64  # labelled items per call to a batch judge (progress granularity)
 # Candidate thresholds for threshold judges: cosine similarities 0.00, 0.01, ..., 1.00.
 THRESHOLD_GRID: tuple[float, ...] = tuple(round(i / 100, 2) for i in range(101))
+#: What a kappa is trusted from, by ``ragmetrics calibrate``'s output and the κ gate alike: at
+#: least MIN_ITEMS labelled items (a threshold judge's held-out part; unjudged items count),
+#: at least MIN_PER_CLASS of them of each class (human yes, human no; judged). Cohen's kappa of
+#: 20 items agreeing 90 % at 50 % chance agreement has a standard error near 0.13; of 2 items
+#: it says nothing. Of 18 yes and 2 no all agreed on (kappa 1.0), one verdict on a "no" moves
+#: it to 0.64; of 15 and 5, to 0.86.
+MIN_ITEMS = 20
+MIN_PER_CLASS = 5
+TRUST_RULE = f"at least {MIN_ITEMS} labelled items, {MIN_PER_CLASS} of each class"
 
 
 @dataclass(frozen=True)
@@ -124,6 +133,46 @@ class CalibrationResult:
         if self.unjudged == 0:
             return self.kappa
         return math.nan if self.gate_kappa is None else self.gate_kappa
+
+    @property
+    def classes(self) -> tuple[int, int]:
+        """(positive, negative): the human labels of the items the figures are measured on
+        (the judged ones: a record keeps no label of an unjudged item)."""
+        c = self.confusion
+        return c["tp"] + c["fn"], c["fp"] + c["tn"]
+
+    def too_few(self, words: Sequence[str] = ("positive", "negative")) -> str:
+        """Why the kappa is measured on too few labels to trust (:data:`TRUST_RULE`), as a
+        clause ("measured on 3 labelled items, fewer than the 20 ..."); '' when it is not.
+        ``words`` name the two classes."""
+        measured_on = self.n + self.unjudged
+        if measured_on < MIN_ITEMS:
+            return (
+                f"measured on {measured_on} labelled items, fewer than the {MIN_ITEMS} the gate "
+                "trusts a kappa from"
+            )
+        fewest = min((0, 1), key=lambda i: self.classes[i])
+        if self.classes[fewest] >= MIN_PER_CLASS:
+            return ""
+        return (
+            f"measured on {measured_on} labelled items, only {self.classes[fewest]} of them "
+            f"{words[fewest]}, fewer than the {MIN_PER_CLASS} of each class the gate trusts a "
+            "kappa from"
+        )
+
+    def untuned(self) -> str:
+        """Why the recorded threshold is not a tuned one, as a clause; '' when it is (or no
+        threshold was tuned). A tuning part of one class agrees with every threshold alike
+        (:meth:`Measured.tuned` refuses it; a record saved before may hold one)."""
+        if self.tuning is None:
+            return ""
+        c = self.tuning.confusion
+        if min(c["tp"] + c["fn"], c["fp"] + c["tn"]) > 0:
+            return ""
+        return (
+            "threshold was tuned on labels of one class only (every threshold agrees with them "
+            "alike, so it is arbitrary)"
+        )
 
     @property
     def judge_key(self) -> str:
@@ -299,6 +348,7 @@ class Measured:
         scores = np.array([-np.inf if s is None else s for s in self.scores], dtype=np.float64)
         order = np.random.default_rng(seed).permutation(len(human))
         tuning_part, held_out = np.sort(order[:n_tune]), np.sort(order[n_tune:])
+        _check_both_classes(human[tuning_part], seed)
         threshold = best_threshold(scores[tuning_part], human[tuning_part])
         predicted = scores >= threshold
         result = agreement(human[held_out].tolist(), predicted[held_out].tolist())
@@ -329,6 +379,21 @@ class Measured:
             unjudged=len(self.human) - len(judged),
             gate_kappa=agreement(self.human, counted).kappa,
         )
+
+
+def _check_both_classes(human: np.ndarray[Any, Any], seed: int) -> None:
+    """A JudgeError when the tuning part's human labels are all one class: every threshold
+    then agrees with them alike (kappa undefined or 0), and the one picked would be arbitrary."""
+    positive = int(np.sum(human))
+    if 0 < positive < len(human):
+        return
+    raise JudgeError(
+        f"the threshold could not be tuned: the {len(human)} labelled items of the tuning part "
+        f"(seed {seed}) are all of one class ({positive} positive, {len(human) - positive} "
+        "negative), and every threshold agrees with them alike; calibrate on more labels of "
+        f"both classes ({TRUST_RULE} in the part scored), or score a fixed threshold "
+        "(tune=False; `ragmetrics calibrate --threshold T`)"
+    )
 
 
 __all__ = ["Agreement", "CalibrationResult", "agreement", "cohen_kappa"]

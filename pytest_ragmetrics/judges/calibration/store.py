@@ -13,14 +13,18 @@ from typing import Any
 from pytest_ragmetrics.errors import JudgeError
 from pytest_ragmetrics.fileio import atomic_write_text, exclusive_lock, lock_beside, read_json_file
 from pytest_ragmetrics.judges.base import identity_hash
-from pytest_ragmetrics.judges.calibration.figures import CalibrationResult, agreement_of_counts
+from pytest_ragmetrics.judges.calibration.figures import (
+    MIN_ITEMS,
+    TRUST_RULE,
+    CalibrationResult,
+    agreement_of_counts,
+)
 
 PathLike = str | os.PathLike[str]
 CALIBRATION_SCHEMA = 1
-#: The fewest labelled items a kappa the gate trusts is measured on (the held-out half of a
-#: threshold judge's labels; unjudged items count). Cohen's kappa of 20 items agreeing 90 % at
-#: 50 % chance agreement has a standard error near 0.13; of 2 items, it says nothing.
-MIN_GATE_ITEMS = 20
+#: The fewest labelled items a kappa the gate trusts is measured on (figures.MIN_ITEMS; with
+#: figures.MIN_PER_CLASS of each class: figures.TRUST_RULE).
+MIN_GATE_ITEMS = MIN_ITEMS
 
 
 def _read_store(path: Path) -> dict[str, Any]:
@@ -141,10 +145,11 @@ def load_kappa(path: PathLike, judge_identity: Mapping[str, Any]) -> float | Non
 
 
 def trusted_kappa(path: PathLike, judge_identity: Mapping[str, Any]) -> float | None:
-    """:func:`load_kappa`, and None too when that kappa was measured on fewer than
-    :data:`MIN_GATE_ITEMS` items (what a gate may compare with its bound)."""
+    """:func:`load_kappa`, and None too when that kappa is measured on too few labels
+    (:data:`~pytest_ragmetrics.judges.calibration.figures.TRUST_RULE`) or at a threshold
+    "tuned" on labels of one class (what a gate may compare with its bound)."""
     result = load_calibration(path, judge_identity)
-    if result is None or result.n + result.unjudged < MIN_GATE_ITEMS:
+    if result is None or result.too_few() or result.untuned():
         return None
     return None if math.isnan(result.gated) else result.gated
 
@@ -156,12 +161,10 @@ def kappa_gate(path: PathLike, judge_identity: Mapping[str, Any], bound: float) 
     result = load_calibration(path, judge_identity)
     if result is None:
         return f"has no calibration in {path}"
-    measured_on = result.n + result.unjudged
-    if measured_on < MIN_GATE_ITEMS:
+    untuned = result.untuned()
+    if untuned:
         return (
-            f"has a calibration in {path} measured on {measured_on} labelled items, fewer than "
-            f"the {MIN_GATE_ITEMS} the gate trusts a kappa from (a threshold judge is measured "
-            "on the half of its labels it was not tuned on); calibrate it on more labels"
+            f"has a calibration in {path} whose {untuned}; calibrate it on labels of both classes"
         )
     kappa = result.gated
     if math.isnan(kappa):
@@ -174,10 +177,20 @@ def kappa_gate(path: PathLike, judge_identity: Mapping[str, Any], bound: float) 
             f"has a calibration in {path} whose kappa is undefined (the labels or the "
             "judge's verdicts are all one class); calibrate it on labels of both classes"
         )
-    if kappa >= bound:
-        return ""
-    unjudged = f", {result.unjudged} unjudged counted as disagreements" if result.unjudged else ""
-    return under_bound(kappa, bound, f" (n {result.n + result.unjudged}{unjudged})")
+    if kappa < bound:
+        unjudged = (
+            f", {result.unjudged} unjudged counted as disagreements" if result.unjudged else ""
+        )
+        return under_bound(kappa, bound, f" (n {result.n + result.unjudged}{unjudged})")
+    # A kappa at or above the bound passes only when enough labels of each class back it.
+    too_few = result.too_few()
+    if too_few:
+        return (
+            f"has a calibration in {path} {too_few} ({TRUST_RULE}; a threshold judge is measured "
+            "on the part of its labels it was not tuned on); calibrate it on more labels of both "
+            "classes"
+        )
+    return ""
 
 
 def under_bound(kappa: float, bound: float, detail: str = "") -> str:

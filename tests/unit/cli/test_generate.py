@@ -194,7 +194,7 @@ def test_answerability_judge_is_reported_until_calibrated(tmp_path: Path) -> Non
     given = ("--calibration", str(calibration))
     code, text = generate(tmp_path, "--queries", "6", *judge, *given, out="few")
     assert code == 0 and "answerability: NOT APPLIED" in text
-    assert "has no calibration on at least 20 items" in text
+    assert "has no calibration on at least 20 labelled items, 5 of each class" in text
     confusion = {"tp": 10, "fn": 0, "fp": 0, "tn": 10}
     save_calibration(calibration, CalibrationResult(identity, {}, 20, 1.0, 1.0, confusion))
     code, text = generate(tmp_path, "--queries", "6", *judge, *given, out="applied")
