@@ -265,7 +265,8 @@ def _write(
     if args.save:
         save_calibration(args.save, result, hint=OUT_HINT.format("--save"))
     if args.format == "json":
-        write_json(out, result.to_dict(), sort_keys=True)
+        too_few = result.too_few(_class_words(words)) or None
+        write_json(out, {**result.to_dict(), "too_few_labels": too_few}, sort_keys=True)
         return 0
     out.write(calibration_tables(result, labels, tablefmt(args), words))
     out.write(note)
@@ -274,30 +275,31 @@ def _write(
     return 0
 
 
+def _class_words(words: Sequence[str]) -> tuple[str, str]:
+    """(what a positive is, what a negative is): ``words``, else "supported" and "not
+    <positive>"."""
+    positive = words[0] if words else "supported"
+    return positive, words[1] if len(words) > 1 else f"not {positive}"
+
+
 def calibration_tables(
     result: CalibrationResult, labels: str, layout: str, words: Sequence[str] = ()
 ) -> str:
     """The figures of a calibration, then its confusion matrix, its rows and columns named by
     ``words``: what a positive is ("supported" unless given), and a negative ("not
-    <positive>" unless given)."""
-    positive = words[0] if words else "supported"
-    negative = words[1] if len(words) > 1 else f"not {positive}"
-    identity = result.judge
+    <positive>" unless given); then, when the kappa is measured on too few labels to trust,
+    a note saying so."""
+    from pytest_ragmetrics.judges.base import identity_label
+    from pytest_ragmetrics.judges.calibration.figures import TRUST_RULE
+
+    positive, negative = _class_words(words)
     c = result.confusion
-    if result.tuning is not None:
-        how = (
-            f"{result.threshold} (best kappa on {result.tuning.n} tuning items, seed "
-            f"{result.seed}; figures below are on the other {result.n})"
-        )
-    else:
-        # A judge scored as it is: its own threshold, if it has one (in its identity).
-        fixed = (identity.get("parameters") or {}).get("threshold")
-        how = "-" if fixed is None else f"{fixed} (fixed)"
+    count = result.labels.get("n")
     rows = [
-        ["judge", f"{identity.get('name')} ({identity.get('model')})"],
-        ["labels", f"{labels} ({result.labels.get('n')} items)"],
-        ["threshold", how],
-        ["n", str(result.n)],
+        ["judge", identity_label(result.judge)],
+        ["labels", labels if count is None else f"{labels} ({count} items)"],
+        ["threshold", _threshold_text(result)],
+        ["n", f"{result.n} ({c['tp'] + c['fn']} {positive}, {c['fp'] + c['tn']} {negative})"],
         ["unjudged", str(result.unjudged)],
         ["accuracy", number(result.accuracy)],
         ["kappa", number(result.kappa)],
@@ -311,4 +313,23 @@ def calibration_tables(
         [f"human: {negative}", str(c["fp"]), str(c["tn"])],
     ]
     headers = ["", f"judge: {positive}", f"judge: {negative}"]
-    return f"{table(rows, tablefmt=layout)}\n\n{table(matrix, headers, tablefmt=layout)}\n"
+    text = f"{table(rows, tablefmt=layout)}\n\n{table(matrix, headers, tablefmt=layout)}\n"
+    too_few = result.too_few((positive, negative))
+    if too_few:
+        text += (
+            f"\ntoo few labels: this kappa is {too_few}; it says little, and the kappa gate "
+            f"(ragmetrics_min_judge_kappa) does not trust it: label more items ({TRUST_RULE})\n"
+        )
+    return text
+
+
+def _threshold_text(result: CalibrationResult) -> str:
+    """The threshold row: tuned (on how many items, which seed), fixed, or none."""
+    if result.tuning is not None:
+        return (
+            f"{result.threshold} (best kappa on {result.tuning.n} tuning items, seed "
+            f"{result.seed}; figures below are on the other {result.n})"
+        )
+    # A judge scored as it is: its own threshold, if it has one (in its identity).
+    fixed = (result.judge.get("parameters") or {}).get("threshold")
+    return "-" if fixed is None else f"{fixed} (fixed)"

@@ -75,6 +75,7 @@ def _check_outputs(args: argparse.Namespace, target: str) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
+    from pytest_ragmetrics.judges.base import identity_label
     from pytest_ragmetrics.judges.factory import build_relevance_judge
     from pytest_ragmetrics.pooling import judge_pool, read_pool, write_pool
     from pytest_ragmetrics.progress import progress, stream_reporter, use_reporter
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         write_json(out, summary, sort_keys=True)
         return 0
     identity = summary["judge"]
-    rows = [["judge", f"{identity.get('name')} ({identity.get('model')})"]]
+    rows = [["judge", identity_label(identity)]]
     rows += [[key, str(value)] for key, value in result.summary().items()]
     out.write(table(rows, tablefmt=tablefmt(args)) + "\n")
     out.write(f"\nwrote {target}")

@@ -50,6 +50,13 @@ def judge_name(judge: Any) -> str:
     return str(getattr(judge, "name", None) or type(judge).__name__)
 
 
+def identity_label(identity: Mapping[str, Any]) -> str:
+    """How output names the judge of an identity: ``embedding (all-MiniLM-L6-v2)``, or its name
+    alone when it has no model (a recorded judge), "judge" when it has no name either."""
+    name, model = identity.get("name") or "judge", identity.get("model")
+    return f"{name} ({model})" if model else str(name)
+
+
 def sha256_text(text: str) -> str:
     """Hex sha256 of UTF-8 text."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
