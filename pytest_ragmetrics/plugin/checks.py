@@ -261,7 +261,7 @@ def gated_metrics(record: EvaluationRecord, session: RagSession) -> dict[str, st
     for metric in record.evaluation.metrics:
         identity = questions.get(metric, judge)
         if metric == "answer_relevance" and metric not in questions:
-            reason = _unknown_relevance_question(identity, bound)
+            reason = _unknown_relevance_question(identity, bound, session)
         else:
             reason = _question_gate(identity, bound, session)
         if reason:
@@ -269,18 +269,20 @@ def gated_metrics(record: EvaluationRecord, session: RagSession) -> dict[str, st
     return reasons
 
 
-def _unknown_relevance_question(identity: object, bound: float) -> str:
+def _unknown_relevance_question(identity: object, bound: float, session: RagSession) -> str:
     """Why answer-relevance verdicts recorded without their question's identity may not fail
     a test under the gate."""
+    from pytest_ragmetrics.judges.calibration.store import calibrate_command
+
     if isinstance(identity, Mapping) and identity.get("exact"):
         return ""
     name = identity.get("name", "judge") if isinstance(identity, Mapping) else "judge"
+    command = calibrate_command({"name": f"{name}-answer-relevance"}, _calibration(session))
     return (
         f"judge {name!r} asks whether an answer addresses the question, and these assessments "
         "do not record that question's identity, so no calibration vouches for it "
         f"(ragmetrics_min_judge_kappa = {bound:g}); judge the answers with judge_answers and "
-        f"run `{_calibrate_command(f'{name}-answer-relevance')}`: thresholds and baseline are "
-        "not enforced"
+        f"run `{command}`: thresholds and baseline are not enforced"
     )
 
 
@@ -293,22 +295,16 @@ def _question_gate(identity: object, bound: float, session: RagSession) -> str:
         )
     if identity.get("exact"):
         return ""
+    from pytest_ragmetrics.judges.calibration.store import gate_advice
+
     why = session.judge_gate(identity, bound)
     if not why:
         return ""
     name = identity.get("name", "judge")
-    return (
-        f"judge {name!r} {why} (run `{_calibrate_command(str(name))}`); thresholds and "
-        "baseline are not enforced"
-    )
+    advice = gate_advice(identity, why, _calibration(session))
+    return f"judge {name!r} {why} ({advice}); thresholds and baseline are not enforced"
 
 
-def _calibrate_command(name: str) -> str:
-    """The command that calibrates the question a judge of this name asks."""
-    if name.endswith("-answer-relevance"):
-        return "ragmetrics calibrate --question answer-relevance --save"
-    if name.endswith("-relevance"):
-        return "ragmetrics calibrate --question relevance --save"
-    if name.endswith("-agreement"):
-        return "ragmetrics calibrate --question agreement --save"
-    return "ragmetrics calibrate --save"
+def _calibration(session: RagSession) -> str:
+    """The calibration file the gate reads, as messages name it."""
+    return session.settings.display(session.settings.calibration)

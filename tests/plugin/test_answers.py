@@ -76,13 +76,15 @@ def test_answer_layer_table_and_threshold(pytester: pytest.Pytester) -> None:
             None,
             "passed",
             "judge 'toy-judge' has no calibration in *calibration.json (run "
-            "`ragmetrics calibrate --save`); thresholds and baseline are not enforced",
+            "`ragmetrics calibrate --judge KIND --labels LABELS.jsonl --save "
+            ".ragmetrics/calibration.json`); thresholds and baseline are not enforced",
         ),
         (
             0.2,
             "passed",
             "judge 'toy-judge' has Cohen's kappa 0.200 (n 40000) < ragmetrics_min_judge_kappa "
-            "0.6 (run `ragmetrics calibrate --save`); thresholds and baseline are not enforced",
+            "0.6 (use a judge that agrees better with the labels, then run `ragmetrics calibrate "
+            "--judge KIND *`); thresholds and baseline are not enforced",
         ),
         (0.8, "failed", "*groundedness = 0.7500 < threshold 0.9*"),
     ],
@@ -114,7 +116,8 @@ def test_a_claim_support_kappa_does_not_enforce_answer_relevance(
         "*answer_relevance not enforced: judge 'toy-judge' asks whether an answer addresses the "
         "question, and these assessments do not record that question's identity, so no "
         "calibration vouches for it (ragmetrics_min_judge_kappa = 0.6); judge the answers with "
-        "judge_answers and run `ragmetrics calibrate --question answer-relevance --save`: "
+        "judge_answers and run `ragmetrics calibrate --question answer-relevance --judge KIND "
+        "--labels LABELS.jsonl --save .ragmetrics/calibration.json`: "
         "thresholds and baseline are not enforced*"
     )
     result = pytester.runpytest()

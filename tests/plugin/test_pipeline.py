@@ -399,7 +399,8 @@ def test_each_answer_metric_has_its_own_kappa_gate(pytester: pytest.Pytester) ->
     assert "context_relevance = 0.3750 < threshold" not in text
     result.stdout.fnmatch_lines(
         ["*context_relevance not enforced: judge 'embedding-relevance' has no calibration in "
-         "*calibration.json (run `ragmetrics calibrate --question relevance --save`)*"]
+         "*calibration.json (run `ragmetrics calibrate --question relevance --judge embedding "
+         "--threshold 0.2 --dataset DIR --save .ragmetrics/calibration.json`)*"]
     )  # fmt: skip
     # With the agreement question below the bound too, nothing of answer_correctness is
     # enforced either; groundedness still is (no threshold: the test passes).
@@ -438,7 +439,8 @@ def test_answer_relevance_has_its_own_kappa_gate(pytester: pytest.Pytester) -> N
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         ["*answer_relevance not enforced: judge 'embedding-answer-relevance' has no calibration "
-         "in *calibration.json (run `ragmetrics calibrate --question answer-relevance --save`); "
+         "in *calibration.json (run `ragmetrics calibrate --question answer-relevance --judge "
+         "embedding --threshold 0.9 --labels LABELS.jsonl --save .ragmetrics/calibration.json`); "
          "thresholds and baseline are not enforced*"]
     )  # fmt: skip
     assert "groundedness not enforced" not in result.stdout.str()
@@ -456,8 +458,10 @@ def test_answer_relevance_has_its_own_kappa_gate(pytester: pytest.Pytester) -> N
     low.assert_outcomes(passed=1)
     low.stdout.fnmatch_lines(
         ["*answer_relevance not enforced: judge 'embedding-answer-relevance' has Cohen's kappa "
-         "0.100 (n *) < ragmetrics_min_judge_kappa 0.5 (run `ragmetrics calibrate --question "
-         "answer-relevance --save`)*"]
+         "0.100 (n *) < ragmetrics_min_judge_kappa 0.5 (its verdict is a cosine similarity at "
+         "relevance_threshold 0.9: `ragmetrics calibrate --question answer-relevance --judge "
+         "embedding --labels LABELS.jsonl --save .ragmetrics/calibration.json` tunes the "
+         "threshold*"]
     )  # fmt: skip
     # judge_answers asked for groundedness only, the evaluation for answer_relevance too: the
     # judge gave relevance verdicts all the same, and their question is the one gated (the

@@ -157,7 +157,7 @@ def trusted_kappa(path: PathLike, judge_identity: Mapping[str, Any]) -> float | 
 def kappa_gate(path: PathLike, judge_identity: Mapping[str, Any], bound: float) -> str:
     """Why the gate at ``bound`` refuses this judge's verdicts, as a clause after its name
     ("has no calibration in ...", "has Cohen's kappa 0.2996 (n 28) < ..."); '' when it may
-    fail tests. The command to run is the caller's to add."""
+    fail tests. What to do is the caller's to add (:func:`gate_advice`)."""
     result = load_calibration(path, judge_identity)
     if result is None:
         return f"has no calibration in {path}"
@@ -193,10 +193,82 @@ def kappa_gate(path: PathLike, judge_identity: Mapping[str, Any], bound: float) 
     return ""
 
 
+_BELOW = "has Cohen's kappa "
+
+
 def under_bound(kappa: float, bound: float, detail: str = "") -> str:
     """The gate's reason for a kappa below ``bound``, after the judge's name, every gate
     alike: "has Cohen's kappa 0.2996 (n 28) < ragmetrics_min_judge_kappa 0.3"."""
-    return f"has Cohen's kappa {below(kappa, bound)}{detail} < ragmetrics_min_judge_kappa {bound:g}"
+    return f"{_BELOW}{below(kappa, bound)}{detail} < ragmetrics_min_judge_kappa {bound:g}"
+
+
+# Per question (by the suffix of its judge's name): the ``--question`` that calibrates it, the
+# labels it is calibrated on, the embedding judge's threshold that decides it and the HTTP
+# judge's prompt file that asks it.
+_LABELS = "--labels LABELS.jsonl"
+_QUESTIONS = {
+    "-answer-relevance": ("answer-relevance", _LABELS, "relevance_threshold", "relevance.txt"),
+    "-relevance": ("relevance", "--dataset DIR", "context_threshold", "context.txt"),
+    "-agreement": ("agreement", _LABELS, "agreement_threshold", "agreement.txt"),
+}
+_SUPPORT = ("support", _LABELS, "threshold", "support.txt")
+_BACKENDS = ("embedding", "http", "recorded")
+
+
+def _question(name: str) -> tuple[str, str, str, str]:
+    return next((q for end, q in _QUESTIONS.items() if name.endswith(end)), _SUPPORT)
+
+
+def calibrate_command(
+    judge_identity: Mapping[str, Any], calibration: str, *, fixed: bool = True
+) -> str:
+    """The ``ragmetrics calibrate`` command that records the question this identity asks,
+    saved where the gate reads (``calibration``); an embedding judge's threshold fixed as it
+    is (so the record is the one the gate looks up) unless not ``fixed`` (tuned)."""
+    name = str(judge_identity.get("name") or "")
+    question, labels, _, _ = _question(name)
+    kind = name.split("-")[0]
+    words = ["ragmetrics calibrate"]
+    if question != "support":
+        words.append(f"--question {question}")
+    words.append(f"--judge {kind if kind in _BACKENDS else 'KIND'}")
+    threshold = (judge_identity.get("parameters") or {}).get("threshold")
+    if kind == "embedding" and fixed and threshold is not None:
+        words.append(f"--threshold {threshold:g}")
+    if kind == "recorded":
+        words.append("--verdicts FILE")
+    words += [labels, f"--save {calibration}"]
+    return " ".join(words)
+
+
+def gate_advice(judge_identity: Mapping[str, Any], why: str, calibration: str) -> str:
+    """What to do about a judge the gate refuses for ``why`` (:func:`kappa_gate`'s clause):
+    calibrate the question as the judge asks it; for a kappa below the bound, change what
+    decides the verdicts of the judge's backend (an embedding judge's threshold or model, an
+    HTTP judge's prompt or model, a recorded judge's verdicts)."""
+    if not why.startswith(_BELOW):
+        return f"run `{calibrate_command(judge_identity, calibration)}`"
+    name = str(judge_identity.get("name") or "")
+    _, _, threshold, prompt = _question(name)
+    kind = name.split("-")[0]
+    if kind == "embedding":
+        now = (judge_identity.get("parameters") or {}).get("threshold")
+        at = "" if now is None else f" {now:g}"
+        tune = calibrate_command(judge_identity, calibration, fixed=False)
+        return (
+            f"its verdict is a cosine similarity at {threshold}{at}: `{tune}` tunes the "
+            f"threshold; set {threshold} to the one it prints, and if the kappa stays below "
+            "the bound, the embedding model cannot tell (use another, or an HTTP judge)"
+        )
+    again = f"`{calibrate_command(judge_identity, calibration)}`"
+    if kind == "http":
+        return (
+            f"its verdict is its model's yes or no to its {prompt} prompt: change the prompt "
+            f"(ragmetrics_judge_prompts) or the model, then run {again}"
+        )
+    if kind == "recorded":
+        return f"its verdicts are the ones recorded: record better ones, then run {again}"
+    return f"use a judge that agrees better with the labels, then run {again}"
 
 
 def below(value: float, bound: float) -> str:
@@ -213,6 +285,8 @@ __all__ = [
     "CALIBRATION_SCHEMA",
     "MIN_GATE_ITEMS",
     "below",
+    "calibrate_command",
+    "gate_advice",
     "kappa_gate",
     "load_calibration",
     "load_kappa",

@@ -133,3 +133,57 @@ def test_the_rule_reads_the_classes_of_the_measured_items() -> None:
     assert "only 2 of them negative" in result.too_few()
     assert _record(None, {"tp": 15, "fp": 0, "fn": 0, "tn": 5}).too_few() == ""
     assert "fewer than the 20" in _record(None, {"tp": 5, "fp": 0, "fn": 0, "tn": 5}).too_few()
+
+
+@dataclass
+class _Settings:
+    calibration: Path
+    min_judge_kappa: float = 0.5
+
+    def display(self, path: Path) -> str:
+        return str(path)
+
+
+@dataclass
+class _Session:
+    """What the gate reads of a pytest session: the settings and the calibration file."""
+
+    settings: _Settings
+    asked: list[dict[str, Any]] = field(default_factory=list)
+
+    def judge_gate(self, judge: dict[str, Any], bound: float) -> str:
+        self.asked.append(judge)
+        return kappa_gate(self.settings.calibration, judge, bound)
+
+
+def _gate_text(identity: dict[str, Any], path: Path, kappa: float | None = 0.1) -> str:
+    from pytest_ragmetrics.plugin.checks import _question_gate
+
+    if kappa is not None:
+        save_calibration(path, result_at_kappa(identity, kappa))
+    return _question_gate(identity, 0.5, _Session(_Settings(path)))  # type: ignore[arg-type]
+
+
+def test_the_advice_on_a_refused_judge_is_its_backends(tmp_path: Path) -> None:
+    """An embedding judge's answer relevance is a cosine at a threshold: no prompt, no model
+    reply, nothing left unjudged; its advice was the LLM judges'."""
+    path = tmp_path / "calibration.json"
+    embedding = EmbeddingJudge(encoder=_encoder, model_name="toy", relevance_threshold=0.9)
+    question = embedding.question_identity("relevance")
+    # Not calibrated: the command that records the judge as it is (its threshold fixed).
+    text = _gate_text(question, path, kappa=None)
+    assert "has no calibration" in text
+    assert (
+        "run `ragmetrics calibrate --question answer-relevance --judge embedding --threshold "
+        f"0.9 --labels LABELS.jsonl --save {path}`"
+    ) in text
+    # Below the bound: what decides an embedding judge's verdicts, and how to tune it.
+    text = _gate_text(question, path)
+    assert "has Cohen's kappa 0.100" in text
+    assert "prompt" not in text and "reply" not in text and "model's" not in text
+    assert "cosine similarity at relevance_threshold 0.9" in text
+    assert "--judge embedding --labels" in text and "--threshold" not in text
+    http = HttpJudge(Endpoint("http://127.0.0.1:9/v1", "m"))
+    text = _gate_text(http.question_identity("relevance"), path)
+    assert "its model's yes or no to its relevance.txt prompt" in text
+    assert "--judge http" in text and "_threshold" not in text and "--threshold" not in text
