@@ -20,6 +20,7 @@ from typing import Any, ClassVar, TypedDict, Unpack
 import numpy as np
 
 from pytest_ragmetrics.cache import identity_of
+from pytest_ragmetrics.code_identity import current_digest, function_identity, settle
 from pytest_ragmetrics.data.model import Corpus, Entries, Queries, Run, as_str_array
 from pytest_ragmetrics.errors import ConfigError, RetrieverError
 from pytest_ragmetrics.retrievers.base import Named, ShortRankingWarning, check_k, check_run
@@ -37,6 +38,15 @@ def _describe(chunk_to_doc: ChunkToDoc) -> str:
     module = getattr(chunk_to_doc, "__module__", None) or type(chunk_to_doc).__module__
     name = getattr(chunk_to_doc, "__qualname__", None) or type(chunk_to_doc).__qualname__
     return f"{module}.{name}"
+
+
+def _identify(chunk_to_doc: ChunkToDoc) -> str | dict[str, Any]:
+    """A separator as text; a function by its name and the digest of its code and the values it
+    reads now (:func:`~pytest_ragmetrics.code_identity.current_digest`): an edit of the mapping
+    it applies gives another identity, so no run cached under the old one is served."""
+    if isinstance(chunk_to_doc, str):
+        return _describe(chunk_to_doc)
+    return function_identity(chunk_to_doc, digest=current_digest(chunk_to_doc))
 
 
 def _check_chunk_to_doc(chunk_to_doc: object, where: str) -> None:
@@ -179,7 +189,7 @@ class ChunkedRetriever(Named):
             "kind": "chunked",
             "name": self._name,
             "aggregation": "maxp",
-            "chunk_to_doc": _describe(self.chunk_to_doc),
+            "chunk_to_doc": _identify(self.chunk_to_doc),
             "oversample": self.oversample,
             "max_chunks": self.max_chunks,
             "inner": identity_of(self.inner),
@@ -227,6 +237,8 @@ class ChunkedRetriever(Named):
                 break
             pending = queries.subset(again)
             depth = self._cap(depth * 2)
+        if not isinstance(self.chunk_to_doc, str):
+            settle(self.chunk_to_doc)  # what it changed itself (a memo) keeps its identity
         ordered = {qid: found[qid] for qid in queries.query_ids.tolist()}
         run = Run.from_rankings(ordered)
         return check_run(run, queries, k, retriever=self._name, corpus=self.corpus)

@@ -197,3 +197,38 @@ def test_chunk_contexts_need_the_chunk_corpus() -> None:
     retriever = chunked(from_function(many_chunks_of_one_document))
     with pytest.raises(ConfigError, match=r"passages=<the chunk corpus>"):
         retriever.passages_for(QUERIES, 2)
+
+
+PARTS = {"sep": "#"}
+
+
+def doc_of(chunk_id: str) -> str:
+    return chunk_id.split(PARTS["sep"])[0]
+
+
+def test_a_chunk_to_doc_function_is_identified_by_its_code_and_values() -> None:
+    """It was identified by its name only: a mapping edited in place (or the function's code)
+    kept the identity, so a run cached under the old mapping was served for the new one."""
+    retriever = chunked(from_function(many_chunks_of_one_document, name="mine"), doc_of)
+    before = retriever.identity()["chunk_to_doc"]
+    assert before["function"].endswith("doc_of") and before["code"]
+    PARTS["sep"] = "|"
+    try:
+        assert retriever.identity()["chunk_to_doc"] != before
+    finally:
+        PARTS["sep"] = "#"
+    assert retriever.identity()["chunk_to_doc"] == before
+
+
+def test_a_memo_the_chunk_to_doc_function_fills_keeps_its_identity() -> None:
+    seen: dict[str, str] = {}
+
+    def memoised(chunk_id: str) -> str:
+        if chunk_id not in seen:
+            seen[chunk_id] = chunk_id.split("#")[0]
+        return seen[chunk_id]
+
+    retriever = chunked(from_function(many_chunks_of_one_document, name="mine"), memoised)
+    before = retriever.identity()
+    retriever.search(QUERIES, 2)
+    assert seen and retriever.identity() == before
