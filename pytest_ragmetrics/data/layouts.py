@@ -28,7 +28,12 @@ from pytest_ragmetrics.data.textfile import (
     resolve,
 )
 from pytest_ragmetrics.data.trec import parse_grade, read_qrels
-from pytest_ragmetrics.errors import DataFormatError, StaleLabelsWarning, how_to_silence
+from pytest_ragmetrics.errors import (
+    ConfigError,
+    DataFormatError,
+    StaleLabelsWarning,
+    how_to_silence,
+)
 
 _ID_KEYS = ("_id", "id")
 
@@ -134,15 +139,28 @@ def available_splits(folder: Path) -> list[str]:
     """Splits present in a dataset folder (any layout)."""
     if (folder / MANIFEST).is_file():
         return list(read_manifest(folder / MANIFEST).qrels)
-    names: set[str] = set()
+    # The name before the suffix the split's file has (a split may hold dots: "test.v2");
+    # other files (a backup "test.tsv.bak") are no split that load_dataset would read.
     qrels_dir = folder / "qrels"
-    if qrels_dir.is_dir():
-        for f in qrels_dir.iterdir():
-            if f.name.endswith((".tsv", ".tsv.gz")):
-                names.add(f.name.split(".")[0])
-    for f in folder.glob("*_qrels.jsonl*"):
-        names.add(f.name.split("_qrels")[0])
+    found = (
+        [(f.name, (".tsv", ".tsv.gz")) for f in qrels_dir.iterdir()] if qrels_dir.is_dir() else []
+    )
+    found += [(f.name, ("_qrels.jsonl", "_qrels.jsonl.gz")) for f in folder.iterdir()]
+    names = {
+        name.removesuffix(suffix)
+        for name, suffixes in found
+        for suffix in suffixes
+        if name.endswith(suffix) and _is_split(name.removesuffix(suffix))
+    }
     return sorted(names)
+
+
+def _is_split(name: str) -> bool:
+    try:
+        check_split_name(name, "")
+    except ConfigError:
+        return False
+    return True
 
 
 def check_dataset_files(folder: PathLike, split: str = "test") -> None:
