@@ -89,18 +89,12 @@ def checked_notes(
             "--dataset, then judge-pool) or point ragmetrics_supplementary_qrels at its file",
             path,
         )
-    stale = unknown_documents(labels, corpus)
-    if stale:
-        notes.append(
-            f"{name}: {stale} judged documents are not in the corpus (stale labels); they "
-            "count as relevant but can never be retrieved"
-        )
+    from pytest_ragmetrics.data.stale import stale_note  # numpy, once labels are read
+
+    stale = stale_note(name, labels, corpus)
+    if stale is not None:
+        notes.append(stale)
     return notes
-
-
-def unknown_documents(labels: Qrels, corpus: Corpus) -> int:
-    """How many labels name a document the corpus does not have."""
-    return sum(1 for docs in labels.to_dict().values() for doc in docs if doc not in corpus)
 
 
 def query_notes(path: str | None, labels: Qrels, human: Qrels) -> list[str]:

@@ -8,8 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from pytest_ragmetrics.data.manifest import (
     MANIFEST,
     Manifest,
@@ -20,6 +18,12 @@ from pytest_ragmetrics.data.manifest import (
 )
 from pytest_ragmetrics.data.model import Corpus, Dataset, Qrels, Queries
 from pytest_ragmetrics.data.selection import check_split_name
+from pytest_ragmetrics.data.stale import (
+    check_relevant_in_corpus,
+    examples,
+    near_miss_hint,
+    stale_note,
+)
 from pytest_ragmetrics.data.textfile import (
     PathLike,
     optional_text,
@@ -285,24 +289,17 @@ def _assemble(
     if missing:
         raise DataFormatError(
             f"{len(missing)} judged queries have no text in {resolve(queries_path).name} "
-            f"(e.g. {', '.join(repr(q) for q in missing[:5])})",
+            f"(e.g. {examples(missing)})"
+            + near_miss_hint(missing, all_queries.query_ids.tolist(), resolve(queries_path).name),
             resolve(qrels_path),
         )
     queries = all_queries.subset(judged)
-    stale = _stale_labels(qrels, corpus)
-    if stale:
-        message = (
-            f"{resolve(qrels_path)}: {stale} judged documents are not in the corpus (stale "
-            "labels); they count as relevant but can never be retrieved"
-        )
+    check_relevant_in_corpus(qrels, corpus, resolve(qrels_path))
+    message = stale_note(str(resolve(qrels_path)), qrels, corpus)
+    if message is not None:
         notes.append(message)
         if warn:
             warnings.warn(
                 f"{message}; {how_to_silence(StaleLabelsWarning)}", StaleLabelsWarning, stacklevel=3
             )
     return Dataset(corpus, queries, qrels, name=name, split=split, source=str(root), notes=notes)
-
-
-def _stale_labels(qrels: Qrels, corpus: Corpus) -> int:
-    known = np.isin(qrels.doc_ids, corpus.doc_ids)
-    return int((~known[qrels.doc_codes]).sum())

@@ -59,3 +59,56 @@ def test_the_available_splits_are_those_load_dataset_reads(tmp_path: Path) -> No
     (flag / "test.v2_qrels.jsonl").write_text(record, encoding="utf-8")
     (flag / "dev_qrels.jsonl.orig").write_text(record, encoding="utf-8")
     assert error_of(flag, "dev").endswith("available splits: test.v2")
+
+
+# --- ids the dataset lacks -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("corpus_id", "judged"),
+    [("D1", "d1"), ("d1 ", "d1"), ("caf\u00e9", "cafe\u0301"), ("\ufeffd1", "d1")],
+    ids=["case", "white-space", "nfc-nfd", "bom"],
+)
+def test_qrels_whose_ids_differ_from_the_corpus_are_refused_with_the_twins(
+    tmp_path: Path, corpus_id: str, judged: str
+) -> None:
+    corpus = jsonl({"_id": corpus_id, "text": "cats"}, {"_id": "d2", "text": "dogs"})
+    folder = beir(tmp_path, {"test.tsv": HEADER + f"q1\t{judged}\t1\nq2\td2\t0\n"}, corpus=corpus)
+    # Every document judged relevant was a stale label: a warning, and every metric 0.
+    message = error_of(folder)
+    assert message.startswith(f"{folder / 'qrels' / 'test.tsv'}: the corpus holds none of the 1 ")
+    # Escaped, as NFC and NFD would look alike.
+    assert f"the corpus has {corpus_id!a} for {judged!a}, which differ only" in message
+    assert "every metric would be 0" in message
+
+
+def test_qrels_of_another_corpus_are_refused(tmp_path: Path) -> None:
+    folder = beir(tmp_path, {"test.tsv": HEADER + "q1\tx7\t1\nq2\tx8\t2\nq2\td2\t0\n"})
+    message = error_of(folder)
+    assert "none of the 2 documents judged relevant (e.g. 'x7', 'x8'; its ids are like " in message
+    assert "differ only" not in message
+
+
+def test_stale_labels_name_some_and_their_twins(tmp_path: Path) -> None:
+    corpus = jsonl({"_id": "D1", "text": "cats"}, {"_id": "d2", "text": "dogs"})
+    qrels = HEADER + "q1\td1\t1\nq2\td2\t1\nq2\tgone\t0\n"
+    folder = beir(tmp_path, {"test.tsv": qrels}, corpus=corpus)
+    with pytest.warns(UserWarning) as got:
+        dataset = load_dataset(folder)
+    assert dataset.notes == [
+        f"{folder / 'qrels' / 'test.tsv'}: 2 judged documents are not in the corpus (stale "
+        "labels); they count as relevant but can never be retrieved (e.g. 'd1', 'gone'); the "
+        "corpus has 'D1' for 'd1', which differ only in case, white space or Unicode "
+        "normalisation: ids are compared exactly as written"
+    ]
+    assert str(got[0].message).startswith(dataset.notes[0])
+
+
+def test_judged_queries_without_text_name_their_twins(tmp_path: Path) -> None:
+    queries = jsonl({"_id": "Q1", "text": "why purr"}, {"_id": "q2 ", "text": "why bark"})
+    folder = beir(tmp_path, {"test.tsv": HEADER + "q1\td1\t1\nq2\td2\t1\n"}, queries=queries)
+    assert error_of(folder).endswith(
+        "2 judged queries have no text in queries.jsonl (e.g. 'q1', 'q2'); queries.jsonl has "
+        "'Q1' for 'q1', 'q2 ' for 'q2', which differ only in case, white space or Unicode "
+        "normalisation: ids are compared exactly as written"
+    )
