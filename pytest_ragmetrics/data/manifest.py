@@ -86,11 +86,17 @@ class Manifest:
 def read_manifest(path: Path) -> Manifest:
     """Read and check a ``dataset.json``; every error names the file and the key."""
     try:
-        raw = path.read_bytes().decode("utf-8")
+        # A byte order mark, as Notepad writes, is dropped.
+        data = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
+        raw = data.decode("utf-8")
     except OSError as exc:
         raise DataFormatError(f"cannot read: {exc.strerror or exc}", path) from None
-    except UnicodeDecodeError:
-        raise DataFormatError("not valid UTF-8", path) from None
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DataFormatError(
+            f"not valid UTF-8 (byte {data[exc.start]:#04x} at column {column})", path, line
+        ) from None
     try:
         data = json.loads(raw, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
@@ -189,6 +195,8 @@ class _Checker:
         if not isinstance(value, str) or not value:
             raise self.fail(key, f"must be a file name, got {value!r}")
         path = resolve(self.path.parent / value)
+        if path.is_dir():
+            raise self.fail(key, f"{value} is a folder, not a file (name its files, or a glob)")
         if not path.is_file():
             raise self.fail(key, f"{value} not found in {self.path.parent} (nor {value}.gz)")
         return path

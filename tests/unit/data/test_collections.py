@@ -690,7 +690,7 @@ def test_manifest_malformed(
     [
         ('{"format": "smart",\n "documents": }', 2, "not valid JSON (Expecting value at column"),
         ('["format", "smart"]', None, "expected a JSON object, got list"),
-        (b'{"name": "caf\xe9"}', None, "not valid UTF-8"),
+        (b'{"name": "caf\xe9"}', 1, "not valid UTF-8 (byte 0xe9 at column 14)"),
         ('{"format": "smart", "name": "a", "format": "trec"}', None, "the key 'format' appears"),
         ("[" * 50_000 + "]" * 50_000, None, "cannot read this JSON"),
         ('{"provenance": {"n": ' + "9" * 5000 + "}}", None, "cannot read this JSON"),

@@ -112,3 +112,50 @@ def test_judged_queries_without_text_name_their_twins(tmp_path: Path) -> None:
         "'Q1' for 'q1', 'q2 ' for 'q2', which differ only in case, white space or Unicode "
         "normalisation: ids are compared exactly as written"
     )
+
+
+# --- dataset.json --------------------------------------------------------------------------
+
+SMART_DOCS = ".I 1\n.W\ncats purr\n.I 2\n.W\ndogs bark\n"
+SMART_QUERIES = ".I 1\n.W\nwhy purr\n"
+MANIFEST = {
+    "format": "smart",
+    "documents": "docs",
+    "queries": "qry",
+    "qrels": {"test": "rel"},
+}
+
+
+def smart(root: Path, manifest: bytes) -> Path:
+    root.mkdir()
+    (root / "docs").write_text(SMART_DOCS, encoding="utf-8")
+    (root / "qry").write_text(SMART_QUERIES, encoding="utf-8")
+    (root / "rel").write_text("1 1 1\n", encoding="utf-8")
+    (root / "dataset.json").write_bytes(manifest)
+    return root
+
+
+def test_a_manifest_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    # Every other file of a dataset drops it; Windows editors write it.
+    folder = smart(tmp_path / "bom", b"\xef\xbb\xbf" + json.dumps(MANIFEST).encode())
+    assert load_dataset(folder).qrels.to_dict() == {"1": {"1": 1}}
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"], ids=["plain", "bom"])
+def test_a_manifest_that_is_not_utf8_names_line_and_byte(tmp_path: Path, bom: bytes) -> None:
+    text = json.dumps(MANIFEST, indent=1).replace('"smart"', '"sm\xe9art"').encode("latin-1")
+    folder = smart(tmp_path / "latin", bom + text)
+    line = text[: text.index(b"\xe9")].count(b"\n") + 1
+    column = len(text.splitlines()[line - 1].split(b"\xe9")[0]) + 1
+    assert error_of(folder) == (
+        f"{folder / 'dataset.json'}:{line}: not valid UTF-8 (byte 0xe9 at column {column})"
+    )
+
+
+def test_a_manifest_naming_a_folder_says_so(tmp_path: Path) -> None:
+    folder = smart(tmp_path / "dir", json.dumps({**MANIFEST, "queries": "topics"}).encode())
+    (folder / "topics").mkdir()
+    assert error_of(folder) == (
+        f"{folder / 'dataset.json'}: 'queries': topics is a folder, not a file (name its files, "
+        "or a glob)"
+    )
