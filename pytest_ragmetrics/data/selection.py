@@ -144,4 +144,19 @@ def select_datasets(
                 f"ragmetrics_dataset: the dataset name {pair.key!r} is also the id of dataset "
                 f"{pair.name!r}, split {pair.split!r}; rename one of the datasets (name=path)"
             )
+    _refuse_same_pair_twice(pairs)
     return pairs
+
+
+def _refuse_same_pair_twice(pairs: Sequence[DatasetSelection]) -> None:
+    """Two names for one folder and split (a copied ``name=path`` left unedited) would
+    evaluate its queries twice, and count them twice in the summary's mean across datasets."""
+    seen: dict[tuple[Path, str], DatasetSelection] = {}
+    for pair in pairs:
+        first = seen.setdefault((pair.path.resolve(), pair.split), pair)
+        if first is not pair:
+            raise ConfigError(
+                f"ragmetrics_dataset: datasets {first.name!r} and {pair.name!r} are the same "
+                f"folder ({pair.path}), split {pair.split!r}: its queries would be evaluated "
+                "and counted twice; name each dataset folder once"
+            )

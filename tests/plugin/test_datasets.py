@@ -212,6 +212,12 @@ def test_ignore_identical_ids_is_recorded_and_searches_one_more(
         (TWO + 'ragmetrics_split = "moons=test"\n', [], "'moons=test' names no configured dataset"),
         (TWO + 'ragmetrics_ignore_identical_ids = "arguana"\n', [], "arguana is not a configured"),
         ('ragmetrics_dataset = "bad/name=data/animals"\n', [], "dataset name 'bad/name'"),
+        (
+            # A copied name=path left unedited: the mean across datasets counted it twice.
+            'ragmetrics_dataset = "animals=data/animals planets=data/./animals/"\n',
+            [],
+            "datasets 'animals' and 'planets' are the same folder",
+        ),
     ],
 )
 def test_wrong_dataset_configurations_say_what_to_do(

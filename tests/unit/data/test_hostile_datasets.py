@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_ragmetrics import DataFormatError, load_dataset
+from pytest_ragmetrics import ConfigError, DataFormatError, load_dataset
+from pytest_ragmetrics.data.selection import select_datasets
 
 
 def jsonl(*records: dict[str, Any]) -> str:
@@ -159,3 +160,17 @@ def test_a_manifest_naming_a_folder_says_so(tmp_path: Path) -> None:
         f"{folder / 'dataset.json'}: 'queries': topics is a folder, not a file (name its files, "
         "or a glob)"
     )
+
+
+# --- several datasets ----------------------------------------------------------------------
+
+
+def test_one_folder_and_split_under_two_names_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "data")
+    same = [("a", tmp_path / "data"), ("b", tmp_path / "link")]
+    with pytest.raises(ConfigError, match=r"datasets 'a' and 'b' are the same folder .*'test'"):
+        select_datasets(same, {"a": ("test",), "b": ("dev", "test")})
+    # Other splits of one folder are other queries: each counts once.
+    pairs = select_datasets(same, {"a": ("test",), "b": ("dev",)})
+    assert [pair.key for pair in pairs] == ["a-test", "b-dev"]
