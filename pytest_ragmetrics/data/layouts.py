@@ -294,6 +294,7 @@ def _assemble(
             resolve(qrels_path),
         )
     queries = all_queries.subset(judged)
+    _refuse_blank_queries(queries, resolve(queries_path))
     check_relevant_in_corpus(qrels, corpus, resolve(qrels_path))
     message = stale_note(str(resolve(qrels_path)), qrels, corpus)
     if message is not None:
@@ -303,3 +304,15 @@ def _assemble(
                 f"{message}; {how_to_silence(StaleLabelsWarning)}", StaleLabelsWarning, stacklevel=3
             )
     return Dataset(corpus, queries, qrels, name=name, split=split, source=str(root), notes=notes)
+
+
+def _refuse_blank_queries(queries: Queries, path: Path) -> None:
+    """A judged query without words ranks the corpus by nothing and lowers every mean; the
+    SMART and TREC readers refuse one already (an empty or missing query field)."""
+    blank = [qid for qid, text in queries.items() if not text.strip()]
+    if blank:
+        raise DataFormatError(
+            f"{len(blank)} judged queries have an empty text (e.g. {examples(blank)}); write "
+            "their text, or remove their judgments from the qrels",
+            path,
+        )

@@ -349,8 +349,10 @@ def check_compare_datasets(root: Path, text: str, fmt: str) -> None:
 
     qid = trec_id(text)
     other = "other" if qid != "other" else "another"
+    # A judged query needs words (a blank text is refused): white space alone is bracketed.
+    query = text if text.strip() else f"[{text}]"
     for name in ("one", "two"):
-        write_beir(root / name, {"d1": "judged", "d2": "not judged"}, {qid: text, other: "x"})
+        write_beir(root / name, {"d1": "judged", "d2": "not judged"}, {qid: query, other: "x"})
     name = re.sub("[/=\x00\ud800-\udfff]", "_", text)[:40]
     systems = []
     for label, first in (("a", "d1"), ("b", "d2")):

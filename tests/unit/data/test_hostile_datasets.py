@@ -174,3 +174,19 @@ def test_one_folder_and_split_under_two_names_is_refused(tmp_path: Path) -> None
     # Other splits of one folder are other queries: each counts once.
     pairs = select_datasets(same, {"a": ("test",), "b": ("dev",)})
     assert [pair.key for pair in pairs] == ["a-test", "b-dev"]
+
+
+@pytest.mark.parametrize("text", ["", "  \t", None], ids=["empty", "blank", "null"])
+def test_a_judged_query_without_words_is_refused(tmp_path: Path, text: str | None) -> None:
+    # The SMART and TREC readers refused it; a BEIR query ranked the corpus by nothing.
+    queries = jsonl({"_id": "q1", "text": text}, {"_id": "q2", "text": "why bark"})
+    folder = beir(
+        tmp_path / "judged", {"test.tsv": HEADER + "q1\td1\t1\nq2\td2\t1\n"}, queries=queries
+    )
+    assert error_of(folder) == (
+        f"{folder / 'queries.jsonl'}: 1 judged queries have an empty text (e.g. 'q1'); write "
+        "their text, or remove their judgments from the qrels"
+    )
+    # One that is not judged is not evaluated: no harm.
+    folder = beir(tmp_path / "unjudged", {"test.tsv": HEADER + "q2\td2\t1\n"}, queries=queries)
+    assert load_dataset(folder).queries.query_ids.tolist() == ["q2"]
