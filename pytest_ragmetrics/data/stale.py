@@ -21,14 +21,16 @@ _INVISIBLE = re.compile(r"[\s\ufeff\u200b-\u200d\u2060]+")
 
 
 def loose_id(text: str) -> str:
-    """``text`` without case, white space or invisible characters, in Unicode form NFKC: two
-    ids equal this way but not as written are a near miss ("D1" and "d1 ")."""
-    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).casefold()
+    """``text`` without case, white space or invisible characters, in Unicode form NFKC, a
+    number without leading zeros: two ids equal this way but not as written are a near miss
+    ("D1" and "d1 ", TREC's topic "051" and "51")."""
+    loose = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).casefold()
+    return (loose.lstrip("0") or "0") if loose.isascii() and loose.isdigit() else loose
 
 
 def near_misses(missing: Sequence[str], known: Iterable[str]) -> list[tuple[str, str]]:
-    """Up to three (missing id, known id) pairs that differ only in case, white space or
-    Unicode normalisation (one known id for each missing id)."""
+    """Up to three (missing id, known id) pairs that differ only in case, white space,
+    leading zeros or Unicode normalisation (one known id for each missing id)."""
     wanted: dict[str, str] = {}
     for text in missing[:_LOOKED_UP]:
         wanted.setdefault(loose_id(text), text)
@@ -43,8 +45,8 @@ def near_misses(missing: Sequence[str], known: Iterable[str]) -> list[tuple[str,
 
 
 def near_miss_hint(missing: Sequence[str], known: Iterable[str], where: str) -> str:
-    """``; <where> has 'D1' for 'd1', ...`` (ids that differ only in case, white space or
-    Unicode normalisation), or '' when no missing id has such a twin."""
+    """``; <where> has 'D1' for 'd1', ...`` (ids that differ only in case, white space,
+    leading zeros or Unicode normalisation), or '' when no missing id has such a twin."""
     pairs = near_misses(missing, known)
     if not pairs:
         return ""
@@ -52,8 +54,8 @@ def near_miss_hint(missing: Sequence[str], known: Iterable[str], where: str) -> 
         f"{_shown(found, wanted)} for {_shown(wanted, found)}" for wanted, found in pairs
     )
     return (
-        f"; {where} has {shown}, which differ only in case, white space or Unicode "
-        "normalisation: ids are compared exactly as written"
+        f"; {where} has {shown}, which differ only in case, white space, leading zeros or "
+        "Unicode normalisation: ids are compared exactly as written"
     )
 
 

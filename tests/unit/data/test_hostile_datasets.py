@@ -67,8 +67,8 @@ def test_the_available_splits_are_those_load_dataset_reads(tmp_path: Path) -> No
 
 @pytest.mark.parametrize(
     ("corpus_id", "judged"),
-    [("D1", "d1"), ("d1 ", "d1"), ("caf\u00e9", "cafe\u0301"), ("\ufeffd1", "d1")],
-    ids=["case", "white-space", "nfc-nfd", "bom"],
+    [("D1", "d1"), ("d1 ", "d1"), ("caf\u00e9", "cafe\u0301"), ("\ufeffd1", "d1"), ("51", "051")],
+    ids=["case", "white-space", "nfc-nfd", "bom", "leading-zeros"],
 )
 def test_qrels_whose_ids_differ_from_the_corpus_are_refused_with_the_twins(
     tmp_path: Path, corpus_id: str, judged: str
@@ -99,8 +99,8 @@ def test_stale_labels_name_some_and_their_twins(tmp_path: Path) -> None:
     assert dataset.notes == [
         f"{folder / 'qrels' / 'test.tsv'}: 2 judged documents are not in the corpus (stale "
         "labels); they count as relevant but can never be retrieved (e.g. 'd1', 'gone'); the "
-        "corpus has 'D1' for 'd1', which differ only in case, white space or Unicode "
-        "normalisation: ids are compared exactly as written"
+        "corpus has 'D1' for 'd1', which differ only in case, white space, leading zeros or "
+        "Unicode normalisation: ids are compared exactly as written"
     ]
     assert str(got[0].message).startswith(dataset.notes[0])
 
@@ -110,8 +110,8 @@ def test_judged_queries_without_text_name_their_twins(tmp_path: Path) -> None:
     folder = beir(tmp_path, {"test.tsv": HEADER + "q1\td1\t1\nq2\td2\t1\n"}, queries=queries)
     assert error_of(folder).endswith(
         "2 judged queries have no text in queries.jsonl (e.g. 'q1', 'q2'); queries.jsonl has "
-        "'Q1' for 'q1', 'q2 ' for 'q2', which differ only in case, white space or Unicode "
-        "normalisation: ids are compared exactly as written"
+        "'Q1' for 'q1', 'q2 ' for 'q2', which differ only in case, white space, leading zeros or "
+        "Unicode normalisation: ids are compared exactly as written"
     )
 
 
