@@ -85,18 +85,7 @@ class Manifest:
 
 def read_manifest(path: Path) -> Manifest:
     """Read and check a ``dataset.json``; every error names the file and the key."""
-    try:
-        # A byte order mark, as Notepad writes, is dropped.
-        data = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
-        raw = data.decode("utf-8")
-    except OSError as exc:
-        raise DataFormatError(f"cannot read: {exc.strerror or exc}", path) from None
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise DataFormatError(
-            f"not valid UTF-8 (byte {data[exc.start]:#04x} at column {column})", path, line
-        ) from None
+    raw = _manifest_text(path)
     try:
         data = json.loads(raw, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
@@ -147,6 +136,23 @@ def read_manifest(path: Path) -> Manifest:
         name=check.optional_text(data, "name"),
         provenance=provenance,
     )
+
+
+def _manifest_text(path: Path) -> str:
+    """The text of a ``dataset.json``: UTF-8, a byte order mark (as Notepad writes) dropped;
+    an error names the line and column of a byte that is not UTF-8."""
+    try:
+        data = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
+        raw = data.decode("utf-8")
+    except OSError as exc:
+        raise DataFormatError(f"cannot read: {exc.strerror or exc}", path) from None
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DataFormatError(
+            f"not valid UTF-8 (byte {data[exc.start]:#04x} at column {column})", path, line
+        ) from None
+    return raw
 
 
 def _beir_manifest(
