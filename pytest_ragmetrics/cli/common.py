@@ -149,7 +149,8 @@ def dataset_pairs(args: argparse.Namespace) -> list[DatasetSelection]:
     named = parse_named_paths(list(args.dataset), "--dataset")
     splits = parse_splits(split_text(args), [name for name, _ in named], "--split")
     ignore = bool(getattr(args, "ignore_identical_ids", False))
-    return list(select_datasets([(n, Path(p)) for n, p in named], splits, lambda name: ignore))
+    folders = [(n, Path(p)) for n, p in named]
+    return list(select_datasets(folders, splits, lambda name: ignore, "--dataset"))
 
 
 def one_pair(args: argparse.Namespace) -> DatasetSelection | None:

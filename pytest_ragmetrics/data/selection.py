@@ -127,6 +127,7 @@ def select_datasets(
     folders: Sequence[tuple[str, Path]],
     splits: dict[str, tuple[str, ...]],
     ignore_identical_ids: Callable[[str], bool] = lambda name: False,
+    where: str = "ragmetrics_dataset",
 ) -> tuple[DatasetSelection, ...]:
     """Every (dataset, split) pair, in the order given.
 
@@ -141,14 +142,14 @@ def select_datasets(
     for pair in pairs:
         if any(pair.key == name and pair.name != name for name, _ in folders):
             raise ConfigError(
-                f"ragmetrics_dataset: the dataset name {pair.key!r} is also the id of dataset "
+                f"{where}: the dataset name {pair.key!r} is also the id of dataset "
                 f"{pair.name!r}, split {pair.split!r}; rename one of the datasets (name=path)"
             )
-    _refuse_same_pair_twice(pairs)
+    _refuse_same_pair_twice(pairs, where)
     return pairs
 
 
-def _refuse_same_pair_twice(pairs: Sequence[DatasetSelection]) -> None:
+def _refuse_same_pair_twice(pairs: Sequence[DatasetSelection], where: str) -> None:
     """Two names for one folder and split (a copied ``name=path`` left unedited) would
     evaluate its queries twice, and count them twice in the summary's mean across datasets."""
     seen: dict[tuple[Path, str], DatasetSelection] = {}
@@ -156,7 +157,7 @@ def _refuse_same_pair_twice(pairs: Sequence[DatasetSelection]) -> None:
         first = seen.setdefault((pair.path.resolve(), pair.split), pair)
         if first is not pair:
             raise ConfigError(
-                f"ragmetrics_dataset: datasets {first.name!r} and {pair.name!r} are the same "
+                f"{where}: datasets {first.name!r} and {pair.name!r} are the same "
                 f"folder ({pair.path}), split {pair.split!r}: its queries would be evaluated "
                 "and counted twice; name each dataset folder once"
             )

@@ -135,3 +135,15 @@ def test_evaluate_with_one_run_checks_what_it_is_told(
         code = exc.code
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_one_folder_given_twice_under_two_names_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    animals = animals_and_planets(tmp_path)[0].split("=", 1)[1]
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 1.0 t\n")
+    args = ["evaluate", "--dataset", f"a={animals}", "--dataset", f"b={animals}/", "--run"]
+    assert main([*args, f"a={run}", "--run", f"b={run}"]) == 2
+    err = capsys.readouterr().err
+    assert f"--dataset: datasets 'a' and 'b' are the same folder ({animals}), split 'test'" in err
