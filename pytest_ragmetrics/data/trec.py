@@ -161,6 +161,13 @@ class _QrelsLines:
         fields = [f.strip(" ") for f in text.split("\t")] if self.tabs else split_fields(text)
         if not all(fields):
             raise DataFormatError("an empty field (two tabs in a row?)", path, lineno)
+        if self.tabs and len(fields) == 1 and len(split_fields(text)) > 1:
+            raise DataFormatError(
+                "no tab on this line: in a BEIR qrels file with tabs, as its first lines have, "
+                "fields are separated by tabs only (ids may hold spaces)",
+                path,
+                lineno,
+            )
         if self.columns == "pairs":
             if len(fields) < 2:
                 raise DataFormatError(

@@ -190,3 +190,22 @@ def test_a_judged_query_without_words_is_refused(tmp_path: Path, text: str | Non
     # One that is not judged is not evaluated: no harm.
     folder = beir(tmp_path / "unjudged", {"test.tsv": HEADER + "q2\td2\t1\n"}, queries=queries)
     assert load_dataset(folder).queries.query_ids.tolist() == ["q2"]
+
+
+# --- BEIR qrels ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("qrels", "line"),
+    [(HEADER + "q1 d1 1\n", 2), (HEADER + "q1\td1\t1\nq2 d2 1\n", 3), ("q1\td1\t1\nq2 d2 1\n", 2)],
+    ids=["header-with-tabs", "rows-with-tabs", "no-header"],
+)
+def test_a_line_without_tabs_in_a_tabbed_qrels_file_says_so(
+    tmp_path: Path, qrels: str, line: int
+) -> None:
+    # It was "expected 3 columns, got 1": fields split on tabs only, this line has none.
+    folder = beir(tmp_path, {"test.tsv": qrels})
+    assert error_of(folder) == (
+        f"{folder / 'qrels' / 'test.tsv'}:{line}: no tab on this line: in a BEIR qrels file with "
+        "tabs, as its first lines have, fields are separated by tabs only (ids may hold spaces)"
+    )
