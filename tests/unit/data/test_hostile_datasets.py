@@ -209,3 +209,14 @@ def test_a_line_without_tabs_in_a_tabbed_qrels_file_says_so(
         f"{folder / 'qrels' / 'test.tsv'}:{line}: no tab on this line: in a BEIR qrels file with "
         "tabs, as its first lines have, fields are separated by tabs only (ids may hold spaces)"
     )
+
+
+def test_near_misses_look_through_a_bounded_number_of_ids(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_ragmetrics.data import stale
+
+    known = ["a", "b", "D1"]
+    assert stale.near_misses(["d1"], known) == [("d1", "D1")]
+    monkeypatch.setattr(stale, "_SCANNED", 2)  # a corpus of millions loads no slower
+    assert stale.near_misses(["d1"], known) == []
