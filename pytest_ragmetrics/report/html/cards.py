@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from pytest_ragmetrics.deltas import delta as delta_of
 from pytest_ragmetrics.report.html.queries import MISSED_SHOWN, Queries, preview
 from pytest_ragmetrics.report.html.shown import Cell, cell, delta_cell, side, value
 
@@ -101,7 +102,8 @@ def cards(q: Queries, ids: Sequence[str], *, open_first: bool) -> list[Card]:
         values = []
         for metric in q.shown.metrics:
             now, before = q.now(qid, metric), q.before(qid, metric)
-            delta = None if now is None or before is None else now - before
+            # Δ by the one rule (deltas.py), as the chart and the verdict count it.
+            delta = None if now is None or before is None else delta_of(before, now)
             values.append((metric, cell(before), cell(now), delta_cell(delta, side(delta))))
         card = Card(
             qid,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
+import html
 import json
 import re
 import subprocess
@@ -617,3 +618,26 @@ def test_a_value_that_only_lost_its_rounding_digits_is_unchanged() -> None:
     assert [values.ids[p] for p in positions] == ["b", "a", "c"]
     assert delta.tolist() == pytest.approx([-0.1, 0.0, 0.1])
     assert delta[1] == 0.0
+
+
+def test_a_card_counts_a_value_that_only_lost_its_rounding_digits_as_unchanged() -> None:
+    """A card's Δ was now - before, unrounded: a query whose value only lost its rounding
+    digits against the baseline's 6 (mrr 1/3 in both runs) was coloured better or worse
+    while its text said 0.0000 and the chart counted it unchanged; it follows deltas.py now."""
+    document = against_baseline_document(CURRENT_RUN)
+    (entry,) = document["evaluations"]
+    entry["per_query"][QID_RTL]["mrr"] = 1 / 3
+    entry["baseline_per_query"][QID_RTL]["mrr"] = 0.333333
+    entry["per_query"][QID_EVIL]["mrr"] = 0.1234569
+    entry["baseline_per_query"][QID_EVIL]["mrr"] = 0.123457
+    values = [row["mrr"] for row in entry["per_query"].values()]
+    entry["metrics"]["mrr"] = sum(values) / len(values)  # as the plugin writes it
+    raw = html_report(document)
+    cards = {
+        html.unescape(re.search(r"<bdi>(.*?)</bdi>", card).group(1)): card  # type: ignore[union-attr]
+        for card in raw.split('<details class="query"')[1:]
+    }
+    for qid in (QID_RTL, QID_EVIL):
+        (row,) = re.findall(r"<tr><td>mrr</td>(.*?)</tr>", cards[qid])
+        delta = re.findall(r'<td class="([^"]*)"[^>]*>([^<]*)</td>', row)[-1]
+        assert delta == ("num", "0.0000"), (qid, row)
