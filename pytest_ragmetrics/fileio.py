@@ -18,6 +18,9 @@ from typing import IO, Any
 
 from pytest_ragmetrics.errors import ConfigError, OutputError, RagMetricsError
 
+# Lists and objects nested deeper than this in a JSON file we read are refused (too_deep).
+MAX_JSON_DEPTH = 100
+
 PathLike = str | os.PathLike[str]
 
 
@@ -495,7 +498,7 @@ def read_json_file(
     if not text.strip():
         raise error(f"{path}: {subject}empty{tail}")
     try:
-        return json.loads(text, object_pairs_hook=unique_keys)
+        value = json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         raise error(
             f"{path}:{exc.lineno}: {subject}not valid JSON ({json_problem(exc)}){tail}"
@@ -503,3 +506,42 @@ def read_json_file(
     except (ValueError, RecursionError) as exc:
         # Valid JSON that Python refuses: an integer of thousands of digits, deep nesting.
         raise error(f"{path}: cannot read {f'the {what} ' if what else ''}({exc}){tail}") from None
+    where = too_deep(value)
+    if where is not None:
+        raise error(
+            f"{path}: {subject}nested more than {MAX_JSON_DEPTH} levels deep (at {where}); "
+            f"no file of ours nests like that{tail}"
+        )
+    return value
+
+
+def too_deep(value: Any, limit: int | None = None) -> str | None:
+    """Where ``value`` nests lists and objects more than ``limit`` (default
+    :data:`MAX_JSON_DEPTH`) levels deep, as a short path; None when it does not.
+
+    json reads nesting up to the interpreter's recursion limit, and every walk over the values
+    (rounding, identities, the HTML page) recurses once per level on top of the caller's frames,
+    so a file that json read could still end in a RecursionError far from where it was read.
+    """
+    limit = MAX_JSON_DEPTH if limit is None else limit
+    # (container, its key, its parent's entry, its depth): a path is rebuilt only when found.
+    Entry = tuple[Any, str, Any, int]
+    stack: list[Entry] = [(value, "", None, 0)] if isinstance(value, (dict, list)) else []
+    while stack:
+        entry = stack.pop()
+        item, _, _, depth = entry
+        if depth >= limit:
+            keys: list[str] = []
+            node: Entry | None = entry
+            while node is not None and node[2] is not None:
+                keys.append(node[1])
+                node = node[2]
+            keys.reverse()
+            shown = ".".join(keys[:4]).replace(".[", "[")
+            return f"{shown}…" if len(keys) > 4 else shown
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in pairs:
+            if isinstance(child, (dict, list)):
+                name = f"[{key}]" if isinstance(item, list) else str(key)
+                stack.append((child, name, entry, depth + 1))
+    return None

@@ -200,3 +200,38 @@ def test_pages_from_the_plugins_own_reports(
     assert "went to" in text and "came from" in text
     q1 = next(r for r in cell_texts(compared, "ranking") if r[1].startswith("d1 Cats"))
     assert q1[:3] == ["1", "d1 Cats ✔ grade 1 3.000", "→ 3"]
+
+
+def _nested(depth: int) -> str:
+    """``run_document(CURRENT_RUN)`` with a retriever identity nested ``depth`` lists deep:
+    JSON Python reads, deeper than any walk over the values can recurse."""
+    document = run_document(CURRENT_RUN)
+    document["evaluations"][0]["identity"]["retriever"]["deep"] = "@@"
+    return json.dumps(document).replace('"@@"', "[" * depth + "]" * depth)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["report", "{deep}", "--html", "{out}"],
+        ["compare", "{deep}", "{other}"],
+        ["compare", "{other}", "{deep}", "--format", "html", "--out", "{out}"],
+    ],
+    ids=["report", "compare-before", "compare-after-html"],
+)
+def test_a_report_nested_too_deep_is_a_named_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """Nesting that json reads (900 deep) crashed the page's and the comparison's walks over
+    the values (RecursionError: exit code 3, 'a bug in pytest-ragmetrics')."""
+    deep, other, out = tmp_path / "deep.json", tmp_path / "other.json", tmp_path / "x.html"
+    deep.write_text(_nested(900), encoding="utf-8")
+    other.write_text(json.dumps(run_document(BASELINE_RUN)), encoding="utf-8")
+    paths = {"deep": str(deep), "other": str(other), "out": str(out)}
+    code, _ = run(*(part.format(**paths) for part in command))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"{deep}: " in err and "nested more than 100 levels deep" in err
+    assert "Traceback" not in err and not out.exists()
+    deep.write_text(_nested(50), encoding="utf-8")  # nesting as deep as data goes is read
+    assert run(*(part.format(**paths) for part in command))[0] in (0, 1)
