@@ -90,6 +90,11 @@ def _spelling_problem(entry: Mapping[str, Any]) -> str | None:
 
 # Stored values are rounded to six decimals; a value of a [0, 1] metric may lie this far out.
 RANGE_SLACK = 1e-6
+# The largest magnitude of any metric's value, registered metrics included: rounding to six
+# decimals multiplies by 1e6, and means, Δs and bootstrap intervals add up millions of values,
+# so values near the largest float (1.8e308) overflow to inf (and numpy's warnings, one per
+# resample, stall a run). Far above anything a metric means (a registered one may be large).
+MAX_MAGNITUDE = 1e280
 
 
 def range_problem(entry: Mapping[str, Any]) -> str | None:
@@ -106,11 +111,14 @@ def range_problem(entry: Mapping[str, Any]) -> str | None:
     values += [
         (f"supplemented.metrics.{m}", m, v) for m, v in (supplemented.get("metrics") or {}).items()
     ]
-    values += [
-        (f"per_query.{q}.{m}", m, v)
-        for q, row in (entry.get("per_query") or {}).items()
-        for m, v in row.items()
-    ]
+    for key in ("per_query", "baseline_per_query"):  # the latter: a report's, for its page
+        rows = entry.get(key)
+        values += [
+            (f"{key}.{q}.{m}", m, v)
+            for q, row in (rows.items() if isinstance(rows, Mapping) else ())
+            if isinstance(row, Mapping)
+            for m, v in row.items()
+        ]
     bounded: dict[str, bool] = {}
     for field, metric, value in values:
         if not is_number(value) or -RANGE_SLACK <= value <= 1 + RANGE_SLACK:
@@ -124,6 +132,12 @@ def range_problem(entry: Mapping[str, Any]) -> str | None:
             return (
                 f"'{field}' is {value!r}, outside [0, 1] where every value of {metric} lies: "
                 "no evaluation wrote it (an edit?)"
+            )
+        if abs(value) > MAX_MAGNITUDE:
+            return (
+                f"'{field}' is {value!r}, beyond ±{MAX_MAGNITUDE:g}, more than any metric's "
+                "value can be compared with (its mean, Δ and confidence interval would "
+                "overflow): no evaluation wrote it (an edit?)"
             )
     return None
 

@@ -316,3 +316,30 @@ def test_collect_only_writes_no_report_and_keeps_the_last(pytester: pytest.Pytes
     )
     assert result.ret == pytest.ExitCode.OK
     assert {name: (pytester.path / name).read_bytes() for name in before} == before
+
+
+def test_a_registered_metric_of_large_values_round_trips(pytester: pytest.Pytester) -> None:
+    """The range check of the files read refuses values near the largest float, which
+    overflow when rounded; a registered metric's large but ordinary values (1e20) must still be
+    blessed, read back and compared."""
+    make_project(
+        pytester,
+        ini='ragmetrics_metrics = "mrr big"\n',
+        tests="def test_it(rag_eval, rag_run):\n    rag_eval.retrieval(rag_run)\n",
+    )
+    pytester.makeconftest(
+        (pytester.path / "conftest.py").read_text()
+        + """
+import numpy as np
+
+def pytest_ragmetrics_register_metrics(register):
+    def big(ranked, k):
+        return np.where(ranked.first_relevant_rank > 0, 1e20, 0.0)
+    register("big", big, cutoff="none")
+"""
+    )
+    pytester.runpytest("-p", "no:xdist", "--ragmetrics-update-baseline").assert_outcomes(passed=1)
+    result = pytester.runpytest("-p", "no:xdist", "--ragmetrics-json=r.json")
+    result.assert_outcomes(passed=1)
+    (entry,) = json.loads((pytester.path / "r.json").read_text())["evaluations"]
+    assert entry["metrics"]["big"] == 1e20 and entry["outcome"]["baseline"]["status"] == "ok"

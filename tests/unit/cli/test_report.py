@@ -235,3 +235,45 @@ def test_a_report_nested_too_deep_is_a_named_error(
     assert "Traceback" not in err and not out.exists()
     deep.write_text(_nested(50), encoding="utf-8")  # nesting as deep as data goes is read
     assert run(*(part.format(**paths) for part in command))[0] in (0, 1)
+
+
+@pytest.mark.parametrize(
+    ("field", "command"),
+    [
+        ("per_query", ["compare", "{other}", "{huge}"]),
+        ("baseline_per_query", ["report", "{huge}", "--html", "{out}"]),
+        (
+            "baseline_per_query",
+            ["compare", "{other}", "{huge}", "--format", "html", "--out", "{out}"],
+        ),
+    ],
+    ids=["compare-per-query", "report-baseline-per-query", "compare-html-baseline-per-query"],
+)
+def test_a_value_near_the_largest_float_is_a_named_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, command: list[str]
+) -> None:
+    """Per-query values of ±1e308 (a registered metric's, whose range is not known; or any
+    in baseline_per_query, which nothing checked) overflowed when rounded to six decimals:
+    the comparison's bootstrap then warned once per resample and ran for minutes, and the
+    page's Δ were inf. Refused as an edit, naming the field."""
+    document = run_document(CURRENT_RUN)
+    (entry,) = document["evaluations"]
+    if field == "per_query":  # a metric of a plugin not installed here: any range is allowed
+        for i, row in enumerate(entry["per_query"].values()):
+            row["custom_x"] = 1e308 if i % 2 else -1e308
+        entry["metrics"]["custom_x"] = 0.0
+    else:
+        entry["baseline_per_query"] = {
+            qid: dict.fromkeys(row, 1e308) for qid, row in entry["per_query"].items()
+        }
+    huge, other, out = tmp_path / "huge.json", tmp_path / "other.json", tmp_path / "x.html"
+    huge.write_text(json.dumps(document), encoding="utf-8")
+    other.write_text(json.dumps(run_document(BASELINE_RUN)), encoding="utf-8")
+    paths = {"huge": str(huge), "other": str(other), "out": str(out)}
+    code, _ = run(*(part.format(**paths) for part in command))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    # A built-in metric's value is refused as outside [0, 1], any other's as beyond ±1e280.
+    reason = "beyond ±1e+280" if field == "per_query" else "outside [0, 1]"
+    assert f"{huge}: " in err and f"'{field}." in err and f"1e+308, {reason}" in err
+    assert "Traceback" not in err and not out.exists()
